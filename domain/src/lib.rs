@@ -1,0 +1,22 @@
+//! Swath's domain: the values a mower reports, the rows Swath keeps, and the write rules that turn
+//! one into the other. Pure: no async, no I/O, no clock (callers pass the time in).
+//!
+//! # Layout
+//! - [`ids`]: typed identifiers (UUID v7 where Swath creates them).
+//! - [`report`]: the state report a gateway publishes, its validation and the Home Assistant
+//!   `lawn_mower` activity mapping (DESIGN §2).
+//! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
+//! - [`rules`]: write rules W0–W6 (DESIGN §3) applied to a batch of states over rows held in memory.
+//! - [`events`]: events raised by the write rules, published after the commit.
+
+pub mod events;
+pub mod ids;
+pub mod report;
+pub mod rows;
+pub mod rules;
+
+pub use events::IngestEvent;
+pub use ids::{AccountId, MowerId, SiteId};
+pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
+pub use rows::{DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, TelemetryRows};
+pub use rules::{apply_states, BatchChanges, DirectoryEntry, MowerSnapshot, StateOutcome};

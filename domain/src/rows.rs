@@ -1,0 +1,130 @@
+//! The rows of the telemetry store. Every store (memory, PostgreSQL) keeps exactly these, so that
+//! tests can compare stores row by row. Durations are integer milliseconds, distances integer
+//! millimetres.
+
+use crate::ids::{AccountId, MowerId};
+use crate::report::{Activity, StateReport};
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+/// W1: one row per distinct `(mower_id, observed_at)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRow {
+    pub mower_id: MowerId,
+    pub observed_at: DateTime<Utc>,
+    pub activity: Activity,
+    pub battery_percent: Option<u8>,
+    pub error_code: Option<String>,
+    pub blade_on: bool,
+}
+
+/// W2: one row per distinct `(mower_id, observed_at)` that has a position.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PositionRow {
+    pub mower_id: MowerId,
+    pub observed_at: DateTime<Utc>,
+    pub lat: f64,
+    pub lon: f64,
+    pub accuracy_m: Option<f64>,
+    pub heading_deg: Option<f64>,
+}
+
+/// W3: the newest state of a mower, as the API serves it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LatestRow {
+    pub mower_id: MowerId,
+    pub account_id: AccountId,
+    pub observed_at: DateTime<Utc>,
+    /// When Swath received the state that became the latest.
+    pub last_seen_at: DateTime<Utc>,
+    /// The full state document.
+    pub state: StateReport,
+}
+
+/// The part of a latest row the write rules need: read without the state document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LatestKey {
+    pub account_id: AccountId,
+    pub observed_at: DateTime<Utc>,
+}
+
+impl LatestRow {
+    pub fn key(&self) -> LatestKey {
+        LatestKey {
+            account_id: self.account_id,
+            observed_at: self.observed_at,
+        }
+    }
+}
+
+/// W4 and W6: running totals per mower, and what the next interval needs to know.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HealthTotals {
+    pub mower_id: MowerId,
+    pub account_id: AccountId,
+    /// Every interval up to this instant is counted; older states add nothing.
+    pub counted_until: DateTime<Utc>,
+    pub last_activity: Activity,
+    pub last_blade_on: bool,
+    pub last_lat: Option<f64>,
+    pub last_lon: Option<f64>,
+    pub mowing_ms: i64,
+    pub blade_ms: i64,
+    pub distance_mm: i64,
+    pub error_count: i64,
+    pub charge_count: i64,
+    /// Blade time since the last blade reset (W6).
+    pub blade_since_reset_ms: i64,
+    /// Whether `blade_due` was raised since the last blade reset.
+    pub blade_due_raised: bool,
+}
+
+/// W5: totals per mower and local day of the mower's site.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayTotals {
+    pub mower_id: MowerId,
+    pub day: NaiveDate,
+    pub mowing_ms: i64,
+    pub blade_ms: i64,
+    pub distance_mm: i64,
+    pub error_count: i64,
+    pub charge_count: i64,
+    /// States that advanced the totals on this day.
+    pub state_count: i64,
+}
+
+impl DayTotals {
+    pub fn zero(mower_id: MowerId, day: NaiveDate) -> Self {
+        Self {
+            mower_id,
+            day,
+            mowing_ms: 0,
+            blade_ms: 0,
+            distance_mm: 0,
+            error_count: 0,
+            charge_count: 0,
+            state_count: 0,
+        }
+    }
+
+    /// Adds another row of the same key (an upsert that adds).
+    pub fn add(&mut self, other: &DayTotals) {
+        self.mowing_ms += other.mowing_ms;
+        self.blade_ms += other.blade_ms;
+        self.distance_mm += other.distance_mm;
+        self.error_count += other.error_count;
+        self.charge_count += other.charge_count;
+        self.state_count += other.state_count;
+    }
+}
+
+/// Every stored row of some mowers, each table in key order. Stores export it so that tests and
+/// the verifier can compare stores, and a batch with the same states stored one at a time.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TelemetryRows {
+    pub history: Vec<HistoryRow>,
+    pub positions: Vec<PositionRow>,
+    pub latest: Vec<LatestRow>,
+    pub health: Vec<HealthTotals>,
+    pub days: Vec<DayTotals>,
+}
