@@ -1,1 +1,17 @@
+//! Swath's application layer: the ports the use cases need (traits, each with its contract) and
+//! the use cases themselves. Adapters implement the ports; `swath-api`'s `main` chooses them once.
+//!
+//! # Layout
+//! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
+//!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
+//! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (DESIGN §3), and
+//!   the bus handler that feeds it.
+//! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
+//! - [`subjects`]: the bus subjects Swath publishes and consumes.
+
+pub mod ingest;
+pub mod ports;
+pub mod simulator;
+pub mod subjects;
+
 

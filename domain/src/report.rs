@@ -306,12 +306,28 @@ impl StateReport {
             extra: wire.extra,
             unknown: wire.unknown,
         };
-        report.validate(received_at)
+        // The size was checked on the bytes (or value) already: skip re-serialising.
+        report.check(received_at)
     }
 
-    /// Checks every rule of DESIGN §2 that the types do not already enforce, and normalises
-    /// `observed_at` to microseconds.
-    pub fn validate(mut self, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
+    /// Checks every rule of DESIGN §2 that the types do not already enforce, including the size
+    /// of the serialised report, and normalises `observed_at` to microseconds. For reports built in
+    /// code; [`StateReport::parse`] and [`StateReport::from_value`] validate already.
+    pub fn validate(self, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
+        let size = serde_json::to_vec(&self).map(|v| v.len()).unwrap_or(usize::MAX);
+        if size > MAX_REPORT_BYTES {
+            return Err(InvalidReport {
+                mower_id: Some(self.mower_id),
+                ..InvalidReport::new(
+                    DropReason::TooLarge,
+                    format!("the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"),
+                )
+            });
+        }
+        self.check(received_at)
+    }
+
+    fn check(mut self, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
         let fail = |reason, detail: String| InvalidReport {
             reason,
             detail,
@@ -350,13 +366,6 @@ impl StateReport {
                     ));
                 }
             }
-        }
-        let size = serde_json::to_vec(&self).map(|v| v.len()).unwrap_or(usize::MAX);
-        if size > MAX_REPORT_BYTES {
-            return Err(fail(
-                DropReason::TooLarge,
-                format!("the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"),
-            ));
         }
         self.observed_at = self.observed_at.trunc_subsecs(6);
         Ok(self)

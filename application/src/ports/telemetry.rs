@@ -1,0 +1,58 @@
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use swath_domain::{BatchChanges, HealthTotals, LatestRow, MowerId, MowerSnapshot, TelemetryRows};
+
+/// Errors of the [`TelemetryStore`] port.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The store could not be reached or a statement failed. Nothing of the batch is stored; the
+    /// caller redelivers it.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// A stored row could not be read back (a bug or a manual edit).
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
+}
+
+/// The telemetry store: a batch unit of work for ingestion (DESIGN §3), plus the reads of the API.
+///
+/// An implementation MUST:
+/// - in [`TelemetryStore::begin`], read the directory entry (account, site time zone, blade
+///   threshold), the latest key (without the state document) and the health totals of every given
+///   mower, **once**, and hold them locked against any other batch touching those mowers until
+///   the returned [`TelemetryBatch`] is committed or dropped; lock in mower id order, so that two
+///   batches (or two replicas) never deadlock. A mower missing from the directory is absent from
+///   the map.
+/// - in [`TelemetryBatch::commit`], write all of [`BatchChanges`] atomically: history and positions
+///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
+///   to the stored ones. Either everything is stored or nothing (then [`StoreError::Unavailable`]).
+///   Dropping an uncommitted batch stores nothing and releases the locks.
+/// - keep for every mower at least the newest history and position rows (the memory store may cap
+///   older rows, configurably); never cap latest, health or day rows.
+/// - answer reads with what was committed: never a half-written batch.
+#[async_trait]
+pub trait TelemetryStore: Send + Sync {
+    /// Reads and locks the rows of `mowers` (sorted, without duplicates).
+    async fn begin(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, MowerSnapshot>, Box<dyn TelemetryBatch>), StoreError>;
+
+    /// The latest rows of these mowers (those that have one), in mower id order.
+    async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError>;
+
+    /// The health totals of a mower, if it ever reported.
+    async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError>;
+
+    /// Every stored row of these mowers, each table in key order (for verification and tests).
+    async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError>;
+
+    /// Whether the store answers (for `/readyz`).
+    async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// One open batch: the locks taken by [`TelemetryStore::begin`], released on commit or drop.
+#[async_trait]
+pub trait TelemetryBatch: Send {
+    async fn commit(self: Box<Self>, changes: &BatchChanges) -> Result<(), StoreError>;
+}

@@ -1,0 +1,1 @@
+//! Simulator (placeholder until written).
