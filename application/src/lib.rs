@@ -15,3 +15,4 @@ pub mod simulator;
 pub mod subjects;
 
 
+pub use ingest::{Ingest, IngestError, IngestHandler};

@@ -96,11 +96,13 @@ pub fn apply_states(
     };
     let mut history_keys: HashSet<(MowerId, DateTime<Utc>)> = HashSet::with_capacity(states.len());
     let mut position_keys: HashSet<(MowerId, DateTime<Utc>)> = HashSet::with_capacity(states.len());
-    let mut latest: BTreeMap<MowerId, LatestRow> = BTreeMap::new();
+    // Index of the state that is the mower's newest: the row (with its cloned document) is built
+    // once per mower at the end, not once per state.
+    let mut latest: BTreeMap<MowerId, usize> = BTreeMap::new();
     let mut health_touched: BTreeMap<MowerId, ()> = BTreeMap::new();
     let mut days: BTreeMap<(MowerId, NaiveDate), DayTotals> = BTreeMap::new();
 
-    for state in states {
+    for (index, state) in states.iter().enumerate() {
         let snapshot = snapshots.entry(state.mower_id).or_default();
         if let Err(reason) = check_directory(snapshot, state) {
             outcomes.push(StateOutcome::Dropped(reason));
@@ -133,16 +135,7 @@ pub fn apply_states(
                 account_id: state.account_id,
                 observed_at: state.observed_at,
             });
-            latest.insert(
-                state.mower_id,
-                LatestRow {
-                    mower_id: state.mower_id,
-                    account_id: state.account_id,
-                    observed_at: state.observed_at,
-                    last_seen_at: received_at,
-                    state: state.clone(),
-                },
-            );
+            latest.insert(state.mower_id, index);
         }
         // W4–W6.
         let directory = snapshot.directory.as_ref().expect("checked by W0");
@@ -155,7 +148,19 @@ pub fn apply_states(
         outcomes.push(StateOutcome::Stored);
     }
 
-    changes.latest = latest.into_values().collect();
+    changes.latest = latest
+        .into_values()
+        .map(|i| {
+            let state = &states[i];
+            LatestRow {
+                mower_id: state.mower_id,
+                account_id: state.account_id,
+                observed_at: state.observed_at,
+                last_seen_at: received_at,
+                state: state.clone(),
+            }
+        })
+        .collect();
     changes.health = health_touched
         .into_keys()
         .filter_map(|m| snapshots.get(&m).and_then(|s| s.health.clone()))

@@ -1,0 +1,302 @@
+//! The in-memory store: directory, tokens and telemetry in one process. It is the product's
+//! embedded default, not a mock: it keeps the same rows as PostgreSQL, under the same contract.
+//!
+//! Concurrency: a batch takes `batch_lock` (a tokio mutex, held across the batch's await points)
+//! for the whole unit of work, which is what PostgreSQL's `FOR UPDATE` on the batch's mowers
+//! gives; one lock for all mowers is simpler and costs nothing here because a memory batch never
+//! waits on I/O. The rows themselves sit behind a std `RwLock` taken only briefly, never across an
+//! await, so the API's reads never wait for a batch to finish, and never see half of one: a
+//! commit applies all its changes under one write lock.
+//!
+//! Memory is bounded: history and positions keep at most `history_per_mower` rows per mower (the
+//! oldest go first). Latest, health and day rows are one per mower (and day) and are kept.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use swath_application::ports::{
+    Account, Directory, DirectoryError, Mower, Principal, Site, StoreError, TelemetryBatch,
+    TelemetryStore, TokenError, TokenHash, TokenStore,
+};
+use swath_domain::{
+    AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
+    MowerId, MowerSnapshot, PositionRow, SiteId, TelemetryRows,
+};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// Settings of the memory store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStoreSettings {
+    /// History rows and position rows kept per mower (`SWATH_MEMORY_HISTORY_PER_MOWER`).
+    pub history_per_mower: usize,
+}
+
+impl Default for MemoryStoreSettings {
+    fn default() -> Self {
+        Self {
+            history_per_mower: 10_000,
+        }
+    }
+}
+
+#[derive(Default)]
+struct DirectoryData {
+    accounts: HashMap<AccountId, Account>,
+    sites: HashMap<SiteId, Site>,
+    mowers: HashMap<MowerId, Mower>,
+}
+
+#[derive(Default)]
+struct MowerRows {
+    history: BTreeMap<DateTime<Utc>, HistoryRow>,
+    positions: BTreeMap<DateTime<Utc>, PositionRow>,
+    latest: Option<LatestRow>,
+    health: Option<HealthTotals>,
+    days: BTreeMap<NaiveDate, DayTotals>,
+}
+
+/// The in-memory store. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct MemoryStore {
+    settings: MemoryStoreSettings,
+    directory: Arc<RwLock<DirectoryData>>,
+    tokens: Arc<RwLock<HashMap<TokenHash, Principal>>>,
+    telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
+    batch_lock: Arc<Mutex<()>>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(MemoryStoreSettings::default())
+    }
+}
+
+/// A poisoned lock only means another thread panicked while holding it; the data is still
+/// consistent because every write is a plain insert. Carry on rather than propagate the panic.
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl MemoryStore {
+    pub fn new(settings: MemoryStoreSettings) -> Self {
+        Self {
+            settings,
+            directory: Arc::default(),
+            tokens: Arc::default(),
+            telemetry: Arc::default(),
+            batch_lock: Arc::new(Mutex::new(())),
+        }
+    }
+}
+
+#[async_trait]
+impl Directory for MemoryStore {
+    async fn create_account(&self, account: Account) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        if dir.accounts.contains_key(&account.id) {
+            return Err(DirectoryError::Conflict(format!("account {}", account.id)));
+        }
+        dir.accounts.insert(account.id, account);
+        Ok(())
+    }
+
+    async fn create_site(&self, site: Site) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        if !dir.accounts.contains_key(&site.account_id) {
+            return Err(DirectoryError::NotFound(format!("account {}", site.account_id)));
+        }
+        if dir.sites.contains_key(&site.id) {
+            return Err(DirectoryError::Conflict(format!("site {}", site.id)));
+        }
+        dir.sites.insert(site.id, site);
+        Ok(())
+    }
+
+    async fn create_mower(&self, mower: Mower) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        match dir.sites.get(&mower.site_id) {
+            Some(site) if site.account_id == mower.account_id => {}
+            _ => return Err(DirectoryError::NotFound(format!("site {}", mower.site_id))),
+        }
+        if dir.mowers.contains_key(&mower.id) {
+            return Err(DirectoryError::Conflict(format!("mower {}", mower.id)));
+        }
+        dir.mowers.insert(mower.id, mower);
+        Ok(())
+    }
+
+    async fn account(&self, id: AccountId) -> Result<Option<Account>, DirectoryError> {
+        Ok(read(&self.directory).accounts.get(&id).cloned())
+    }
+
+    async fn mower(&self, id: MowerId) -> Result<Option<Mower>, DirectoryError> {
+        Ok(read(&self.directory).mowers.get(&id).cloned())
+    }
+
+    async fn sites(&self, account: AccountId) -> Result<Vec<Site>, DirectoryError> {
+        let mut sites: Vec<Site> = read(&self.directory)
+            .sites
+            .values()
+            .filter(|s| s.account_id == account)
+            .cloned()
+            .collect();
+        sites.sort_by(|a, b| (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id)));
+        Ok(sites)
+    }
+
+    async fn mowers(&self, account: AccountId) -> Result<Vec<Mower>, DirectoryError> {
+        let mut mowers: Vec<Mower> = read(&self.directory)
+            .mowers
+            .values()
+            .filter(|m| m.account_id == account)
+            .cloned()
+            .collect();
+        mowers.sort_by(|a, b| (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id)));
+        Ok(mowers)
+    }
+}
+
+#[async_trait]
+impl TokenStore for MemoryStore {
+    async fn store_token(&self, hash: TokenHash, principal: Principal) -> Result<(), TokenError> {
+        let mut tokens = write(&self.tokens);
+        if tokens.contains_key(&hash) {
+            return Err(TokenError::Conflict);
+        }
+        tokens.insert(hash, principal);
+        Ok(())
+    }
+
+    async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError> {
+        Ok(read(&self.tokens).get(hash).cloned())
+    }
+}
+
+/// An open memory batch: holds the batch lock until committed or dropped.
+struct MemoryBatch {
+    store: MemoryStore,
+    _lock: OwnedMutexGuard<()>,
+}
+
+#[async_trait]
+impl TelemetryBatch for MemoryBatch {
+    async fn commit(self: Box<Self>, changes: &BatchChanges) -> Result<(), StoreError> {
+        let cap = self.store.settings.history_per_mower.max(1);
+        let mut telemetry = write(&self.store.telemetry);
+        for row in &changes.history {
+            let rows = telemetry.entry(row.mower_id).or_default();
+            rows.history.entry(row.observed_at).or_insert_with(|| row.clone());
+            if rows.history.len() > cap {
+                rows.history.pop_first();
+            }
+        }
+        for row in &changes.positions {
+            let rows = telemetry.entry(row.mower_id).or_default();
+            rows.positions.entry(row.observed_at).or_insert_with(|| row.clone());
+            if rows.positions.len() > cap {
+                rows.positions.pop_first();
+            }
+        }
+        for row in &changes.latest {
+            telemetry.entry(row.mower_id).or_default().latest = Some(row.clone());
+        }
+        for row in &changes.health {
+            telemetry.entry(row.mower_id).or_default().health = Some(row.clone());
+        }
+        for row in &changes.days {
+            telemetry
+                .entry(row.mower_id)
+                .or_default()
+                .days
+                .entry(row.day)
+                .and_modify(|d| d.add(row))
+                .or_insert_with(|| row.clone());
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TelemetryStore for MemoryStore {
+    async fn begin(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, MowerSnapshot>, Box<dyn TelemetryBatch>), StoreError> {
+        let lock = Arc::clone(&self.batch_lock).lock_owned().await;
+        let directory = read(&self.directory);
+        let telemetry = read(&self.telemetry);
+        let mut snapshots = BTreeMap::new();
+        for mower_id in mowers {
+            let Some(mower) = directory.mowers.get(mower_id) else {
+                continue;
+            };
+            let Some(site) = directory.sites.get(&mower.site_id) else {
+                return Err(StoreError::Corrupt(format!(
+                    "mower {mower_id} names site {} which does not exist",
+                    mower.site_id
+                )));
+            };
+            let rows = telemetry.get(mower_id);
+            snapshots.insert(
+                *mower_id,
+                MowerSnapshot {
+                    directory: Some(DirectoryEntry {
+                        mower_id: *mower_id,
+                        account_id: mower.account_id,
+                        time_zone: site.time_zone,
+                        blade_threshold_ms: mower.blade_threshold_ms,
+                    }),
+                    latest: rows.and_then(|r| r.latest.as_ref()).map(LatestRow::key),
+                    health: rows.and_then(|r| r.health.clone()),
+                },
+            );
+        }
+        drop((directory, telemetry));
+        Ok((
+            snapshots,
+            Box::new(MemoryBatch {
+                store: self.clone(),
+                _lock: lock,
+            }),
+        ))
+    }
+
+    async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
+        let telemetry = read(&self.telemetry);
+        let mut rows: Vec<LatestRow> = mowers
+            .iter()
+            .filter_map(|m| telemetry.get(m).and_then(|r| r.latest.clone()))
+            .collect();
+        rows.sort_by_key(|r| r.mower_id);
+        Ok(rows)
+    }
+
+    async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {
+        Ok(read(&self.telemetry).get(&mower).and_then(|r| r.health.clone()))
+    }
+
+    async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError> {
+        let mut sorted = mowers.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let telemetry = read(&self.telemetry);
+        let mut out = TelemetryRows::default();
+        for rows in sorted.iter().filter_map(|m| telemetry.get(m)) {
+            out.history.extend(rows.history.values().cloned());
+            out.positions.extend(rows.positions.values().cloned());
+            out.latest.extend(rows.latest.clone());
+            out.health.extend(rows.health.clone());
+            out.days.extend(rows.days.values().cloned());
+        }
+        Ok(out)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,157 @@
+//! Test support shared by every suite: a seeded directory, a store bundle built by a factory (one
+//! per adapter), and a bus that records what use cases publish.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{DateTime, TimeZone, Utc};
+use std::sync::{Arc, Mutex};
+use swath_application::ports::{
+    Account, BatchHandler, BatchSettings, BusError, Directory, EventBus, LiveOptions,
+    LiveSubscription, Mower, Site, Subscription, TelemetryStore,
+};
+use swath_domain::{rules::DEFAULT_BLADE_THRESHOLD_MS, AccountId, MowerId, SiteId};
+use uuid::Uuid;
+
+/// One adapter's store, seen through each port it implements.
+#[derive(Clone)]
+pub struct TestStore {
+    pub directory: Arc<dyn Directory>,
+    pub telemetry: Arc<dyn TelemetryStore>,
+}
+
+/// Makes a fresh, empty store (for PostgreSQL: a new database).
+#[async_trait]
+pub trait StoreFactory: Send + Sync {
+    async fn fresh(&self) -> TestStore;
+}
+
+/// The fleet every telemetry scenario uses: two accounts, sites in three time zones (one far from
+/// UTC so that local days differ), and one mower id that is in no directory.
+#[derive(Clone, Debug)]
+pub struct Fleet {
+    pub account_a: AccountId,
+    pub account_b: AccountId,
+    /// Mowers 0 and 1 belong to account A (Berlin, Auckland), mower 2 to account B (New York).
+    pub mowers: [MowerId; 3],
+    pub unknown_mower: MowerId,
+}
+
+impl Fleet {
+    /// Fixed ids: the same fleet in every store, so rows compare equal.
+    pub fn new() -> Self {
+        Self {
+            account_a: AccountId(Uuid::from_u128(0xa)),
+            account_b: AccountId(Uuid::from_u128(0xb)),
+            mowers: [1, 2, 3].map(|n| MowerId(Uuid::from_u128(n))),
+            unknown_mower: MowerId(Uuid::from_u128(0xdead)),
+        }
+    }
+
+    /// The account a mower belongs to.
+    pub fn account_of(&self, mower: MowerId) -> AccountId {
+        if mower == self.mowers[2] {
+            self.account_b
+        } else {
+            self.account_a
+        }
+    }
+
+    /// Creates the accounts, sites and mowers in `directory`. `blade_threshold_ms` applies to
+    /// every mower (scenarios lower it to see W6 happen).
+    pub async fn seed(&self, directory: &dyn Directory, blade_threshold_ms: i64) {
+        for (id, name) in [(self.account_a, "A"), (self.account_b, "B")] {
+            directory
+                .create_account(Account {
+                    id,
+                    name: format!("Account {name}"),
+                })
+                .await
+                .expect("seed account");
+        }
+        let zones = [chrono_tz::Europe::Berlin, chrono_tz::Pacific::Auckland, chrono_tz::America::New_York];
+        for (i, (mower, tz)) in self.mowers.iter().zip(zones).enumerate() {
+            let account_id = self.account_of(*mower);
+            let site_id = SiteId(Uuid::from_u128(0x5000 + i as u128));
+            directory
+                .create_site(Site {
+                    id: site_id,
+                    account_id,
+                    name: format!("Site {i}"),
+                    time_zone: tz,
+                    display_order: i as i32,
+                })
+                .await
+                .expect("seed site");
+            directory
+                .create_mower(Mower {
+                    id: *mower,
+                    account_id,
+                    site_id,
+                    name: format!("Mower {i}"),
+                    model: "M1".into(),
+                    serial: format!("SN{i}"),
+                    display_order: 0,
+                    blade_threshold_ms,
+                })
+                .await
+                .expect("seed mower");
+        }
+    }
+}
+
+impl Default for Fleet {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The default blade threshold, for scenarios that do not care about W6.
+pub const DEFAULT_THRESHOLD: i64 = DEFAULT_BLADE_THRESHOLD_MS;
+
+/// The instant traces start at; the test clock stands a day later.
+pub fn trace_start() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap()
+}
+
+/// An event bus that only records what is published: for use cases whose subscriptions are not
+/// under test. Subscribing through it is refused.
+#[derive(Default)]
+pub struct RecordingBus {
+    published: Mutex<Vec<(String, Bytes, Option<String>)>>,
+}
+
+impl RecordingBus {
+    /// Everything published so far: subject, payload, dedup id.
+    pub fn published(&self) -> Vec<(String, Bytes, Option<String>)> {
+        self.published.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl EventBus for RecordingBus {
+    async fn publish(&self, subject: &str, payload: Bytes, dedup_id: Option<String>) -> Result<(), BusError> {
+        self.published
+            .lock()
+            .unwrap()
+            .push((subject.to_string(), payload, dedup_id));
+        Ok(())
+    }
+
+    async fn subscribe_batch(
+        &self,
+        _subject: &str,
+        _consumer: &str,
+        _settings: BatchSettings,
+        _handler: Arc<dyn BatchHandler>,
+    ) -> Result<Subscription, BusError> {
+        Err(BusError::Refused("the recording bus does not deliver".into()))
+    }
+
+    async fn subscribe(&self, _subject: &str, _options: LiveOptions) -> Result<LiveSubscription, BusError> {
+        Err(BusError::Refused("the recording bus does not deliver".into()))
+    }
+
+    async fn ping(&self) -> Result<(), BusError> {
+        Ok(())
+    }
+}

@@ -1,0 +1,266 @@
+//! The telemetry store's contract suite. Every scenario is a `pub async fn` taking a
+//! [`StoreFactory`], run against the memory store always and against PostgreSQL when
+//! `SWATH_TEST_DATABASE_URL` is set. Scenarios go through the `Ingest` use case, as production
+//! does, so the store is checked together with the rules it must apply.
+
+use crate::support::{trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD};
+use crate::traces::{build_trace, ingest_clock, split, Step};
+use chrono::Duration;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use swath_application::ports::ManualClock;
+use swath_application::Ingest;
+use swath_domain::{Activity, DropReason, MowerId, StateOutcome, TelemetryRows};
+
+/// A store with the fleet seeded, and the ingest use case on top of it.
+pub struct Harness {
+    pub store: TestStore,
+    pub ingest: Arc<Ingest>,
+    pub bus: Arc<RecordingBus>,
+    pub clock: Arc<ManualClock>,
+    pub fleet: Fleet,
+}
+
+impl Harness {
+    pub async fn new(factory: &dyn StoreFactory, blade_threshold_ms: i64) -> Self {
+        let store = factory.fresh().await;
+        let fleet = Fleet::new();
+        fleet.seed(store.directory.as_ref(), blade_threshold_ms).await;
+        let bus = Arc::new(RecordingBus::default());
+        let clock = Arc::new(ManualClock::new(ingest_clock()));
+        let ingest = Arc::new(Ingest::new(store.telemetry.clone(), bus.clone(), clock.clone()));
+        Self {
+            store,
+            ingest,
+            bus,
+            clock,
+            fleet,
+        }
+    }
+
+    /// Parses and records one batch of JSON reports.
+    pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
+        let batch = reports
+            .iter()
+            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        self.ingest.record_states(batch).await.expect("the store accepts the batch")
+    }
+
+    /// Every row of the fleet's mowers (and of the unknown one, which must have none).
+    pub async fn rows(&self) -> TelemetryRows {
+        let mut mowers: Vec<MowerId> = self.fleet.mowers.to_vec();
+        mowers.push(self.fleet.unknown_mower);
+        self.store.telemetry.export(&mowers).await.expect("export")
+    }
+}
+
+/// A batch gives exactly the rows (and outcomes, and events) of the same states stored one at a
+/// time, for a random trace split into random batches.
+pub async fn batched_equals_one_at_a_time(factory: &dyn StoreFactory, steps: &[Step], sizes: &[usize]) {
+    let batched = Harness::new(factory, 600_000).await;
+    let single = Harness::new(factory, 600_000).await;
+    let reports = build_trace(&batched.fleet, steps);
+
+    let mut batched_outcomes = Vec::new();
+    for batch in split(&reports, sizes) {
+        batched_outcomes.extend(batched.ingest(&batch).await);
+    }
+    let mut single_outcomes = Vec::new();
+    for report in &reports {
+        single_outcomes.extend(single.ingest(std::slice::from_ref(report)).await);
+    }
+
+    assert_eq!(batched_outcomes, single_outcomes, "outcomes differ");
+    assert_eq!(batched.rows().await, single.rows().await, "rows differ");
+    assert_eq!(batched.bus.published(), single.bus.published(), "published events differ");
+}
+
+/// Two adapters end with identical rows for the same trace in the same batches.
+pub async fn stores_agree(a: &dyn StoreFactory, b: &dyn StoreFactory, steps: &[Step], sizes: &[usize]) {
+    let a = Harness::new(a, 600_000).await;
+    let b = Harness::new(b, 600_000).await;
+    let reports = build_trace(&a.fleet, steps);
+    for batch in split(&reports, sizes) {
+        assert_eq!(a.ingest(&batch).await, b.ingest(&batch).await, "outcomes differ");
+    }
+    assert_eq!(a.rows().await, b.rows().await, "rows differ between the stores");
+}
+
+fn report(fleet: &Fleet, mower: usize, seconds: i64, activity: Activity) -> Value {
+    let mower_id = fleet.mowers[mower];
+    json!({
+        "mower_id": mower_id,
+        "account_id": fleet.account_of(mower_id),
+        "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
+        "activity": activity.as_str(),
+        "blade_on": activity == Activity::Mowing,
+        "battery_percent": 70,
+        "position": {"lat": 52.5 + seconds as f64 * 1e-5, "lon": 13.4},
+    })
+}
+
+/// A batch stored a second time (a redelivery after its commit) changes no row.
+pub async fn redelivered_batch_changes_nothing(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let batch: Vec<Value> = (0..10)
+        .map(|i| report(&h.fleet, i % 3, i as i64 * 10, Activity::Mowing))
+        .collect();
+    h.ingest(&batch).await;
+    let before = h.rows().await;
+    assert_eq!(before.history.len(), 10);
+    assert_eq!(before.latest.len(), 3);
+    let outcomes = h.ingest(&batch).await;
+    assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored), "a redelivery is acknowledged");
+    assert_eq!(h.rows().await, before);
+}
+
+/// Invalid, unknown and foreign reports are dropped alone with their reason; the rest is stored.
+pub async fn bad_reports_are_refused_alone(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let f = &h.fleet;
+    let mut foreign = report(f, 0, 20, Activity::Mowing);
+    foreign["account_id"] = json!(f.account_b);
+    let mut unknown = report(f, 0, 30, Activity::Mowing);
+    unknown["mower_id"] = json!(f.unknown_mower);
+    let mut battery = report(f, 1, 40, Activity::Mowing);
+    battery["battery_percent"] = json!(101);
+    let mut future = report(f, 1, 50, Activity::Mowing);
+    future["observed_at"] = json!((ingest_clock() + Duration::minutes(6)).to_rfc3339());
+    let outcomes = h
+        .ingest(&[
+            report(f, 0, 10, Activity::Mowing),
+            foreign,
+            unknown,
+            json!({"mower_id": f.mowers[1], "not": "a report"}),
+            battery,
+            future,
+            report(f, 2, 60, Activity::Docked),
+        ])
+        .await;
+    use StateOutcome::*;
+    assert_eq!(
+        outcomes,
+        vec![
+            Stored,
+            Dropped(DropReason::AccountMismatch),
+            Dropped(DropReason::UnknownMower),
+            Dropped(DropReason::Malformed),
+            Dropped(DropReason::InvalidBattery),
+            Dropped(DropReason::FutureObservedAt),
+            Stored,
+        ]
+    );
+    let rows = h.rows().await;
+    let stored: Vec<_> = rows.history.iter().map(|r| r.mower_id).collect();
+    assert_eq!(stored, vec![f.mowers[0], f.mowers[2]]);
+}
+
+/// A batch opened and dropped without commit stores nothing and releases its locks.
+pub async fn an_uncommitted_batch_stores_nothing(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    h.ingest(&[report(&h.fleet, 0, 0, Activity::Mowing)]).await;
+    let before = h.rows().await;
+    {
+        let (snapshots, _unit) = h.store.telemetry.begin(&h.fleet.mowers).await.expect("begin");
+        assert_eq!(snapshots.len(), 3, "every directory mower has a snapshot");
+        let snap = &snapshots[&h.fleet.mowers[0]];
+        assert_eq!(snap.latest.map(|l| l.observed_at), Some(trace_start()));
+        assert!(snapshots[&h.fleet.mowers[1]].health.is_none());
+        // `_unit` is dropped here without a commit.
+    }
+    assert_eq!(h.rows().await, before);
+    // The locks are free again: this batch would wait forever otherwise.
+    let outcomes = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        h.ingest(&[report(&h.fleet, 0, 10, Activity::Mowing)]),
+    )
+    .await
+    .expect("the dropped batch released its locks");
+    assert_eq!(outcomes, vec![StateOutcome::Stored]);
+}
+
+/// Reads answer the committed rows: latest with its document, health totals.
+pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let f = &h.fleet;
+    let mut first = report(f, 0, 0, Activity::Mowing);
+    first["firmware"] = json!("4.2");
+    h.ingest(&[first, report(f, 0, 60, Activity::Returning), report(f, 0, 30, Activity::Mowing)])
+        .await;
+    let latest = h.store.telemetry.latest(&[f.mowers[1], f.mowers[0]]).await.unwrap();
+    assert_eq!(latest.len(), 1, "mower 1 never reported");
+    assert_eq!(latest[0].observed_at, trace_start() + Duration::seconds(60));
+    assert_eq!(latest[0].state.activity, Activity::Returning);
+    assert_eq!(latest[0].last_seen_at, ingest_clock());
+    let health = h.store.telemetry.health(f.mowers[0]).await.unwrap().expect("health");
+    assert_eq!(health.mowing_ms, 60_000);
+    assert_eq!(health.blade_ms, 60_000);
+    assert!(h.store.telemetry.health(f.mowers[1]).await.unwrap().is_none());
+
+    // The unknown fields are kept in the stored document of a newer state.
+    let mut newest = report(f, 0, 90, Activity::Docked);
+    newest["firmware"] = json!("4.3");
+    h.ingest(&[newest]).await;
+    let latest = h.store.telemetry.latest(&[f.mowers[0]]).await.unwrap();
+    assert_eq!(latest[0].state.unknown.get("firmware"), Some(&json!("4.3")));
+}
+
+/// W6 through the whole path: `blade_due` is published once, after the commit, with a dedup id.
+pub async fn blade_due_is_published_once(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, 120_000).await;
+    let batch: Vec<Value> = (0..8).map(|i| report(&h.fleet, 0, i * 30, Activity::Mowing)).collect();
+    h.ingest(&batch[..3]).await;
+    assert!(h.bus.published().is_empty(), "60 s of blade time is below the threshold");
+    h.ingest(&batch[3..]).await;
+    h.ingest(&batch).await; // a redelivery raises nothing
+    let published = h.bus.published();
+    assert_eq!(published.len(), 1);
+    let (subject, payload, dedup) = &published[0];
+    assert_eq!(subject, &format!("notifications.mower.{}.blade_due", h.fleet.mowers[0]));
+    let event: Value = serde_json::from_slice(payload).unwrap();
+    assert_eq!(event["kind"], "blade_due");
+    assert_eq!(event["blade_since_reset_ms"], 120_000);
+    assert!(dedup.is_some());
+}
+
+/// Batches over the same mowers, run concurrently, all commit (no deadlock, nothing lost).
+pub async fn concurrent_batches_all_commit(factory: &dyn StoreFactory) {
+    let h = Arc::new(Harness::new(factory, DEFAULT_THRESHOLD).await);
+    let mut tasks = Vec::new();
+    for t in 0..4i64 {
+        let h = Arc::clone(&h);
+        tasks.push(tokio::spawn(async move {
+            for round in 0..10i64 {
+                // Each task touches every mower, in a different order.
+                let batch: Vec<Value> = (0..3)
+                    .map(|k| {
+                        let mower = ((k + t) % 3) as usize;
+                        report(&h.fleet, mower, round * 1000 + t * 10 + k, Activity::Mowing)
+                    })
+                    .collect();
+                h.ingest(&batch).await;
+            }
+        }));
+    }
+    for task in tasks {
+        tokio::time::timeout(std::time::Duration::from_secs(60), task)
+            .await
+            .expect("no deadlock")
+            .expect("task");
+    }
+    let rows = h.rows().await;
+    assert_eq!(rows.history.len(), 4 * 10 * 3);
+    assert_eq!(rows.latest.len(), 3);
+}
+
+/// Every scenario that takes one factory, for adapters to run in one go.
+pub async fn run_all(factory: &dyn StoreFactory) {
+    redelivered_batch_changes_nothing(factory).await;
+    bad_reports_are_refused_alone(factory).await;
+    an_uncommitted_batch_stores_nothing(factory).await;
+    reads_answer_committed_rows(factory).await;
+    blade_due_is_published_once(factory).await;
+    concurrent_batches_all_commit(factory).await;
+}
+

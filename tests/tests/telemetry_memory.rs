@@ -1,0 +1,84 @@
+//! The telemetry store contract, against the memory store.
+
+use async_trait::async_trait;
+use proptest::prelude::*;
+use std::sync::Arc;
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::support::{StoreFactory, TestStore};
+use swath_tests::telemetry_contract as contract;
+use swath_tests::traces::{splits, trace};
+
+struct Memory;
+
+#[async_trait]
+impl StoreFactory for Memory {
+    async fn fresh(&self) -> TestStore {
+        let store = Arc::new(MemoryStore::new(MemoryStoreSettings::default()));
+        TestStore {
+            directory: store.clone(),
+            telemetry: store,
+        }
+    }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios() {
+    contract::run_all(&Memory).await;
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn batched_equals_one_at_a_time(steps in trace(150), sizes in splits()) {
+        block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
+    }
+}
+
+/// The memory store keeps at most `history_per_mower` history and position rows per mower, the
+/// newest ones.
+#[tokio::test]
+async fn history_is_capped_per_mower() {
+    struct Capped;
+    #[async_trait]
+    impl StoreFactory for Capped {
+        async fn fresh(&self) -> TestStore {
+            let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower: 5 }));
+            TestStore {
+                directory: store.clone(),
+                telemetry: store,
+            }
+        }
+    }
+    let h = contract::Harness::new(&Capped, swath_tests::support::DEFAULT_THRESHOLD).await;
+    let mower = h.fleet.mowers[0];
+    let reports: Vec<_> = (0..12)
+        .map(|i| {
+            serde_json::json!({
+                "mower_id": mower,
+                "account_id": h.fleet.account_a,
+                "observed_at": (swath_tests::support::trace_start() + chrono::Duration::seconds(i)).to_rfc3339(),
+                "activity": "mowing",
+                "position": {"lat": 52.0, "lon": 13.0},
+            })
+        })
+        .collect();
+    h.ingest(&reports).await;
+    let rows = h.rows().await;
+    assert_eq!(rows.history.len(), 5);
+    assert_eq!(rows.positions.len(), 5);
+    assert_eq!(
+        rows.history[0].observed_at,
+        swath_tests::support::trace_start() + chrono::Duration::seconds(7),
+        "the oldest rows went first"
+    );
+    assert_eq!(rows.health[0].mowing_ms, 11_000, "totals are never capped");
+}
