@@ -65,8 +65,9 @@ impl Ingest {
             mowers.sort_unstable();
             mowers.dedup();
             let (mut snapshots, unit) = self.store.begin(&mowers).await?;
-            let (applied, changes) = apply_states(&mut snapshots, &valid, received_at);
-            unit.commit(&changes).await?;
+            let (applied, mut changes) = apply_states(&mut snapshots, &valid, received_at);
+            let events = std::mem::take(&mut changes.events);
+            unit.commit(changes).await?;
             metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
 
             for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(applied) {
@@ -83,7 +84,7 @@ impl Ingest {
             }
             // After the commit, in order. A failed publish cannot undo the stored rows; it is
             // logged (the event's dedup id makes a later re-publish safe).
-            for event in &changes.events {
+            for event in &events {
                 let subject = subjects::notification(event.mower_id(), event.kind());
                 let payload = match serde_json::to_vec(event) {
                     Ok(p) => Bytes::from(p),

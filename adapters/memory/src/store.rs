@@ -185,37 +185,39 @@ struct MemoryBatch {
 
 #[async_trait]
 impl TelemetryBatch for MemoryBatch {
-    async fn commit(self: Box<Self>, changes: &BatchChanges) -> Result<(), StoreError> {
+    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let cap = self.store.settings.history_per_mower.max(1);
         let mut telemetry = write(&self.store.telemetry);
-        for row in &changes.history {
+        for row in changes.history {
             let rows = telemetry.entry(row.mower_id).or_default();
-            rows.history.entry(row.observed_at).or_insert_with(|| row.clone());
+            rows.history.entry(row.observed_at).or_insert(row);
             if rows.history.len() > cap {
                 rows.history.pop_first();
             }
         }
-        for row in &changes.positions {
+        for row in changes.positions {
             let rows = telemetry.entry(row.mower_id).or_default();
-            rows.positions.entry(row.observed_at).or_insert_with(|| row.clone());
+            rows.positions.entry(row.observed_at).or_insert(row);
             if rows.positions.len() > cap {
                 rows.positions.pop_first();
             }
         }
-        for row in &changes.latest {
-            telemetry.entry(row.mower_id).or_default().latest = Some(row.clone());
+        for row in changes.latest {
+            let mower_id = row.mower_id;
+            telemetry.entry(mower_id).or_default().latest = Some(row);
         }
-        for row in &changes.health {
-            telemetry.entry(row.mower_id).or_default().health = Some(row.clone());
+        for row in changes.health {
+            let mower_id = row.mower_id;
+            telemetry.entry(mower_id).or_default().health = Some(row);
         }
-        for row in &changes.days {
+        for row in changes.days {
             telemetry
                 .entry(row.mower_id)
                 .or_default()
                 .days
                 .entry(row.day)
-                .and_modify(|d| d.add(row))
-                .or_insert_with(|| row.clone());
+                .and_modify(|d| d.add(&row))
+                .or_insert(row);
         }
         Ok(())
     }

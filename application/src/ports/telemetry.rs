@@ -54,5 +54,5 @@ pub trait TelemetryStore: Send + Sync {
 /// One open batch: the locks taken by [`TelemetryStore::begin`], released on commit or drop.
 #[async_trait]
 pub trait TelemetryBatch: Send {
-    async fn commit(self: Box<Self>, changes: &BatchChanges) -> Result<(), StoreError>;
+    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError>;
 }

@@ -1,0 +1,145 @@
+//! Batched in-memory ingest, in process: states/s through `Ingest::record_states` on the memory
+//! store, batched (64 per batch, the default) and one state per batch, from parsed reports and
+//! from JSON bytes. Prints medians of several runs and the batched / one-at-a-time ratio.
+//!
+//! Run: `cargo bench -p swath-tests --bench ingest_memory` (optional args: states per run, runs).
+
+use chrono::Duration;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+use swath_application::ports::{Account, Directory, ManualClock, Mower, Site};
+use swath_application::Ingest;
+use swath_domain::{AccountId, InvalidReport, MowerId, SiteId, StateReport};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::support::{trace_start, RecordingBus};
+use swath_tests::traces::ingest_clock;
+
+const MOWERS: usize = 200;
+const BATCH: usize = 64;
+
+struct Bench {
+    ingest: Ingest,
+    payloads: Vec<Vec<u8>>,
+}
+
+async fn setup(states: usize) -> Bench {
+    let store = Arc::new(MemoryStore::new(MemoryStoreSettings {
+        history_per_mower: states / MOWERS + 1,
+    }));
+    let account = AccountId::new();
+    store
+        .create_account(Account {
+            id: account,
+            name: "Bench".into(),
+        })
+        .await
+        .unwrap();
+    let site = SiteId::new();
+    store
+        .create_site(Site {
+            id: site,
+            account_id: account,
+            name: "Bench site".into(),
+            time_zone: chrono_tz::Europe::Berlin,
+            display_order: 0,
+        })
+        .await
+        .unwrap();
+    let mut mowers = Vec::new();
+    for i in 0..MOWERS {
+        let id = MowerId::new();
+        store
+            .create_mower(Mower {
+                id,
+                account_id: account,
+                site_id: site,
+                name: format!("Mower {i}"),
+                model: "B".into(),
+                serial: format!("B{i}"),
+                display_order: 0,
+                blade_threshold_ms: i64::MAX,
+            })
+            .await
+            .unwrap();
+        mowers.push(id);
+    }
+    // Mowers report in turn, each one state a second, mowing with a position: every rule runs.
+    let payloads = (0..states)
+        .map(|i| {
+            let mower = mowers[i % MOWERS];
+            let tick = (i / MOWERS) as i64;
+            serde_json::to_vec(&json!({
+                "mower_id": mower,
+                "account_id": account,
+                "observed_at": (trace_start() + Duration::seconds(tick)).to_rfc3339(),
+                "activity": "mowing",
+                "battery_percent": 80,
+                "blade_on": true,
+                "position": {"lat": 52.5 + tick as f64 * 1e-6, "lon": 13.4, "accuracy_m": 0.3},
+                "vendor_state": "MOWING",
+            }))
+            .unwrap()
+        })
+        .collect();
+    let bus = Arc::new(RecordingBus::default());
+    let clock = Arc::new(ManualClock::new(ingest_clock()));
+    Bench {
+        ingest: Ingest::new(store, bus, clock),
+        payloads,
+    }
+}
+
+/// States/s storing pre-parsed reports in batches of `batch`.
+async fn run_parsed(states: usize, batch: usize) -> f64 {
+    let bench = setup(states).await;
+    let mut batches: Vec<Vec<Result<StateReport, InvalidReport>>> = bench
+        .payloads
+        .chunks(batch)
+        .map(|c| c.iter().map(|p| bench.ingest.parse(p)).collect())
+        .collect();
+    let start = Instant::now();
+    for b in batches.drain(..) {
+        bench.ingest.record_states(b).await.unwrap();
+    }
+    states as f64 / start.elapsed().as_secs_f64()
+}
+
+/// States/s from JSON bytes: parsing and validation included.
+async fn run_bytes(states: usize, batch: usize) -> f64 {
+    let bench = setup(states).await;
+    let start = Instant::now();
+    for chunk in bench.payloads.chunks(batch) {
+        let b = chunk.iter().map(|p| bench.ingest.parse(p)).collect();
+        bench.ingest.record_states(b).await.unwrap();
+    }
+    states as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(400_000);
+    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+
+    let mut parsed = Vec::new();
+    let mut bytes = Vec::new();
+    let mut single = Vec::new();
+    // Runs interleave the variants so that noise from the shared machine hits them alike.
+    for _ in 0..runs {
+        parsed.push(rt.block_on(run_parsed(states, BATCH)));
+        bytes.push(rt.block_on(run_bytes(states, BATCH)));
+        single.push(rt.block_on(run_parsed(states / 4, 1)));
+    }
+    let (parsed, bytes, single) = (median(parsed), median(bytes), median(single));
+    println!("memory store, {MOWERS} mowers, {states} states per run, median of {runs} runs");
+    println!("batched ({BATCH}/batch), parsed reports : {parsed:>12.0} states/s");
+    println!("batched ({BATCH}/batch), from JSON bytes: {bytes:>12.0} states/s");
+    println!("one state per batch, parsed reports : {single:>12.0} states/s");
+    println!("batched / one at a time             : {:>12.1}x", parsed / single);
+}
