@@ -1,1 +1,14 @@
+//! Swath's contract suites and end-to-end tests.
+//!
+//! # Layout
+//! - [`support`]: the seeded fleet, store factories, a recording bus.
+//! - [`traces`]: proptest strategies for random traces of state reports.
+//! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
+//! - `bus_contract`: the event bus's scenarios, for every adapter.
+//!
+//! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
+pub mod support;
+pub mod telemetry_contract;
+pub mod traces;
+pub mod bus_contract;

@@ -1,1 +1,13 @@
+//! Swath's in-memory adapters: the store (directory, tokens, telemetry) and the event bus. They
+//! are the product's embedded default (`cargo run` serves everything on them), held to the same
+//! contract suites as PostgreSQL and NATS.
+//!
+//! # Layout
+//! - [`store`]: [`MemoryStore`], implementing `Directory`, `TokenStore` and `TelemetryStore`.
+//! - `bus`: `MemoryBus`, implementing `EventBus` with JetStream's batch semantics.
 
+pub mod store;
+pub use store::{MemoryStore, MemoryStoreSettings};
+
+pub mod bus;
+pub use bus::{MemoryBus, MemoryBusSettings};
