@@ -2,7 +2,9 @@
 //! of the batch's mowers once, apply the write rules in memory, write one statement per table,
 //! publish the derived events after the commit.
 
-use crate::ports::{BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore};
+use crate::ports::{
+    BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
+};
 use crate::subjects;
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -25,7 +27,11 @@ pub struct Ingest {
 }
 
 impl Ingest {
-    pub fn new(store: Arc<dyn TelemetryStore>, bus: Arc<dyn EventBus>, clock: Arc<dyn Clock>) -> Self {
+    pub fn new(
+        store: Arc<dyn TelemetryStore>,
+        bus: Arc<dyn EventBus>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
         Self { store, bus, clock }
     }
 
@@ -78,7 +84,8 @@ impl Ingest {
                         reason = reason.as_str(),
                         "Dropped a state report refused by the directory check."
                     );
-                    metrics::counter!("swath_states_dropped_total", "reason" => reason.as_str()).increment(1);
+                    metrics::counter!("swath_states_dropped_total", "reason" => reason.as_str())
+                        .increment(1);
                 }
                 outcomes[*i] = Some(outcome);
             }
@@ -93,12 +100,19 @@ impl Ingest {
                         continue;
                     }
                 };
-                if let Err(e) = self.bus.publish(&subject, payload, Some(event.dedup_id())).await {
+                if let Err(e) = self
+                    .bus
+                    .publish(&subject, payload, Some(event.dedup_id()))
+                    .await
+                {
                     tracing::error!(mower_id = %event.mower_id(), kind = event.kind(), error = %e, "Could not publish an event after its commit.");
                 }
             }
         }
-        let stored = outcomes.iter().filter(|o| **o == Some(StateOutcome::Stored)).count();
+        let stored = outcomes
+            .iter()
+            .filter(|o| **o == Some(StateOutcome::Stored))
+            .count();
         metrics::counter!("swath_states_stored_total").increment(stored as u64);
         Ok(outcomes
             .into_iter()
@@ -108,7 +122,9 @@ impl Ingest {
 
     /// A bus handler that feeds this use case (the ingest durable consumer).
     pub fn handler(self: &Arc<Self>) -> Arc<IngestHandler> {
-        Arc::new(IngestHandler { ingest: Arc::clone(self) })
+        Arc::new(IngestHandler {
+            ingest: Arc::clone(self),
+        })
     }
 }
 
@@ -126,7 +142,8 @@ fn log_invalid(invalid: &InvalidReport) {
             "Dropped an invalid state report of an unknown mower."
         ),
     }
-    metrics::counter!("swath_states_dropped_total", "reason" => invalid.reason.as_str()).increment(1);
+    metrics::counter!("swath_states_dropped_total", "reason" => invalid.reason.as_str())
+        .increment(1);
 }
 
 /// Maps a state's outcome onto the bus: stored → acknowledge; dropped → drop (never redelivered,
@@ -147,7 +164,10 @@ pub struct IngestHandler {
 #[async_trait]
 impl BatchHandler for IngestHandler {
     async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
-        let reports = batch.iter().map(|m| self.ingest.parse(&m.payload)).collect();
+        let reports = batch
+            .iter()
+            .map(|m| self.ingest.parse(&m.payload))
+            .collect();
         match self.ingest.record_states(reports).await {
             Ok(outcomes) => Ok(outcomes.into_iter().map(settle).collect()),
             Err(e) => {

@@ -14,5 +14,5 @@ pub mod ports;
 pub mod simulator;
 pub mod subjects;
 
-
 pub use ingest::{Ingest, IngestError, IngestHandler};
+pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};

@@ -18,5 +18,7 @@ pub mod rules;
 pub use events::IngestEvent;
 pub use ids::{AccountId, MowerId, SiteId};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
-pub use rows::{DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, TelemetryRows};
+pub use rows::{
+    DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, TelemetryRows,
+};
 pub use rules::{apply_states, BatchChanges, DirectoryEntry, MowerSnapshot, StateOutcome};

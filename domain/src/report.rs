@@ -255,8 +255,13 @@ impl StateReport {
     }
 
     /// Validates a report given as a JSON value (one element of `POST /v1/states`).
-    pub fn from_value(value: Value, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
-        let size = serde_json::to_vec(&value).map(|v| v.len()).unwrap_or(usize::MAX);
+    pub fn from_value(
+        value: Value,
+        received_at: DateTime<Utc>,
+    ) -> Result<StateReport, InvalidReport> {
+        let size = serde_json::to_vec(&value)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         let mower_id = value
             .get("mower_id")
             .and_then(Value::as_str)
@@ -267,7 +272,9 @@ impl StateReport {
                 mower_id,
                 ..InvalidReport::new(
                     DropReason::TooLarge,
-                    format!("the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"),
+                    format!(
+                        "the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"
+                    ),
                 )
             });
         }
@@ -278,7 +285,10 @@ impl StateReport {
         Self::from_wire(wire, received_at)
     }
 
-    fn from_wire(wire: WireReport, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
+    fn from_wire(
+        wire: WireReport,
+        received_at: DateTime<Utc>,
+    ) -> Result<StateReport, InvalidReport> {
         let mower_id = wire.mower_id;
         let battery_percent = match wire.battery_percent {
             None => None,
@@ -314,13 +324,17 @@ impl StateReport {
     /// of the serialised report, and normalises `observed_at` to microseconds. For reports built in
     /// code; [`StateReport::parse`] and [`StateReport::from_value`] validate already.
     pub fn validate(self, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {
-        let size = serde_json::to_vec(&self).map(|v| v.len()).unwrap_or(usize::MAX);
+        let size = serde_json::to_vec(&self)
+            .map(|v| v.len())
+            .unwrap_or(usize::MAX);
         if size > MAX_REPORT_BYTES {
             return Err(InvalidReport {
                 mower_id: Some(self.mower_id),
                 ..InvalidReport::new(
                     DropReason::TooLarge,
-                    format!("the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"),
+                    format!(
+                        "the report has {size} bytes, more than the {MAX_REPORT_BYTES} allowed"
+                    ),
                 )
             });
         }
@@ -356,7 +370,10 @@ impl StateReport {
                 return Err(fail(DropReason::InvalidPosition, problem));
             }
         }
-        for (name, value) in [("error_code", &self.error_code), ("vendor_state", &self.vendor_state)] {
+        for (name, value) in [
+            ("error_code", &self.error_code),
+            ("vendor_state", &self.vendor_state),
+        ] {
             if let Some(v) = value {
                 let chars = v.chars().count();
                 if chars > MAX_TEXT_CHARS {
@@ -374,10 +391,16 @@ impl StateReport {
 
 fn position_problem(p: &Position) -> Option<String> {
     if !p.lat.is_finite() || !(-90.0..=90.0).contains(&p.lat) {
-        return Some(format!("lat is {}, expected a finite number in -90..=90", p.lat));
+        return Some(format!(
+            "lat is {}, expected a finite number in -90..=90",
+            p.lat
+        ));
     }
     if !p.lon.is_finite() || !(-180.0..=180.0).contains(&p.lon) {
-        return Some(format!("lon is {}, expected a finite number in -180..=180", p.lon));
+        return Some(format!(
+            "lon is {}, expected a finite number in -180..=180",
+            p.lon
+        ));
     }
     if let Some(a) = p.accuracy_m {
         if !a.is_finite() || a < 0.0 {
@@ -386,7 +409,9 @@ fn position_problem(p: &Position) -> Option<String> {
     }
     if let Some(h) = p.heading_deg {
         if !h.is_finite() || !(0.0..=360.0).contains(&h) {
-            return Some(format!("heading_deg is {h}, expected a finite number in 0..=360"));
+            return Some(format!(
+                "heading_deg is {h}, expected a finite number in 0..=360"
+            ));
         }
     }
     None
@@ -396,7 +421,11 @@ fn position_problem(p: &Position) -> Option<String> {
 fn sniff_mower_id(bytes: &[u8]) -> Option<MowerId> {
     let text = std::str::from_utf8(bytes.get(..bytes.len().min(MAX_REPORT_BYTES))?).ok()?;
     let start = text.find("\"mower_id\"")? + "\"mower_id\"".len();
-    let rest = text[start..].trim_start().strip_prefix(':')?.trim_start().strip_prefix('"')?;
+    let rest = text[start..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
     rest.get(..36)?.parse().ok().map(MowerId)
 }
 
@@ -451,7 +480,10 @@ mod tests {
         assert_eq!(reason(v), DropReason::FutureObservedAt);
         let mut v = valid();
         v["observed_at"] = json!("2026-06-01T12:05:00Z");
-        assert!(StateReport::from_value(v, now()).is_ok(), "exactly 5 minutes is accepted");
+        assert!(
+            StateReport::from_value(v, now()).is_ok(),
+            "exactly 5 minutes is accepted"
+        );
         let mut v = valid();
         v["battery_percent"] = json!(101);
         assert_eq!(reason(v), DropReason::InvalidBattery);
@@ -469,7 +501,10 @@ mod tests {
         assert_eq!(reason(v), DropReason::FieldTooLong);
         let mut v = valid();
         v["vendor_state"] = json!("é".repeat(64));
-        assert!(StateReport::from_value(v, now()).is_ok(), "64 characters are accepted");
+        assert!(
+            StateReport::from_value(v, now()).is_ok(),
+            "64 characters are accepted"
+        );
         let mut v = valid();
         v["extra"] = json!({"blob": "x".repeat(MAX_REPORT_BYTES)});
         assert_eq!(reason(v), DropReason::TooLarge);
@@ -490,7 +525,10 @@ mod tests {
             accuracy_m: None,
             heading_deg: None,
         });
-        assert_eq!(report.validate(now()).unwrap_err().reason, DropReason::InvalidPosition);
+        assert_eq!(
+            report.validate(now()).unwrap_err().reason,
+            DropReason::InvalidPosition
+        );
     }
 
     #[test]
@@ -501,7 +539,10 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.reason, DropReason::Malformed);
-        assert_eq!(err.mower_id.unwrap().to_string(), "0190a2b4-0000-7000-8000-000000000001");
+        assert_eq!(
+            err.mower_id.unwrap().to_string(),
+            "0190a2b4-0000-7000-8000-000000000001"
+        );
         let err = StateReport::parse(&vec![b' '; MAX_REPORT_BYTES + 1], now()).unwrap_err();
         assert_eq!(err.reason, DropReason::TooLarge);
     }

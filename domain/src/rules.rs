@@ -139,7 +139,9 @@ pub fn apply_states(
         }
         // W4–W6.
         let directory = snapshot.directory.as_ref().expect("checked by W0");
-        if let Some(delta) = advance_health(&mut snapshot.health, directory, state, &mut changes.events) {
+        if let Some(delta) =
+            advance_health(&mut snapshot.health, directory, state, &mut changes.events)
+        {
             health_touched.insert(state.mower_id, ());
             days.entry((delta.mower_id, delta.day))
                 .and_modify(|d| d.add(&delta))
@@ -176,7 +178,10 @@ fn check_directory(snapshot: &MowerSnapshot, state: &StateReport) -> Result<(), 
     };
     let account = state.account_id;
     let rows_agree = snapshot.latest.is_none_or(|l| l.account_id == account)
-        && snapshot.health.as_ref().is_none_or(|h| h.account_id == account);
+        && snapshot
+            .health
+            .as_ref()
+            .is_none_or(|h| h.account_id == account);
     if directory.account_id != account || !rows_agree {
         return Err(DropReason::AccountMismatch);
     }

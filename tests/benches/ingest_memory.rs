@@ -122,10 +122,16 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(400_000);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
 
     let mut parsed = Vec::new();
     let mut bytes = Vec::new();
@@ -141,5 +147,8 @@ fn main() {
     println!("batched ({BATCH}/batch), parsed reports : {parsed:>12.0} states/s");
     println!("batched ({BATCH}/batch), from JSON bytes: {bytes:>12.0} states/s");
     println!("one state per batch, parsed reports : {single:>12.0} states/s");
-    println!("batched / one at a time             : {:>12.1}x", parsed / single);
+    println!(
+        "batched / one at a time             : {:>12.1}x",
+        parsed / single
+    );
 }

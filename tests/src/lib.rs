@@ -8,7 +8,7 @@
 //!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
+pub mod bus_contract;
 pub mod support;
 pub mod telemetry_contract;
 pub mod traces;
-pub mod bus_contract;

@@ -68,7 +68,11 @@ impl Fleet {
                 .await
                 .expect("seed account");
         }
-        let zones = [chrono_tz::Europe::Berlin, chrono_tz::Pacific::Auckland, chrono_tz::America::New_York];
+        let zones = [
+            chrono_tz::Europe::Berlin,
+            chrono_tz::Pacific::Auckland,
+            chrono_tz::America::New_York,
+        ];
         for (i, (mower, tz)) in self.mowers.iter().zip(zones).enumerate() {
             let account_id = self.account_of(*mower);
             let site_id = SiteId(Uuid::from_u128(0x5000 + i as u128));
@@ -129,7 +133,12 @@ impl RecordingBus {
 
 #[async_trait]
 impl EventBus for RecordingBus {
-    async fn publish(&self, subject: &str, payload: Bytes, dedup_id: Option<String>) -> Result<(), BusError> {
+    async fn publish(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        dedup_id: Option<String>,
+    ) -> Result<(), BusError> {
         self.published
             .lock()
             .unwrap()
@@ -144,11 +153,19 @@ impl EventBus for RecordingBus {
         _settings: BatchSettings,
         _handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
-        Err(BusError::Refused("the recording bus does not deliver".into()))
+        Err(BusError::Refused(
+            "the recording bus does not deliver".into(),
+        ))
     }
 
-    async fn subscribe(&self, _subject: &str, _options: LiveOptions) -> Result<LiveSubscription, BusError> {
-        Err(BusError::Refused("the recording bus does not deliver".into()))
+    async fn subscribe(
+        &self,
+        _subject: &str,
+        _options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError> {
+        Err(BusError::Refused(
+            "the recording bus does not deliver".into(),
+        ))
     }
 
     async fn ping(&self) -> Result<(), BusError> {

@@ -3,7 +3,9 @@
 //! `SWATH_TEST_DATABASE_URL` is set. Scenarios go through the `Ingest` use case, as production
 //! does, so the store is checked together with the rules it must apply.
 
-use crate::support::{trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD};
+use crate::support::{
+    trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
+};
 use crate::traces::{build_trace, ingest_clock, split, Step};
 use chrono::Duration;
 use serde_json::{json, Value};
@@ -25,10 +27,16 @@ impl Harness {
     pub async fn new(factory: &dyn StoreFactory, blade_threshold_ms: i64) -> Self {
         let store = factory.fresh().await;
         let fleet = Fleet::new();
-        fleet.seed(store.directory.as_ref(), blade_threshold_ms).await;
+        fleet
+            .seed(store.directory.as_ref(), blade_threshold_ms)
+            .await;
         let bus = Arc::new(RecordingBus::default());
         let clock = Arc::new(ManualClock::new(ingest_clock()));
-        let ingest = Arc::new(Ingest::new(store.telemetry.clone(), bus.clone(), clock.clone()));
+        let ingest = Arc::new(Ingest::new(
+            store.telemetry.clone(),
+            bus.clone(),
+            clock.clone(),
+        ));
         Self {
             store,
             ingest,
@@ -44,7 +52,10 @@ impl Harness {
             .iter()
             .map(|r| self.ingest.parse(r.to_string().as_bytes()))
             .collect();
-        self.ingest.record_states(batch).await.expect("the store accepts the batch")
+        self.ingest
+            .record_states(batch)
+            .await
+            .expect("the store accepts the batch")
     }
 
     /// Every row of the fleet's mowers (and of the unknown one, which must have none).
@@ -57,7 +68,11 @@ impl Harness {
 
 /// A batch gives exactly the rows (and outcomes, and events) of the same states stored one at a
 /// time, for a random trace split into random batches.
-pub async fn batched_equals_one_at_a_time(factory: &dyn StoreFactory, steps: &[Step], sizes: &[usize]) {
+pub async fn batched_equals_one_at_a_time(
+    factory: &dyn StoreFactory,
+    steps: &[Step],
+    sizes: &[usize],
+) {
     let batched = Harness::new(factory, 600_000).await;
     let single = Harness::new(factory, 600_000).await;
     let reports = build_trace(&batched.fleet, steps);
@@ -73,18 +88,35 @@ pub async fn batched_equals_one_at_a_time(factory: &dyn StoreFactory, steps: &[S
 
     assert_eq!(batched_outcomes, single_outcomes, "outcomes differ");
     assert_eq!(batched.rows().await, single.rows().await, "rows differ");
-    assert_eq!(batched.bus.published(), single.bus.published(), "published events differ");
+    assert_eq!(
+        batched.bus.published(),
+        single.bus.published(),
+        "published events differ"
+    );
 }
 
 /// Two adapters end with identical rows for the same trace in the same batches.
-pub async fn stores_agree(a: &dyn StoreFactory, b: &dyn StoreFactory, steps: &[Step], sizes: &[usize]) {
+pub async fn stores_agree(
+    a: &dyn StoreFactory,
+    b: &dyn StoreFactory,
+    steps: &[Step],
+    sizes: &[usize],
+) {
     let a = Harness::new(a, 600_000).await;
     let b = Harness::new(b, 600_000).await;
     let reports = build_trace(&a.fleet, steps);
     for batch in split(&reports, sizes) {
-        assert_eq!(a.ingest(&batch).await, b.ingest(&batch).await, "outcomes differ");
+        assert_eq!(
+            a.ingest(&batch).await,
+            b.ingest(&batch).await,
+            "outcomes differ"
+        );
     }
-    assert_eq!(a.rows().await, b.rows().await, "rows differ between the stores");
+    assert_eq!(
+        a.rows().await,
+        b.rows().await,
+        "rows differ between the stores"
+    );
 }
 
 fn report(fleet: &Fleet, mower: usize, seconds: i64, activity: Activity) -> Value {
@@ -111,7 +143,10 @@ pub async fn redelivered_batch_changes_nothing(factory: &dyn StoreFactory) {
     assert_eq!(before.history.len(), 10);
     assert_eq!(before.latest.len(), 3);
     let outcomes = h.ingest(&batch).await;
-    assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored), "a redelivery is acknowledged");
+    assert!(
+        outcomes.iter().all(|o| *o == StateOutcome::Stored),
+        "a redelivery is acknowledged"
+    );
     assert_eq!(h.rows().await, before);
 }
 
@@ -162,7 +197,12 @@ pub async fn an_uncommitted_batch_stores_nothing(factory: &dyn StoreFactory) {
     h.ingest(&[report(&h.fleet, 0, 0, Activity::Mowing)]).await;
     let before = h.rows().await;
     {
-        let (snapshots, _unit) = h.store.telemetry.begin(&h.fleet.mowers).await.expect("begin");
+        let (snapshots, _unit) = h
+            .store
+            .telemetry
+            .begin(&h.fleet.mowers)
+            .await
+            .expect("begin");
         assert_eq!(snapshots.len(), 3, "every directory mower has a snapshot");
         let snap = &snapshots[&h.fleet.mowers[0]];
         assert_eq!(snap.latest.map(|l| l.observed_at), Some(trace_start()));
@@ -186,17 +226,38 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     let f = &h.fleet;
     let mut first = report(f, 0, 0, Activity::Mowing);
     first["firmware"] = json!("4.2");
-    h.ingest(&[first, report(f, 0, 60, Activity::Returning), report(f, 0, 30, Activity::Mowing)])
-        .await;
-    let latest = h.store.telemetry.latest(&[f.mowers[1], f.mowers[0]]).await.unwrap();
+    h.ingest(&[
+        first,
+        report(f, 0, 60, Activity::Returning),
+        report(f, 0, 30, Activity::Mowing),
+    ])
+    .await;
+    let latest = h
+        .store
+        .telemetry
+        .latest(&[f.mowers[1], f.mowers[0]])
+        .await
+        .unwrap();
     assert_eq!(latest.len(), 1, "mower 1 never reported");
     assert_eq!(latest[0].observed_at, trace_start() + Duration::seconds(60));
     assert_eq!(latest[0].state.activity, Activity::Returning);
     assert_eq!(latest[0].last_seen_at, ingest_clock());
-    let health = h.store.telemetry.health(f.mowers[0]).await.unwrap().expect("health");
+    let health = h
+        .store
+        .telemetry
+        .health(f.mowers[0])
+        .await
+        .unwrap()
+        .expect("health");
     assert_eq!(health.mowing_ms, 60_000);
     assert_eq!(health.blade_ms, 60_000);
-    assert!(h.store.telemetry.health(f.mowers[1]).await.unwrap().is_none());
+    assert!(h
+        .store
+        .telemetry
+        .health(f.mowers[1])
+        .await
+        .unwrap()
+        .is_none());
 
     // The unknown fields are kept in the stored document of a newer state.
     let mut newest = report(f, 0, 90, Activity::Docked);
@@ -209,15 +270,23 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
 /// W6 through the whole path: `blade_due` is published once, after the commit, with a dedup id.
 pub async fn blade_due_is_published_once(factory: &dyn StoreFactory) {
     let h = Harness::new(factory, 120_000).await;
-    let batch: Vec<Value> = (0..8).map(|i| report(&h.fleet, 0, i * 30, Activity::Mowing)).collect();
+    let batch: Vec<Value> = (0..8)
+        .map(|i| report(&h.fleet, 0, i * 30, Activity::Mowing))
+        .collect();
     h.ingest(&batch[..3]).await;
-    assert!(h.bus.published().is_empty(), "60 s of blade time is below the threshold");
+    assert!(
+        h.bus.published().is_empty(),
+        "60 s of blade time is below the threshold"
+    );
     h.ingest(&batch[3..]).await;
     h.ingest(&batch).await; // a redelivery raises nothing
     let published = h.bus.published();
     assert_eq!(published.len(), 1);
     let (subject, payload, dedup) = &published[0];
-    assert_eq!(subject, &format!("notifications.mower.{}.blade_due", h.fleet.mowers[0]));
+    assert_eq!(
+        subject,
+        &format!("notifications.mower.{}.blade_due", h.fleet.mowers[0])
+    );
     let event: Value = serde_json::from_slice(payload).unwrap();
     assert_eq!(event["kind"], "blade_due");
     assert_eq!(event["blade_since_reset_ms"], 120_000);
@@ -263,4 +332,3 @@ pub async fn run_all(factory: &dyn StoreFactory) {
     blade_due_is_published_once(factory).await;
     concurrent_batches_all_commit(factory).await;
 }
-

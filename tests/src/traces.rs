@@ -36,16 +36,18 @@ fn step() -> impl Strategy<Value = Step> {
         proptest::option::weighted(0.8, (0i32..500, 0i32..500)),
         proptest::option::weighted(0.9, 0u8..=100),
     )
-        .prop_map(|(mower, kind, dt_ms, nanos, activity, blade_on, position, battery)| Step {
-            mower,
-            kind,
-            dt_ms,
-            nanos,
-            activity,
-            blade_on,
-            position,
-            battery,
-        })
+        .prop_map(
+            |(mower, kind, dt_ms, nanos, activity, blade_on, position, battery)| Step {
+                mower,
+                kind,
+                dt_ms,
+                nanos,
+                activity,
+                blade_on,
+                position,
+                battery,
+            },
+        )
 }
 
 /// Traces of up to `max_len` steps.
@@ -87,7 +89,11 @@ pub fn build_trace(fleet: &Fleet, steps: &[Step]) -> Vec<Value> {
     steps
         .iter()
         .map(|s| {
-            let mower_id = if s.mower < 3 { fleet.mowers[s.mower] } else { fleet.unknown_mower };
+            let mower_id = if s.mower < 3 {
+                fleet.mowers[s.mower]
+            } else {
+                fleet.unknown_mower
+            };
             let mut account_id = fleet.account_of(mower_id);
             let clock = &mut clocks[s.mower];
             let mut battery = s.battery.map(i64::from);
@@ -109,7 +115,11 @@ pub fn build_trace(fleet: &Fleet, steps: &[Step]) -> Vec<Value> {
                 78..=84 => *clock - Duration::milliseconds(s.dt_ms % 120_000),
                 85..=89 => *clock,
                 90..=93 => {
-                    account_id = if account_id == fleet.account_a { fleet.account_b } else { fleet.account_a };
+                    account_id = if account_id == fleet.account_a {
+                        fleet.account_b
+                    } else {
+                        fleet.account_a
+                    };
                     *clock += Duration::milliseconds(s.dt_ms);
                     *clock
                 }

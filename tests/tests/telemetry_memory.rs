@@ -51,7 +51,9 @@ async fn history_is_capped_per_mower() {
     #[async_trait]
     impl StoreFactory for Capped {
         async fn fresh(&self) -> TestStore {
-            let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower: 5 }));
+            let store = Arc::new(MemoryStore::new(MemoryStoreSettings {
+                history_per_mower: 5,
+            }));
             TestStore {
                 directory: store.clone(),
                 telemetry: store,

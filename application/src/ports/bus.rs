@@ -141,7 +141,12 @@ pub struct LiveSubscription {
 /// - return [`BusError::Unavailable`] when the bus cannot be reached.
 #[async_trait]
 pub trait EventBus: Send + Sync {
-    async fn publish(&self, subject: &str, payload: Bytes, dedup_id: Option<String>) -> Result<(), BusError>;
+    async fn publish(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        dedup_id: Option<String>,
+    ) -> Result<(), BusError>;
 
     async fn subscribe_batch(
         &self,
@@ -151,7 +156,11 @@ pub trait EventBus: Send + Sync {
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError>;
 
-    async fn subscribe(&self, subject: &str, options: LiveOptions) -> Result<LiveSubscription, BusError>;
+    async fn subscribe(
+        &self,
+        subject: &str,
+        options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError>;
 
     /// Whether the bus answers (for `/readyz`).
     async fn ping(&self) -> Result<(), BusError>;

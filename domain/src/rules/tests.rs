@@ -64,7 +64,11 @@ fn snapshots(tz: Tz, threshold_ms: i64) -> BTreeMap<MowerId, MowerSnapshot> {
 }
 
 fn run(states: &[StateReport]) -> (Vec<StateOutcome>, BatchChanges) {
-    apply_states(&mut snapshots(chrono_tz::UTC, DEFAULT_BLADE_THRESHOLD_MS), states, at(1000))
+    apply_states(
+        &mut snapshots(chrono_tz::UTC, DEFAULT_BLADE_THRESHOLD_MS),
+        states,
+        at(1000),
+    )
 }
 
 /// 0.001° of latitude on the mean Earth radius (6 371 008.8 m): 111.195 08 m.
@@ -94,7 +98,10 @@ fn intervals_are_attributed_to_the_state_that_opened_them() {
     assert_eq!(h.distance_mm, 2 * MILLI_DEGREE_MM);
     assert_eq!(h.counted_until, at(150));
     assert_eq!(h.last_activity, Activity::Docked);
-    assert_eq!(h.last_lat, None, "the position advances to the closing state's (none)");
+    assert_eq!(
+        h.last_lat, None,
+        "the position advances to the closing state's (none)"
+    );
 }
 
 #[test]
@@ -108,16 +115,28 @@ fn an_interval_longer_than_five_minutes_counts_nothing() {
     assert_eq!(h.mowing_ms, 300_000, "exactly five minutes counts");
     assert_eq!(h.blade_ms, 300_000);
     assert_eq!(h.distance_mm, MILLI_DEGREE_MM);
-    assert_eq!(changes.days[0].state_count, 3, "the gap's closing state still counts as a state");
+    assert_eq!(
+        changes.days[0].state_count, 3,
+        "the gap's closing state still counts as a state"
+    );
 }
 
 #[test]
 fn entering_error_and_charging_are_counted_once_per_entry() {
     use Activity::*;
-    let acts = [Error, Error, Idle, Error, Returning, Charging, Charging, Docked, Charging];
-    let states: Vec<_> = acts.iter().enumerate().map(|(i, a)| state(at(i as i64 * 10), *a)).collect();
+    let acts = [
+        Error, Error, Idle, Error, Returning, Charging, Charging, Docked, Charging,
+    ];
+    let states: Vec<_> = acts
+        .iter()
+        .enumerate()
+        .map(|(i, a)| state(at(i as i64 * 10), *a))
+        .collect();
     let (_, changes) = run(&states);
-    assert_eq!(changes.health[0].error_count, 2, "the first state entering error counts too");
+    assert_eq!(
+        changes.health[0].error_count, 2,
+        "the first state entering error counts too"
+    );
     assert_eq!(changes.health[0].charge_count, 2);
     assert_eq!(changes.days[0].error_count, 2);
     assert_eq!(changes.days[0].charge_count, 2);
@@ -129,11 +148,18 @@ fn day_rows_follow_the_closing_state_in_the_site_time_zone() {
     let first = Utc.with_ymd_and_hms(2026, 6, 1, 21, 59, 0).unwrap();
     let second = Utc.with_ymd_and_hms(2026, 6, 1, 22, 1, 0).unwrap();
     let mut snaps = snapshots(chrono_tz::Europe::Berlin, DEFAULT_BLADE_THRESHOLD_MS);
-    let (_, changes) = apply_states(&mut snaps, &[mowing(first, 52.0), mowing(second, 52.001)], second);
+    let (_, changes) = apply_states(
+        &mut snaps,
+        &[mowing(first, 52.0), mowing(second, 52.001)],
+        second,
+    );
     let june = |d| NaiveDate::from_ymd_opt(2026, 6, d).unwrap();
     assert_eq!(changes.days.len(), 2);
     assert_eq!(changes.days[0].day, june(1));
-    assert_eq!((changes.days[0].mowing_ms, changes.days[0].state_count), (0, 1));
+    assert_eq!(
+        (changes.days[0].mowing_ms, changes.days[0].state_count),
+        (0, 1)
+    );
     assert_eq!(changes.days[1].day, june(2));
     assert_eq!(changes.days[1].mowing_ms, 120_000);
     assert_eq!(changes.days[1].blade_ms, 120_000);
@@ -162,12 +188,20 @@ fn blade_due_is_raised_exactly_once_per_reset() {
     let later: Vec<_> = (6..9).map(|i| mowing(at(i * 60), 52.0)).collect();
     let (_, changes) = apply_states(&mut snaps, &later, at(600));
     assert!(changes.events.is_empty());
-    snaps.get_mut(&MOWER).unwrap().health.as_mut().unwrap().reset_blade();
+    snaps
+        .get_mut(&MOWER)
+        .unwrap()
+        .health
+        .as_mut()
+        .unwrap()
+        .reset_blade();
     let after_reset: Vec<_> = (9..13).map(|i| mowing(at(i * 60), 52.0)).collect();
     let (_, changes) = apply_states(&mut snaps, &after_reset, at(800));
     assert_eq!(changes.events.len(), 1);
     assert_eq!(changes.events[0].mower_id(), MOWER);
-    assert!(matches!(changes.events[0], IngestEvent::BladeDue { observed_at, .. } if observed_at == at(600)));
+    assert!(
+        matches!(changes.events[0], IngestEvent::BladeDue { observed_at, .. } if observed_at == at(600))
+    );
 }
 
 #[test]
@@ -198,7 +232,10 @@ fn w0_drops_unknown_mowers_and_account_mismatches_alone() {
         observed_at: at(0),
     });
     let (outcomes, changes) = apply_states(&mut snaps, &[state(at(5), Activity::Idle)], at(5));
-    assert_eq!(outcomes, vec![StateOutcome::Dropped(DropReason::AccountMismatch)]);
+    assert_eq!(
+        outcomes,
+        vec![StateOutcome::Dropped(DropReason::AccountMismatch)]
+    );
     assert!(changes.is_empty());
 }
 
@@ -211,10 +248,18 @@ fn duplicates_and_late_states_write_history_once_and_count_nothing() {
         state(at(90), Activity::Docked),
     ]);
     assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored));
-    let keys: Vec<_> = changes.history.iter().map(|h| (h.observed_at, h.activity)).collect();
+    let keys: Vec<_> = changes
+        .history
+        .iter()
+        .map(|h| (h.observed_at, h.activity))
+        .collect();
     assert_eq!(
         keys,
-        vec![(at(60), Activity::Mowing), (at(30), Activity::Mowing), (at(90), Activity::Docked)]
+        vec![
+            (at(60), Activity::Mowing),
+            (at(30), Activity::Mowing),
+            (at(90), Activity::Docked)
+        ]
     );
     assert_eq!(changes.positions.len(), 2);
     assert_eq!(changes.latest.len(), 1);
