@@ -1,6 +1,7 @@
 //! Swath's contract suites and end-to-end tests.
 //!
 //! # Layout
+//! - [`postgres`]: fresh PostgreSQL test databases (`SWATH_TEST_DATABASE_URL`).
 //! - [`support`]: the seeded fleet, store factories, a recording bus.
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
@@ -9,6 +10,7 @@
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
 pub mod bus_contract;
+pub mod postgres;
 pub mod support;
 pub mod telemetry_contract;
 pub mod traces;

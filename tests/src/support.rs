@@ -17,6 +17,20 @@ use uuid::Uuid;
 pub struct TestStore {
     pub directory: Arc<dyn Directory>,
     pub telemetry: Arc<dyn TelemetryStore>,
+    /// The PostgreSQL store itself, for scenarios that look at the database directly.
+    pub postgres: Option<swath_postgres::PostgresStore>,
+}
+
+impl TestStore {
+    /// A memory store.
+    pub fn memory(store: swath_memory::MemoryStore) -> Self {
+        let store = Arc::new(store);
+        Self {
+            directory: store.clone(),
+            telemetry: store,
+            postgres: None,
+        }
+    }
 }
 
 /// Makes a fresh, empty store (for PostgreSQL: a new database).

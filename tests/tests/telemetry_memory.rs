@@ -2,7 +2,6 @@
 
 use async_trait::async_trait;
 use proptest::prelude::*;
-use std::sync::Arc;
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_tests::support::{StoreFactory, TestStore};
 use swath_tests::telemetry_contract as contract;
@@ -13,11 +12,7 @@ struct Memory;
 #[async_trait]
 impl StoreFactory for Memory {
     async fn fresh(&self) -> TestStore {
-        let store = Arc::new(MemoryStore::new(MemoryStoreSettings::default()));
-        TestStore {
-            directory: store.clone(),
-            telemetry: store,
-        }
+        TestStore::memory(MemoryStore::new(MemoryStoreSettings::default()))
     }
 }
 
@@ -51,13 +46,9 @@ async fn history_is_capped_per_mower() {
     #[async_trait]
     impl StoreFactory for Capped {
         async fn fresh(&self) -> TestStore {
-            let store = Arc::new(MemoryStore::new(MemoryStoreSettings {
+            TestStore::memory(MemoryStore::new(MemoryStoreSettings {
                 history_per_mower: 5,
-            }));
-            TestStore {
-                directory: store.clone(),
-                telemetry: store,
-            }
+            }))
         }
     }
     let h = contract::Harness::new(&Capped, swath_tests::support::DEFAULT_THRESHOLD).await;
@@ -83,4 +74,18 @@ async fn history_is_capped_per_mower() {
         "the oldest rows went first"
     );
     assert_eq!(rows.health[0].mowing_ms, 11_000, "totals are never capped");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    #[test]
+    fn two_writers_end_with_the_rows_of_one(steps in trace(150), sizes in splits()) {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(contract::two_writers_end_with_the_rows_of_one(&Memory, &steps, &sizes));
+    }
 }

@@ -108,7 +108,10 @@ impl Directory for MemoryStore {
     async fn create_site(&self, site: Site) -> Result<(), DirectoryError> {
         let mut dir = write(&self.directory);
         if !dir.accounts.contains_key(&site.account_id) {
-            return Err(DirectoryError::NotFound(format!("account {}", site.account_id)));
+            return Err(DirectoryError::NotFound(format!(
+                "account {}",
+                site.account_id
+            )));
         }
         if dir.sites.contains_key(&site.id) {
             return Err(DirectoryError::Conflict(format!("site {}", site.id)));
@@ -145,7 +148,9 @@ impl Directory for MemoryStore {
             .filter(|s| s.account_id == account)
             .cloned()
             .collect();
-        sites.sort_by(|a, b| (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id)));
+        sites.sort_by(|a, b| {
+            (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id))
+        });
         Ok(sites)
     }
 
@@ -156,7 +161,9 @@ impl Directory for MemoryStore {
             .filter(|m| m.account_id == account)
             .cloned()
             .collect();
-        mowers.sort_by(|a, b| (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id)));
+        mowers.sort_by(|a, b| {
+            (a.display_order, &a.name, a.id).cmp(&(b.display_order, &b.name, b.id))
+        });
         Ok(mowers)
     }
 }
@@ -279,7 +286,9 @@ impl TelemetryStore for MemoryStore {
     }
 
     async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {
-        Ok(read(&self.telemetry).get(&mower).and_then(|r| r.health.clone()))
+        Ok(read(&self.telemetry)
+            .get(&mower)
+            .and_then(|r| r.health.clone()))
     }
 
     async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError> {

@@ -1,0 +1,114 @@
+//! Swath's PostgreSQL adapters: the directory and tokens through SeaORM entities, the telemetry
+//! store through constant SQL with array parameters (`UNNEST`) executed with sqlx on the same
+//! pool, so each statement is prepared once per connection and a batch costs the same number of
+//! statements whatever its size (DESIGN §3).
+//!
+//! # Layout
+//! - [`PostgresStore`]: the pool, the SeaORM connection over it, and statement counters.
+//! - `entities`: SeaORM entities of the directory tables.
+//! - `directory`: `Directory` and `TokenStore`.
+//! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads.
+
+mod directory;
+mod entities;
+mod telemetry;
+
+use sea_orm::{DatabaseConnection, SqlxPostgresConnector};
+use sqlx::postgres::{PgPool, PgPoolOptions};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use swath_application::ports::StoreError;
+
+/// Counts of what the telemetry path sent to PostgreSQL: the figures behind "one statement per
+/// table per batch" and "commits per state" (tests and benchmarks read them).
+#[derive(Debug, Default)]
+pub struct Counters {
+    statements: AtomicU64,
+    commits: AtomicU64,
+}
+
+impl Counters {
+    fn statement(&self) {
+        self.statements.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("swath_postgres_statements_total").increment(1);
+    }
+
+    fn commit(&self) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("swath_postgres_commits_total").increment(1);
+    }
+
+    /// Statements executed so far (`BEGIN` and `COMMIT` not included).
+    pub fn statements(&self) -> u64 {
+        self.statements.load(Ordering::Relaxed)
+    }
+
+    /// Transactions committed so far.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+}
+
+/// The PostgreSQL store. Cheap to clone.
+#[derive(Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+    orm: DatabaseConnection,
+    counters: Arc<Counters>,
+}
+
+/// Turns any database error into the port's "unavailable": the caller redelivers.
+pub(crate) fn unavailable(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(e.to_string())
+}
+
+impl PostgresStore {
+    /// Connects (the schema must be migrated: `swath_migrations::migrate`).
+    pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(database_url)
+            .await
+            .map_err(unavailable)?;
+        Ok(Self::from_pool(pool))
+    }
+
+    /// Wraps an existing pool.
+    pub fn from_pool(pool: PgPool) -> Self {
+        let orm = SqlxPostgresConnector::from_sqlx_postgres_pool(pool.clone());
+        Self {
+            pool,
+            orm,
+            counters: Arc::default(),
+        }
+    }
+
+    /// What the telemetry path executed so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The sqlx pool (for tests that need to look at the database directly).
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Creates the monthly history and position partitions up to `months_ahead` months from now
+    /// (idempotent; every replica calls it at start-up). Returns how many tables it created.
+    pub async fn ensure_partitions(&self, months_ahead: i32) -> Result<i32, StoreError> {
+        sqlx::query_scalar(
+            "SELECT swath_ensure_partitions(date_trunc('month', now())::date, \
+             (date_trunc('month', now()) + make_interval(months => $1))::date)",
+        )
+        .bind(months_ahead)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(unavailable)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}

@@ -1,0 +1,399 @@
+//! The telemetry store on PostgreSQL: the batch unit of work of DESIGN §3 and the reads.
+//!
+//! Per batch: `BEGIN`; one statement reading the directory entry and the health row of every mower
+//! of the batch, locked in mower id order; then one statement per table, each a constant text
+//! with array parameters (`UNNEST`), so that sqlx prepares it once per connection and the count of
+//! statements does not depend on the batch; `COMMIT`.
+//!
+//! Why the lock is on `health_totals` and not on `mowers`: in READ COMMITTED, a statement that
+//! waits for a row lock re-reads the *locked* row once the lock is granted, but the rows it joins
+//! come from the snapshot taken before the wait. Locking the mower and joining its totals would
+//! read the totals as they were before the batch we waited for: a lost update. So the row we lock
+//! is the totals row itself, created with the mower, and the latest row's key is read from it
+//! (`counted_until` equals the latest `observed_at`, see the migration).
+
+use crate::{unavailable, PostgresStore};
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::Tz;
+use sqlx::postgres::PgRow;
+use sqlx::{Postgres, Row, Transaction};
+use std::collections::BTreeMap;
+use swath_application::ports::{StoreError, TelemetryBatch, TelemetryStore};
+use swath_domain::{
+    AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
+    LatestKey, LatestRow, MowerId, MowerSnapshot, PositionRow, StateReport, TelemetryRows,
+};
+use uuid::Uuid;
+
+const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_until, h.last_activity, \
+    h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, h.distance_mm, \
+    h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised";
+
+/// The batch's read: directory entry and health row of each mower, locked in mower id order.
+/// `FOR NO KEY UPDATE` because the batch never changes the key; it leaves foreign-key checks of
+/// other writers (which take `KEY SHARE`) unblocked.
+const READ_FOR_BATCH: &str = "SELECT m.account_id AS dir_account_id, s.time_zone, \
+    m.blade_threshold_ms, h.mower_id, h.account_id, h.counted_until, h.last_activity, \
+    h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, h.distance_mm, \
+    h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised \
+    FROM health_totals h JOIN mowers m ON m.id = h.mower_id JOIN sites s ON s.id = m.site_id \
+    WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h";
+
+const INSERT_HISTORY: &str = "INSERT INTO state_history \
+    (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
+    SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::text[], $4::smallint[], $5::text[], \
+    $6::boolean[]) ON CONFLICT (mower_id, observed_at) DO NOTHING";
+
+const INSERT_POSITIONS: &str = "INSERT INTO positions \
+    (mower_id, observed_at, lat, lon, accuracy_m, heading_deg) \
+    SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::float8[], $4::float8[], \
+    $5::float8[], $6::float8[]) ON CONFLICT (mower_id, observed_at) DO NOTHING";
+
+/// The guard on `observed_at` cannot change the result (the rules only send strictly newer
+/// rows); it makes a regression impossible even if they did.
+const UPSERT_LATEST: &str = "INSERT INTO latest_states \
+    (mower_id, account_id, observed_at, last_seen_at, state) \
+    SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], \
+    $5::jsonb[]) ON CONFLICT (mower_id) DO UPDATE SET account_id = EXCLUDED.account_id, \
+    observed_at = EXCLUDED.observed_at, last_seen_at = EXCLUDED.last_seen_at, \
+    state = EXCLUDED.state WHERE latest_states.observed_at < EXCLUDED.observed_at";
+
+const UPDATE_HEALTH: &str = "UPDATE health_totals h SET account_id = u.account_id, \
+    counted_until = u.counted_until, last_activity = u.last_activity, \
+    last_blade_on = u.last_blade_on, last_lat = u.last_lat, last_lon = u.last_lon, \
+    mowing_ms = u.mowing_ms, blade_ms = u.blade_ms, distance_mm = u.distance_mm, \
+    error_count = u.error_count, charge_count = u.charge_count, \
+    blade_since_reset_ms = u.blade_since_reset_ms, blade_due_raised = u.blade_due_raised \
+    FROM UNNEST($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::boolean[], \
+    $6::float8[], $7::float8[], $8::int8[], $9::int8[], $10::int8[], $11::int8[], $12::int8[], \
+    $13::int8[], $14::boolean[]) AS u(mower_id, account_id, counted_until, last_activity, \
+    last_blade_on, last_lat, last_lon, mowing_ms, blade_ms, distance_mm, error_count, \
+    charge_count, blade_since_reset_ms, blade_due_raised) WHERE h.mower_id = u.mower_id";
+
+const UPSERT_DAYS: &str = "INSERT INTO day_totals \
+    (mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count) \
+    SELECT * FROM UNNEST($1::uuid[], $2::date[], $3::int8[], $4::int8[], $5::int8[], \
+    $6::int8[], $7::int8[], $8::int8[]) ON CONFLICT (mower_id, day) DO UPDATE SET \
+    mowing_ms = day_totals.mowing_ms + EXCLUDED.mowing_ms, \
+    blade_ms = day_totals.blade_ms + EXCLUDED.blade_ms, \
+    distance_mm = day_totals.distance_mm + EXCLUDED.distance_mm, \
+    error_count = day_totals.error_count + EXCLUDED.error_count, \
+    charge_count = day_totals.charge_count + EXCLUDED.charge_count, \
+    state_count = day_totals.state_count + EXCLUDED.state_count";
+
+fn corrupt(what: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(what.to_string())
+}
+
+fn activity(name: &str) -> Result<Activity, StoreError> {
+    Activity::parse(name).ok_or_else(|| corrupt(format!("unknown activity {name:?}")))
+}
+
+/// A health row, or `None` for a mower that never reported (`counted_until` NULL).
+fn health_from(row: &PgRow) -> Result<Option<HealthTotals>, StoreError> {
+    let counted_until: Option<DateTime<Utc>> = row.try_get("counted_until").map_err(corrupt)?;
+    let Some(counted_until) = counted_until else {
+        return Ok(None);
+    };
+    let account_id: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
+    let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
+    Ok(Some(HealthTotals {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        account_id: AccountId(account_id.ok_or_else(|| corrupt("health row without account"))?),
+        counted_until,
+        last_activity: activity(&last_activity.unwrap_or_default())?,
+        last_blade_on: row.try_get("last_blade_on").map_err(corrupt)?,
+        last_lat: row.try_get("last_lat").map_err(corrupt)?,
+        last_lon: row.try_get("last_lon").map_err(corrupt)?,
+        mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
+        blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
+        distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
+        error_count: row.try_get("error_count").map_err(corrupt)?,
+        charge_count: row.try_get("charge_count").map_err(corrupt)?,
+        blade_since_reset_ms: row.try_get("blade_since_reset_ms").map_err(corrupt)?,
+        blade_due_raised: row.try_get("blade_due_raised").map_err(corrupt)?,
+    }))
+}
+
+fn latest_from(row: &PgRow) -> Result<LatestRow, StoreError> {
+    let state: serde_json::Value = row.try_get("state").map_err(corrupt)?;
+    let state: StateReport = serde_json::from_value(state).map_err(corrupt)?;
+    Ok(LatestRow {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+        observed_at: row.try_get("observed_at").map_err(corrupt)?,
+        last_seen_at: row.try_get("last_seen_at").map_err(corrupt)?,
+        state,
+    })
+}
+
+struct PostgresBatch {
+    store: PostgresStore,
+    tx: Transaction<'static, Postgres>,
+}
+
+#[async_trait]
+impl TelemetryBatch for PostgresBatch {
+    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
+        let PostgresBatch { store, mut tx } = *self;
+        let counters = store.counters();
+
+        let h = &changes.history;
+        sqlx::query(INSERT_HISTORY)
+            .bind(h.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
+            .bind(h.iter().map(|r| r.observed_at).collect::<Vec<_>>())
+            .bind(h.iter().map(|r| r.activity.as_str()).collect::<Vec<_>>())
+            .bind(
+                h.iter()
+                    .map(|r| r.battery_percent.map(i16::from))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                h.iter()
+                    .map(|r| r.error_code.as_deref())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(h.iter().map(|r| r.blade_on).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        counters.statement();
+
+        let p = &changes.positions;
+        sqlx::query(INSERT_POSITIONS)
+            .bind(p.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
+            .bind(p.iter().map(|r| r.observed_at).collect::<Vec<_>>())
+            .bind(p.iter().map(|r| r.lat).collect::<Vec<_>>())
+            .bind(p.iter().map(|r| r.lon).collect::<Vec<_>>())
+            .bind(p.iter().map(|r| r.accuracy_m).collect::<Vec<_>>())
+            .bind(p.iter().map(|r| r.heading_deg).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        counters.statement();
+
+        let l = &changes.latest;
+        let documents = l
+            .iter()
+            .map(|r| serde_json::to_value(&r.state))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(corrupt)?;
+        sqlx::query(UPSERT_LATEST)
+            .bind(l.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
+            .bind(l.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
+            .bind(l.iter().map(|r| r.observed_at).collect::<Vec<_>>())
+            .bind(l.iter().map(|r| r.last_seen_at).collect::<Vec<_>>())
+            .bind(documents)
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        counters.statement();
+
+        let t = &changes.health;
+        sqlx::query(UPDATE_HEALTH)
+            .bind(t.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.counted_until).collect::<Vec<_>>())
+            .bind(
+                t.iter()
+                    .map(|r| r.last_activity.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(t.iter().map(|r| r.last_blade_on).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.last_lat).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.last_lon).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.mowing_ms).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.blade_ms).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.distance_mm).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.error_count).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.charge_count).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.blade_since_reset_ms).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.blade_due_raised).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        counters.statement();
+
+        let d = &changes.days;
+        sqlx::query(UPSERT_DAYS)
+            .bind(d.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.day).collect::<Vec<NaiveDate>>())
+            .bind(d.iter().map(|r| r.mowing_ms).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.blade_ms).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.distance_mm).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.error_count).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.charge_count).collect::<Vec<_>>())
+            .bind(d.iter().map(|r| r.state_count).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        counters.statement();
+
+        tx.commit().await.map_err(unavailable)?;
+        counters.commit();
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl TelemetryStore for PostgresStore {
+    async fn begin(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, MowerSnapshot>, Box<dyn TelemetryBatch>), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(unavailable)?;
+        let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
+        let rows = sqlx::query(READ_FOR_BATCH)
+            .bind(ids)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        self.counters().statement();
+        let mut snapshots = BTreeMap::new();
+        for row in &rows {
+            let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+            let zone: String = row.try_get("time_zone").map_err(corrupt)?;
+            let time_zone: Tz = zone
+                .parse()
+                .map_err(|_| corrupt(format!("mower {mower_id}: unknown time zone {zone:?}")))?;
+            let health = health_from(row)?;
+            snapshots.insert(
+                mower_id,
+                MowerSnapshot {
+                    directory: Some(DirectoryEntry {
+                        mower_id,
+                        account_id: AccountId(row.try_get("dir_account_id").map_err(corrupt)?),
+                        time_zone,
+                        blade_threshold_ms: row.try_get("blade_threshold_ms").map_err(corrupt)?,
+                    }),
+                    latest: health.as_ref().map(|h| LatestKey {
+                        account_id: h.account_id,
+                        observed_at: h.counted_until,
+                    }),
+                    health,
+                },
+            );
+        }
+        Ok((
+            snapshots,
+            Box::new(PostgresBatch {
+                store: self.clone(),
+                tx,
+            }),
+        ))
+    }
+
+    async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
+        let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
+        sqlx::query(
+            "SELECT mower_id, account_id, observed_at, last_seen_at, state FROM latest_states \
+             WHERE mower_id = ANY($1) ORDER BY mower_id",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        .iter()
+        .map(latest_from)
+        .collect()
+    }
+
+    async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {HEALTH_COLUMNS} FROM health_totals h WHERE h.mower_id = $1"
+        ))
+        .bind(mower.0)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        match row {
+            Some(row) => health_from(&row),
+            None => Ok(None),
+        }
+    }
+
+    async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError> {
+        let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
+        let mut out = TelemetryRows::default();
+        for row in sqlx::query(
+            "SELECT mower_id, observed_at, activity, battery_percent, error_code, blade_on \
+             FROM state_history WHERE mower_id = ANY($1) ORDER BY mower_id, observed_at",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        {
+            let battery: Option<i16> = row.try_get("battery_percent").map_err(corrupt)?;
+            let name: String = row.try_get("activity").map_err(corrupt)?;
+            out.history.push(HistoryRow {
+                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+                observed_at: row.try_get("observed_at").map_err(corrupt)?,
+                activity: activity(&name)?,
+                battery_percent: battery.map(|b| b as u8),
+                error_code: row.try_get("error_code").map_err(corrupt)?,
+                blade_on: row.try_get("blade_on").map_err(corrupt)?,
+            });
+        }
+        for row in sqlx::query(
+            "SELECT mower_id, observed_at, lat, lon, accuracy_m, heading_deg FROM positions \
+             WHERE mower_id = ANY($1) ORDER BY mower_id, observed_at",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        {
+            out.positions.push(PositionRow {
+                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+                observed_at: row.try_get("observed_at").map_err(corrupt)?,
+                lat: row.try_get("lat").map_err(corrupt)?,
+                lon: row.try_get("lon").map_err(corrupt)?,
+                accuracy_m: row.try_get("accuracy_m").map_err(corrupt)?,
+                heading_deg: row.try_get("heading_deg").map_err(corrupt)?,
+            });
+        }
+        out.latest = self.latest(mowers).await?;
+        for row in sqlx::query(&format!(
+            "SELECT {HEALTH_COLUMNS} FROM health_totals h WHERE h.mower_id = ANY($1) \
+             AND h.counted_until IS NOT NULL ORDER BY h.mower_id"
+        ))
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        {
+            out.health.extend(health_from(&row)?);
+        }
+        for row in sqlx::query(
+            "SELECT mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, \
+             state_count FROM day_totals WHERE mower_id = ANY($1) ORDER BY mower_id, day",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        {
+            out.days.push(DayTotals {
+                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+                day: row.try_get("day").map_err(corrupt)?,
+                mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
+                blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
+                distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
+                error_count: row.try_get("error_count").map_err(corrupt)?,
+                charge_count: row.try_get("charge_count").map_err(corrupt)?,
+                state_count: row.try_get("state_count").map_err(corrupt)?,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! Swath's PostgreSQL schema as sea-orm-migration migrations. Run by `swath` at start-up, by the
+//! `swath-migrations` CLI and by test setup, always through [`migrate`], which holds an advisory
+//! lock so that replicas starting at once never race.
+//!
+//! # Layout
+//! - [`Migrator`]: the ordered list of migrations.
+//! - `m20261130_000001_initial`: directory, tokens, latest states, history and positions
+//!   (partitioned by month of `observed_at`), health and day totals.
+
+pub use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_orm::{ConnectOptions, Database};
+
+mod m20261130_000001_initial;
+
+/// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
+const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261130_000001_initial::Migration)]
+    }
+}
+
+/// Applies every pending migration. Takes a session advisory lock on a single connection first,
+/// so that two replicas (or two test processes) migrating the same database run one after the
+/// other; the second finds nothing to do.
+pub async fn migrate(database_url: &str) -> Result<(), DbErr> {
+    let mut options = ConnectOptions::new(database_url.to_owned());
+    // One connection: the advisory lock belongs to a session, and every statement below must run
+    // in that session.
+    options
+        .max_connections(1)
+        .min_connections(1)
+        .sqlx_logging(false);
+    let db = Database::connect(options).await?;
+    db.execute_unprepared(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+        .await?;
+    let result = Migrator::up(&db, None).await;
+    let unlock = db
+        .execute_unprepared(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
+        .await;
+    db.close().await?;
+    result?;
+    unlock?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! PostgreSQL test databases: each store a test asks for is a new database with a random name,
+//! cloned from a template migrated once per factory, and dropped when the factory is dropped.
+//!
+//! `SWATH_TEST_DATABASE_URL` names the server (any database on it; e.g.
+//! `postgres://postgres@127.0.0.1:5432/postgres`). Unset: PostgreSQL suites are skipped. Set but
+//! unreachable: they fail.
+
+use crate::support::{StoreFactory, TestStore};
+use async_trait::async_trait;
+use sqlx::{Connection, Executor, PgConnection};
+use std::sync::{Arc, Mutex};
+use swath_postgres::PostgresStore;
+use tokio::sync::OnceCell;
+
+/// The server URL of the PostgreSQL suites, if they should run.
+pub fn test_database_url() -> Option<String> {
+    match std::env::var("SWATH_TEST_DATABASE_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            eprintln!("SWATH_TEST_DATABASE_URL is not set: skipping the PostgreSQL suite.");
+            None
+        }
+    }
+}
+
+/// `url` with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (url, None),
+    };
+    let authority_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let base = match base[authority_end..].find('/') {
+        Some(slash) => &base[..authority_end + slash],
+        None => base,
+    };
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+/// Makes fresh migrated databases on the test server.
+pub struct PostgresFactory {
+    server_url: String,
+    template: OnceCell<String>,
+    created: Mutex<Vec<String>>,
+}
+
+impl PostgresFactory {
+    pub fn new(server_url: String) -> Self {
+        Self {
+            server_url,
+            template: OnceCell::new(),
+            created: Mutex::new(Vec::new()),
+        }
+    }
+
+    async fn admin(&self) -> PgConnection {
+        PgConnection::connect(&self.server_url)
+            .await
+            .expect("SWATH_TEST_DATABASE_URL is set but PostgreSQL does not answer")
+    }
+
+    async fn template(&self) -> &str {
+        self.template
+            .get_or_init(|| async {
+                let name = format!("swath_tpl_{}", uuid::Uuid::new_v4().simple());
+                let mut admin = self.admin().await;
+                admin
+                    .execute(format!("CREATE DATABASE {name}").as_str())
+                    .await
+                    .expect("create template database");
+                self.created.lock().unwrap().push(name.clone());
+                swath_migrations::migrate(&with_database(&self.server_url, &name))
+                    .await
+                    .expect("migrate template database");
+                name
+            })
+            .await
+    }
+
+    /// A new empty, migrated database and a store on it.
+    pub async fn fresh_store(&self) -> PostgresStore {
+        let template = self.template().await.to_owned();
+        let name = format!("swath_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = self.admin().await;
+        admin
+            .execute(format!("CREATE DATABASE {name} TEMPLATE {template}").as_str())
+            .await
+            .expect("create test database");
+        self.created.lock().unwrap().push(name.clone());
+        let store = PostgresStore::connect(&with_database(&self.server_url, &name), 8)
+            .await
+            .expect("connect to the test database");
+        store
+    }
+}
+
+impl PostgresFactory {
+    /// A pool on the database of a harness built by this factory (to look or meddle directly).
+    pub fn pool_of(harness: &crate::telemetry_contract::Harness) -> sqlx::PgPool {
+        harness
+            .store
+            .postgres
+            .as_ref()
+            .expect("a harness made by the PostgreSQL factory")
+            .pool()
+            .clone()
+    }
+}
+
+#[async_trait]
+impl StoreFactory for PostgresFactory {
+    async fn fresh(&self) -> TestStore {
+        let store = self.fresh_store().await;
+        TestStore {
+            directory: Arc::new(store.clone()),
+            telemetry: Arc::new(store.clone()),
+            postgres: Some(store),
+        }
+    }
+}
+
+impl Drop for PostgresFactory {
+    fn drop(&mut self) {
+        let names: Vec<String> = std::mem::take(&mut *self.created.lock().unwrap());
+        let url = self.server_url.clone();
+        // Drop runs inside or outside a runtime; a thread with its own runtime works in both.
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let Ok(mut admin) = PgConnection::connect(&url).await else {
+                    return;
+                };
+                // Clones first, the template last. FORCE ends the sessions of pools still open.
+                for name in names.iter().rev() {
+                    let _ = admin
+                        .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                        .await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_names_are_replaced() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+        assert_eq!(
+            with_database("postgres://h:1/db?sslmode=disable", "x"),
+            "postgres://h:1/x?sslmode=disable"
+        );
+    }
+}

@@ -1,0 +1,320 @@
+//! The telemetry store contract against PostgreSQL (when `SWATH_TEST_DATABASE_URL` is set), and
+//! what only PostgreSQL can show: statements per batch, failures midway, a lost connection.
+
+use async_trait::async_trait;
+use chrono::Duration;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use swath_application::ports::{Account, Directory, Mower, Site, TelemetryStore};
+use swath_domain::{apply_states, AccountId, MowerId, SiteId, StateOutcome};
+use swath_memory::MemoryStore;
+use swath_postgres::PostgresStore;
+use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::support::{trace_start, StoreFactory, TestStore, DEFAULT_THRESHOLD};
+use swath_tests::telemetry_contract::{self as contract, Harness};
+use swath_tests::traces::{splits, trace};
+
+struct Memory;
+
+#[async_trait]
+impl StoreFactory for Memory {
+    async fn fresh(&self) -> TestStore {
+        TestStore::memory(MemoryStore::default())
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    contract::run_all(&PostgresFactory::new(url)).await;
+}
+
+/// Runs a property over random traces with one factory (one template database) for all cases.
+fn property(
+    cases: u32,
+    check: impl Fn(&PostgresFactory, &[swath_tests::traces::Step], &[usize], &tokio::runtime::Runtime),
+) {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let rt = runtime();
+    let factory = PostgresFactory::new(url);
+    let mut runner = TestRunner::new(Config {
+        cases,
+        max_shrink_iters: 64,
+        ..Config::default()
+    });
+    runner
+        .run(&(trace(120), splits()), |(steps, sizes)| {
+            check(&factory, &steps, &sizes, &rt);
+            Ok(())
+        })
+        .unwrap();
+    drop(factory);
+}
+
+#[test]
+fn batched_equals_one_at_a_time() {
+    property(12, |factory, steps, sizes, rt| {
+        rt.block_on(contract::batched_equals_one_at_a_time(
+            factory, steps, sizes,
+        ))
+    });
+}
+
+#[test]
+fn memory_and_postgres_end_with_identical_rows() {
+    property(16, |factory, steps, sizes, rt| {
+        rt.block_on(contract::stores_agree(&Memory, factory, steps, sizes))
+    });
+}
+
+#[test]
+fn two_writers_end_with_the_rows_of_one() {
+    property(8, |factory, steps, sizes, rt| {
+        rt.block_on(contract::two_writers_end_with_the_rows_of_one(
+            factory, steps, sizes,
+        ))
+    });
+}
+
+/// Eight mowers of one account, for the statement count.
+async fn eight_mowers(store: &PostgresStore) -> (AccountId, Vec<MowerId>) {
+    let account = AccountId::new();
+    store
+        .create_account(Account {
+            id: account,
+            name: "Count".into(),
+        })
+        .await
+        .unwrap();
+    let site = SiteId::new();
+    store
+        .create_site(Site {
+            id: site,
+            account_id: account,
+            name: "Site".into(),
+            time_zone: chrono_tz::Europe::Berlin,
+            display_order: 0,
+        })
+        .await
+        .unwrap();
+    let mut mowers = Vec::new();
+    for i in 0..8 {
+        let id = MowerId::new();
+        store
+            .create_mower(Mower {
+                id,
+                account_id: account,
+                site_id: site,
+                name: format!("M{i}"),
+                model: "X".into(),
+                serial: format!("S{i}"),
+                display_order: i,
+                blade_threshold_ms: DEFAULT_THRESHOLD,
+            })
+            .await
+            .unwrap();
+        mowers.push(id);
+    }
+    (account, mowers)
+}
+
+fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
+    json!({
+        "mower_id": mower,
+        "account_id": account,
+        "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
+        "activity": if seconds % 7 == 0 { "error" } else { "mowing" },
+        "blade_on": true,
+        "battery_percent": 50,
+        "error_code": if seconds % 7 == 0 { Some("E1") } else { None },
+        "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_costs_the_same_statements_whatever_its_size() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let factory = PostgresFactory::new(url);
+    let store = Arc::new(factory.fresh_store().await);
+    let (account, mowers) = eight_mowers(&store).await;
+    let clock = Arc::new(swath_application::ports::ManualClock::new(
+        swath_tests::traces::ingest_clock(),
+    ));
+    let ingest = swath_application::Ingest::new(
+        store.clone(),
+        Arc::new(swath_tests::support::RecordingBus::default()),
+        clock,
+    );
+    let record = |reports: Vec<Value>| {
+        let parsed = reports
+            .iter()
+            .map(|r| ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        ingest.record_states(parsed)
+    };
+
+    let (s0, c0) = (store.counters().statements(), store.counters().commits());
+    let small = record(vec![
+        state(account, mowers[0], 1),
+        state(account, mowers[0], 2),
+    ])
+    .await
+    .unwrap();
+    let (s1, c1) = (store.counters().statements(), store.counters().commits());
+    let large: Vec<Value> = (0..64)
+        .map(|i| state(account, mowers[i % 8], 10 + i as i64))
+        .collect();
+    let outcomes = record(large).await.unwrap();
+    let (s2, c2) = (store.counters().statements(), store.counters().commits());
+
+    assert!(small
+        .iter()
+        .chain(&outcomes)
+        .all(|o| *o == StateOutcome::Stored));
+    assert_eq!(
+        s1 - s0,
+        s2 - s1,
+        "2 states of 1 mower and 64 states of 8 mowers"
+    );
+    assert_eq!(
+        s1 - s0,
+        6,
+        "one read and one statement per table (history, positions, latest, health, days)"
+    );
+    assert_eq!((c1 - c0, c2 - c1), (1, 1), "one commit per batch");
+    let rows = store.export(&mowers).await.unwrap();
+    assert_eq!(rows.history.len(), 66);
+    assert_eq!(rows.latest.len(), 8);
+}
+
+/// The reference for the failure scenarios: the same batches on the memory store.
+async fn reference_rows(batches: &[Vec<Value>]) -> swath_domain::TelemetryRows {
+    let reference = Harness::new(&Memory, DEFAULT_THRESHOLD).await;
+    for batch in batches {
+        reference.ingest(batch).await;
+    }
+    reference.rows().await
+}
+
+fn batches(h: &Harness) -> Vec<Vec<Value>> {
+    let f = &h.fleet;
+    let state = |mower: usize, seconds: i64| {
+        let mower_id = f.mowers[mower];
+        json!({
+            "mower_id": mower_id,
+            "account_id": f.account_of(mower_id),
+            "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
+            "activity": "mowing",
+            "blade_on": true,
+            "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
+        })
+    };
+    vec![
+        (0..6).map(|i| state(i % 3, i as i64)).collect(),
+        (6..12).map(|i| state(i % 3, i as i64)).collect(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let factory = PostgresFactory::new(url);
+    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
+    let batches = batches(&h);
+    h.ingest(&batches[0]).await;
+    let before = h.rows().await;
+
+    // A trigger on the last table the batch writes: history, positions, latest and health are
+    // already written in the transaction when it fails.
+    let pg = PostgresFactory::pool_of(&h);
+    sqlx::query(
+        "CREATE FUNCTION fail_batch() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$",
+    )
+    .execute(&pg)
+    .await
+    .unwrap();
+    sqlx::query("CREATE TRIGGER fail_batch BEFORE INSERT ON day_totals FOR EACH ROW EXECUTE FUNCTION fail_batch()")
+        .execute(&pg)
+        .await
+        .unwrap();
+    let parsed = batches[1]
+        .iter()
+        .map(|r| h.ingest.parse(r.to_string().as_bytes()))
+        .collect();
+    let error = h
+        .ingest
+        .record_states(parsed)
+        .await
+        .expect_err("the batch fails");
+    assert!(error.to_string().contains("injected failure"), "{error}");
+    assert_eq!(
+        h.rows().await,
+        before,
+        "nothing of the failed batch is stored"
+    );
+
+    sqlx::query("DROP TRIGGER fail_batch ON day_totals")
+        .execute(&pg)
+        .await
+        .unwrap();
+    h.ingest(&batches[1]).await; // the redelivery
+    h.ingest(&batches[1]).await; // and a second one, after its commit
+    assert_eq!(h.rows().await, reference_rows(&batches).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let factory = PostgresFactory::new(url);
+    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
+    let batches = batches(&h);
+    h.ingest(&batches[0]).await;
+    let before = h.rows().await;
+
+    let pg = PostgresFactory::pool_of(&h);
+    let states: Vec<_> = batches[1]
+        .iter()
+        .map(|r| h.ingest.parse(r.to_string().as_bytes()).unwrap())
+        .collect();
+    let (mut snapshots, unit) = h.store.telemetry.begin(&h.fleet.mowers).await.unwrap();
+    let (_, changes) = apply_states(&mut snapshots, &states, swath_tests::traces::ingest_clock());
+    let terminated: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+    )
+    .fetch_all(&pg)
+    .await
+    .unwrap();
+    assert_eq!(
+        terminated,
+        vec![true],
+        "the batch's session is the one in a transaction"
+    );
+    unit.commit(changes)
+        .await
+        .expect_err("the connection is gone");
+    assert_eq!(h.rows().await, before);
+
+    h.ingest(&batches[1]).await; // the redelivery
+    assert_eq!(h.rows().await, reference_rows(&batches).await);
+}
