@@ -1,1 +1,383 @@
-fn main() {}
+//! `swath`: the one binary. It reads its settings from the environment (or flags), picks the
+//! adapters, wires the use cases and serves the API.
+//!
+//! `swath` (or `swath serve`) serves everything on the memory adapters with a simulated demo
+//! fleet; `swath openapi` prints the OpenAPI document (the command that regenerates
+//! `openapi/openapi.json`).
+//!
+//! # Layout
+//! - [`Cli`], [`ServeArgs`], [`LogArgs`]: the settings, each with its `SWATH_*` variable (and a
+//!   flag of `swath serve`); clap refuses an invalid value before anything starts, naming the
+//!   variable.
+//! - [`serve`]: start-up in dependency order, then shutdown in reverse: HTTP first (no new
+//!   requests), then the simulator (no new states), then the ingest consumer is drained.
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rand::RngCore;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use swath_api::{router, AppState};
+use swath_application::ports::{
+    hash_token, BatchSettings, Clock, Directory, EventBus, Principal, Scope, SystemClock,
+    TelemetryStore, TokenStore,
+};
+use swath_application::simulator::{seed_demo_fleet, Simulator, SimulatorSettings};
+use swath_application::{subjects, Ingest};
+use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing_subscriber::EnvFilter;
+
+/// How long open HTTP requests may take to finish once shutdown began.
+const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Swath: telemetry of a robot lawn mower fleet.
+#[derive(Debug, Parser)]
+#[command(name = "swath", version)]
+struct Cli {
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+/// `swath` without a subcommand serves with the settings of the environment. Parsed only then, so
+/// that `swath openapi` does not depend on the serve settings.
+#[derive(Debug, Parser)]
+#[command(name = "swath")]
+struct ServeFromEnv {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the API on the configured adapters (the default).
+    Serve(ServeArgs),
+    /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
+    /// `cargo run -p swath-api -- openapi > openapi/openapi.json`.
+    Openapi,
+}
+
+/// Where the telemetry is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    /// In process, lost on exit: the embedded default.
+    Memory,
+}
+
+/// Which event bus carries the states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum BusKind {
+    /// In process: the embedded default.
+    Memory,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+#[derive(Debug, Args)]
+struct LogArgs {
+    /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …).
+    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG", default_value = "info",
+        value_parser = parse_log_filter, global = true)]
+    filter: String,
+    /// How to write the logs.
+    #[arg(long = "log-format", env = "SWATH_LOG_FORMAT", value_name = "SWATH_LOG_FORMAT",
+        value_enum, default_value_t = LogFormat::Pretty, global = true)]
+    format: LogFormat,
+}
+
+#[derive(Clone, Debug, Args)]
+struct ServeArgs {
+    /// The address the HTTP server listens on.
+    #[arg(
+        long = "http-addr",
+        env = "SWATH_HTTP_ADDR",
+        value_name = "SWATH_HTTP_ADDR",
+        default_value = "127.0.0.1:8080"
+    )]
+    http_addr: SocketAddr,
+    /// The bearer token of the demo account (scopes read, write, admin). Default: a random
+    /// 32-byte hex token, printed at start-up.
+    #[arg(long = "demo-token", env = "SWATH_DEMO_TOKEN", value_name = "SWATH_DEMO_TOKEN",
+        hide_env_values = true, value_parser = parse_token)]
+    demo_token: Option<String>,
+    /// How many mowers the simulated demo fleet has.
+    #[arg(long = "sim-mowers", env = "SWATH_SIM_MOWERS", value_name = "SWATH_SIM_MOWERS",
+        default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    sim_mowers: u32,
+    /// How often a simulated mower reports while its activity does not change, in seconds
+    /// (changes are reported at once).
+    #[arg(long = "sim-state-period-seconds", env = "SWATH_SIM_STATE_PERIOD_SECONDS",
+        value_name = "SWATH_SIM_STATE_PERIOD_SECONDS", default_value = "1", value_parser = parse_positive_seconds)]
+    sim_state_period: Duration,
+    /// Makes the simulated fleet behave the same on every run. Default: a new behaviour each run.
+    #[arg(
+        long = "sim-seed",
+        env = "SWATH_SIM_SEED",
+        value_name = "SWATH_SIM_SEED"
+    )]
+    sim_seed: Option<u64>,
+    /// The most states the ingest consumer stores in one batch.
+    #[arg(long = "telemetry-ingest-batch-max", env = "SWATH_TELEMETRY_INGEST_BATCH_MAX",
+        value_name = "SWATH_TELEMETRY_INGEST_BATCH_MAX", default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    ingest_batch_max: u32,
+    /// How long the ingest consumer lingers for more states once one arrived, in seconds. Zero
+    /// batches only what queued up while the previous batch ran.
+    #[arg(long = "telemetry-ingest-batch-wait-seconds", env = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS",
+        value_name = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS", default_value = "0.2",
+        value_parser = parse_seconds)]
+    ingest_batch_wait: Duration,
+    /// History and position rows the memory store keeps per mower (the oldest go first).
+    #[arg(long = "memory-history-per-mower", env = "SWATH_MEMORY_HISTORY_PER_MOWER",
+        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER", default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    memory_history_per_mower: u64,
+    /// Where the telemetry is stored.
+    #[arg(long = "store", env = "SWATH_STORE", value_name = "SWATH_STORE", value_enum,
+        default_value_t = StoreKind::Memory)]
+    store: StoreKind,
+    /// Which event bus carries the states.
+    #[arg(long = "bus", env = "SWATH_BUS", value_name = "SWATH_BUS", value_enum,
+        default_value_t = BusKind::Memory)]
+    bus: BusKind,
+}
+
+/// A duration in seconds: finite and not negative, fractions allowed.
+fn parse_seconds(value: &str) -> Result<Duration, String> {
+    let seconds: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{value}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("`{value}` must be a finite number of seconds >= 0"))
+}
+
+/// A duration in seconds, more than zero.
+fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
+    match parse_seconds(value) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("`{value}` must be a finite number of seconds > 0")),
+    }
+}
+
+/// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
+fn parse_log_filter(value: &str) -> Result<String, String> {
+    EnvFilter::try_new(value)
+        .map(|_| value.to_owned())
+        .map_err(|e| format!("not a tracing filter: {e}"))
+}
+
+/// A bearer token: printable ASCII without spaces, so that it fits an `Authorization` header.
+fn parse_token(value: &str) -> Result<String, String> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a token must be non-empty printable ASCII without spaces".to_owned());
+    }
+    Ok(value.to_owned())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing(&cli.log);
+    match cli.command {
+        Some(Command::Openapi) => {
+            let document = swath_api::openapi()
+                .to_pretty_json()
+                .context("could not serialise the OpenAPI document")?;
+            println!("{document}");
+            Ok(())
+        }
+        Some(Command::Serve(args)) => serve(args).await,
+        None => serve(ServeFromEnv::parse_from(["swath"]).serve).await,
+    }
+}
+
+fn init_tracing(log: &LogArgs) {
+    // The filter was validated by clap; the fallback is never used in practice.
+    let filter = EnvFilter::try_new(&log.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    match log.format {
+        LogFormat::Pretty => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}
+
+/// Serves until Ctrl-C or SIGTERM, then shuts down in order and returns.
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let (StoreKind::Memory, BusKind::Memory) = (args.store, args.bus);
+    let history_per_mower = usize::try_from(args.memory_history_per_mower)
+        .context("SWATH_MEMORY_HISTORY_PER_MOWER is too large")?;
+    let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower }));
+    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let telemetry: Arc<dyn TelemetryStore> = store.clone();
+    let ingest = Arc::new(Ingest::new(
+        Arc::clone(&telemetry),
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+    ));
+
+    // The consumer exists before the first state is published, so that none is missed.
+    let ingest_subscription = bus
+        .subscribe_batch(
+            subjects::TELEMETRY_ALL,
+            subjects::INGEST_CONSUMER,
+            BatchSettings {
+                max_batch: args.ingest_batch_max as usize,
+                max_wait: args.ingest_batch_wait,
+                ..BatchSettings::default()
+            },
+            ingest.handler(),
+        )
+        .await
+        .context("could not subscribe the ingest consumer")?;
+
+    let sim_settings = SimulatorSettings {
+        mowers: args.sim_mowers as usize,
+        state_period: args.sim_state_period,
+        seed: args.sim_seed,
+    };
+    let fleet = seed_demo_fleet(store.as_ref() as &dyn Directory, &sim_settings)
+        .await
+        .context("could not seed the demo fleet")?;
+    let (token, generated) = match args.demo_token {
+        Some(token) => (token, false),
+        None => (random_token(), true),
+    };
+    TokenStore::store_token(
+        store.as_ref(),
+        hash_token(&token),
+        Principal {
+            account_id: fleet.account.id,
+            scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
+            sites: None,
+        },
+    )
+    .await
+    .context("could not store the demo token")?;
+    tracing::info!(
+        account_id = %fleet.account.id,
+        sites = fleet.sites.len(),
+        mowers = fleet.mowers.len(),
+        "Seeded the demo fleet."
+    );
+
+    let (stop_simulator, simulator_stop) = watch::channel(false);
+    let simulator = Simulator::spawn(
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+        &fleet,
+        sim_settings,
+        simulator_stop,
+    );
+
+    let state = AppState::new(store.clone(), store.clone(), telemetry, bus, clock, ingest);
+    let listener = TcpListener::bind(args.http_addr)
+        .await
+        .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
+    let addr = listener
+        .local_addr()
+        .context("could not read the listening address")?;
+    print_banner(addr, &token, generated);
+    tracing::info!(%addr, "Serving HTTP.");
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = shutdown_tx.send(true);
+    });
+    let server =
+        axum::serve(listener, router(state)).with_graceful_shutdown(wait_for(shutdown_rx.clone()));
+    let drain_deadline = async {
+        wait_for(shutdown_rx).await;
+        tokio::time::sleep(HTTP_DRAIN_TIMEOUT).await;
+    };
+    tokio::select! {
+        served = server => served.context("the HTTP server failed")?,
+        () = drain_deadline => tracing::warn!(
+            timeout_seconds = HTTP_DRAIN_TIMEOUT.as_secs(),
+            "Open HTTP requests did not finish in time; closing them."
+        ),
+    }
+    tracing::info!("HTTP stopped; stopping the simulator.");
+
+    let _ = stop_simulator.send(true);
+    if let Err(e) = simulator.await {
+        tracing::error!(error = %e, "The simulator ended abnormally.");
+    }
+    tracing::info!("Simulator stopped; draining the ingest consumer.");
+    ingest_subscription.unsubscribe().await;
+    tracing::info!("Shut down cleanly.");
+    Ok(())
+}
+
+/// 32 random bytes, hex encoded.
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// What a person needs to try the API. On stdout, so it shows whatever the log filter.
+fn print_banner(addr: SocketAddr, token: &str, generated: bool) {
+    let base = format!("http://{addr}");
+    let origin = if generated {
+        " (random; set SWATH_DEMO_TOKEN to choose it)"
+    } else {
+        ""
+    };
+    println!();
+    println!("Swath is serving a simulated fleet.");
+    println!("  API:          {base}/v1/mowers");
+    println!("  Docs:         {base}/docs");
+    println!("  OpenAPI:      {base}/openapi.json");
+    println!("  Demo token:   {token}{origin}");
+    println!("  Try:          curl -s -H 'Authorization: Bearer {token}' {base}/v1/mowers");
+    println!();
+}
+
+/// Resolves once `flag` is `true` (or its sender is gone).
+async fn wait_for(mut flag: watch::Receiver<bool>) {
+    let _ = flag.wait_for(|stop| *stop).await;
+}
+
+/// Ctrl-C, or SIGTERM on Unix (what `docker stop` and `kill` send).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "Could not listen for Ctrl-C.");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Could not listen for SIGTERM.");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Received Ctrl-C; shutting down."),
+        () = terminate => tracing::info!("Received SIGTERM; shutting down."),
+    }
+}

@@ -8,6 +8,7 @@ use crate::ports::{
 use crate::subjects;
 use async_trait::async_trait;
 use bytes::Bytes;
+use chrono::SubsecRound;
 use std::sync::Arc;
 use swath_domain::{apply_states, InvalidReport, MowerId, StateOutcome, StateReport};
 
@@ -48,7 +49,8 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<Vec<StateOutcome>, IngestError> {
-        let received_at = self.clock.now();
+        // Microseconds: the precision every store keeps (see docs/decisions.md).
+        let received_at = self.clock.now().trunc_subsecs(6);
         let mut outcomes: Vec<Option<StateOutcome>> = vec![None; batch.len()];
         let mut valid = Vec::with_capacity(batch.len());
         let mut valid_index = Vec::with_capacity(batch.len());

@@ -6,9 +6,11 @@
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (DESIGN §3), and
 //!   the bus handler that feeds it.
+//! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 
+pub mod import;
 pub mod ingest;
 pub mod ports;
 pub mod simulator;

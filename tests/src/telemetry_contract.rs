@@ -370,6 +370,47 @@ pub async fn two_writers_end_with_the_rows_of_one(
     );
 }
 
+/// An NDJSON import stores what live ingestion stores, 200 states per transaction, and sums up
+/// what it stored and dropped.
+pub async fn import_stores_what_live_ingest_stores(factory: &dyn StoreFactory) {
+    let imported = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let live = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let f = &imported.fleet;
+    let mut reports: Vec<Value> = (0..450)
+        .map(|i| report(f, i % 3, i as i64 * 2, Activity::Mowing))
+        .collect();
+    let mut unknown = report(f, 0, 5, Activity::Docked);
+    unknown["mower_id"] = json!(f.unknown_mower);
+    reports.insert(100, unknown);
+    let mut ndjson = String::new();
+    for (i, r) in reports.iter().enumerate() {
+        ndjson.push_str(&r.to_string());
+        ndjson.push('\n');
+        if i == 300 {
+            ndjson.push_str("{not json\n\n");
+        }
+    }
+    let mut progress = Vec::new();
+    let summary =
+        swath_application::import::import_ndjson(&imported.ingest, ndjson.as_bytes(), |bytes| {
+            progress.push(bytes)
+        })
+        .await
+        .expect("import");
+    assert_eq!(summary.reports, 452);
+    assert_eq!(summary.stored, 450);
+    assert_eq!(
+        summary.dropped.into_iter().collect::<Vec<_>>(),
+        vec![(DropReason::Malformed, 1), (DropReason::UnknownMower, 1)]
+    );
+    assert_eq!(progress.len(), 3, "200 + 200 + 52 reports: three batches");
+    assert_eq!(*progress.last().unwrap(), ndjson.len() as u64);
+    for r in &reports {
+        live.ingest(std::slice::from_ref(r)).await;
+    }
+    assert_eq!(imported.rows().await, live.rows().await);
+}
+
 /// Every scenario that takes one factory, for adapters to run in one go.
 pub async fn run_all(factory: &dyn StoreFactory) {
     redelivered_batch_changes_nothing(factory).await;
@@ -378,4 +419,5 @@ pub async fn run_all(factory: &dyn StoreFactory) {
     reads_answer_committed_rows(factory).await;
     blade_due_is_published_once(factory).await;
     concurrent_batches_all_commit(factory).await;
+    import_stores_what_live_ingest_stores(factory).await;
 }

@@ -1,0 +1,273 @@
+//! The documents the API answers: typed DTOs built from domain rows, never the rows themselves.
+//!
+//! Keeping them apart lets the stores change their rows (integer milliseconds and millimetres,
+//! columns added for the write rules) without changing the API, which speaks seconds and metres
+//! (DESIGN §7). Every optional field is serialised as `null` rather than left out, so that every
+//! document of a type has the same keys: simpler for generated SDKs and snapshot tests.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use swath_application::ports::Mower;
+use swath_domain::{self as domain, HealthTotals, LatestRow};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// What a mower is doing, as its gateway reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "mowing")]
+pub enum Activity {
+    Mowing,
+    Leaving,
+    Returning,
+    Docked,
+    Charging,
+    Paused,
+    Idle,
+    Error,
+}
+
+impl From<domain::Activity> for Activity {
+    fn from(a: domain::Activity) -> Self {
+        match a {
+            domain::Activity::Mowing => Activity::Mowing,
+            domain::Activity::Leaving => Activity::Leaving,
+            domain::Activity::Returning => Activity::Returning,
+            domain::Activity::Docked => Activity::Docked,
+            domain::Activity::Charging => Activity::Charging,
+            domain::Activity::Paused => Activity::Paused,
+            domain::Activity::Idle => Activity::Idle,
+            domain::Activity::Error => Activity::Error,
+        }
+    }
+}
+
+/// The activity of Home Assistant's `lawn_mower` entity: leaving counts as mowing, charging as
+/// docked, idle as paused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "mowing")]
+pub enum LawnMowerActivity {
+    Mowing,
+    Docked,
+    Paused,
+    Returning,
+    Error,
+}
+
+impl From<domain::LawnMowerActivity> for LawnMowerActivity {
+    fn from(a: domain::LawnMowerActivity) -> Self {
+        match a {
+            domain::LawnMowerActivity::Mowing => LawnMowerActivity::Mowing,
+            domain::LawnMowerActivity::Docked => LawnMowerActivity::Docked,
+            domain::LawnMowerActivity::Paused => LawnMowerActivity::Paused,
+            domain::LawnMowerActivity::Returning => LawnMowerActivity::Returning,
+            domain::LawnMowerActivity::Error => LawnMowerActivity::Error,
+        }
+    }
+}
+
+/// A WGS 84 position, as the mower reported it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Position {
+    /// Latitude in degrees, -90 to 90.
+    #[schema(example = 52.5163)]
+    pub lat: f64,
+    /// Longitude in degrees, -180 to 180.
+    #[schema(example = 13.3777)]
+    pub lon: f64,
+    /// Radius of the 1-sigma accuracy circle in metres, if the mower knows it.
+    #[schema(required = true, example = 0.4)]
+    pub accuracy_m: Option<f64>,
+    /// Heading in degrees clockwise from north, 0 to 360, if the mower knows it.
+    #[schema(required = true, example = 270.0)]
+    pub heading_deg: Option<f64>,
+}
+
+impl From<&domain::Position> for Position {
+    fn from(p: &domain::Position) -> Self {
+        Self {
+            lat: p.lat,
+            lon: p.lon,
+            accuracy_m: p.accuracy_m,
+            heading_deg: p.heading_deg,
+        }
+    }
+}
+
+/// The latest state of a mower: the newest state report Swath stored for it, as the gateway sent
+/// it, plus when Swath received it and the Home Assistant activity.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MowerState {
+    /// The mower this state is of.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub mower_id: Uuid,
+    /// When the mower observed this state (UTC, RFC 3339, microseconds).
+    #[schema(example = "2026-06-01T12:00:00Z")]
+    pub observed_at: DateTime<Utc>,
+    /// When Swath received this state (UTC, RFC 3339): `observed_at` plus the gateway's delay.
+    /// It does not move while the mower is quiet.
+    #[schema(example = "2026-06-01T12:00:00.250Z")]
+    pub last_seen_at: DateTime<Utc>,
+    /// What the mower is doing, as reported.
+    pub activity: Activity,
+    /// The same activity mapped onto Home Assistant's `lawn_mower` entity.
+    pub lawn_mower_activity: LawnMowerActivity,
+    /// Battery charge in percent, 0 to 100, if reported.
+    #[schema(required = true, example = 87, minimum = 0, maximum = 100)]
+    pub battery_percent: Option<u8>,
+    /// Where the mower was, if reported.
+    #[schema(required = true)]
+    pub position: Option<Position>,
+    /// Whether the blade was turning.
+    #[schema(example = true)]
+    pub blade_on: bool,
+    /// The vendor's error code while the mower reports one (at most 64 characters).
+    #[schema(required = true, example = "BLADE_BLOCKED")]
+    pub error_code: Option<String>,
+    /// The vendor's raw state name (at most 64 characters), if reported.
+    #[schema(required = true, example = "MOWING_LANE")]
+    pub vendor_state: Option<String>,
+    /// The report's free-form `extra` object, if it had one.
+    #[schema(required = true, value_type = Option<Object>, example = json!({"zone": "front lawn"}))]
+    pub extra: Option<Map<String, Value>>,
+    /// Top-level fields of the report that Swath does not know, kept as they came (an empty
+    /// object when there were none). Kept apart from the known fields so that no gateway field can
+    /// shadow one of them.
+    #[schema(value_type = Object, example = json!({"firmware": "4.2.1"}))]
+    pub unknown_fields: Map<String, Value>,
+}
+
+impl From<&LatestRow> for MowerState {
+    fn from(row: &LatestRow) -> Self {
+        let s = &row.state;
+        Self {
+            mower_id: row.mower_id.0,
+            observed_at: row.observed_at,
+            last_seen_at: row.last_seen_at,
+            activity: s.activity.into(),
+            lawn_mower_activity: s.activity.lawn_mower().into(),
+            battery_percent: s.battery_percent,
+            position: s.position.as_ref().map(Position::from),
+            blade_on: s.blade_on,
+            error_code: s.error_code.clone(),
+            vendor_state: s.vendor_state.clone(),
+            extra: s.extra.clone(),
+            unknown_fields: s.unknown.clone(),
+        }
+    }
+}
+
+/// A mower of the principal's account, with its latest state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MowerSummary {
+    /// The mower's id, the one its gateway reports with.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub id: Uuid,
+    /// The site the mower works on.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000a001")]
+    pub site_id: Uuid,
+    /// The mower's display name.
+    #[schema(example = "Front lawn")]
+    pub name: String,
+    /// The vendor's model name.
+    #[schema(example = "Automower 450X")]
+    pub model: String,
+    /// The vendor's serial number.
+    #[schema(example = "SN-000042")]
+    pub serial: String,
+    /// Where the mower comes in lists; lists are ordered by display order, then name, then id.
+    #[schema(example = 0)]
+    pub display_order: i32,
+    /// Blade time after which the blade is due for replacement, in seconds.
+    #[schema(example = 360000.0)]
+    pub blade_threshold_seconds: f64,
+    /// The latest state, or `null` while the mower has not reported yet.
+    #[schema(required = true)]
+    pub state: Option<MowerState>,
+}
+
+impl MowerSummary {
+    pub fn new(mower: &Mower, latest: Option<&LatestRow>) -> Self {
+        Self {
+            id: mower.id.0,
+            site_id: mower.site_id.0,
+            name: mower.name.clone(),
+            model: mower.model.clone(),
+            serial: mower.serial.clone(),
+            display_order: mower.display_order,
+            blade_threshold_seconds: seconds(mower.blade_threshold_ms),
+            state: latest.map(MowerState::from),
+        }
+    }
+}
+
+/// Every mower the principal may see, with its latest state, in one document.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MowerList {
+    /// The mowers, ordered by display order, then name, then id.
+    pub items: Vec<MowerSummary>,
+}
+
+/// A mower's running health totals (DESIGN §3, W4): time and distance attributed to its states,
+/// error and charge counts, and blade wear.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MowerHealth {
+    /// The mower these totals are of.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub mower_id: Uuid,
+    /// Time spent mowing, in seconds.
+    #[schema(example = 5400.0)]
+    pub mowing_seconds: f64,
+    /// Time with the blade turning, in seconds.
+    #[schema(example = 5100.5)]
+    pub blade_seconds: f64,
+    /// Distance driven while mowing, in metres.
+    #[schema(example = 2140.125)]
+    pub distance_m: f64,
+    /// How many times the mower entered the `error` activity.
+    #[schema(example = 2)]
+    pub error_count: i64,
+    /// How many times the mower entered the `charging` activity.
+    #[schema(example = 3)]
+    pub charge_count: i64,
+    /// Blade time since the blade was last replaced, in seconds.
+    #[schema(example = 5100.5)]
+    pub blade_since_reset_seconds: f64,
+    /// Blade time after which the blade is due, in seconds (the mower's threshold).
+    #[schema(example = 360000.0)]
+    pub blade_threshold_seconds: f64,
+    /// Whether the blade time since the last reset has reached the threshold.
+    #[schema(example = false)]
+    pub blade_due: bool,
+    /// Every interval up to this instant is counted (UTC, RFC 3339); `null` while the mower has
+    /// not reported yet (then every total is zero).
+    #[schema(required = true, example = "2026-06-01T12:00:00Z")]
+    pub counted_until: Option<DateTime<Utc>>,
+}
+
+impl MowerHealth {
+    pub fn new(mower: &Mower, totals: Option<&HealthTotals>) -> Self {
+        let get = |f: fn(&HealthTotals) -> i64| totals.map(f).unwrap_or(0);
+        let blade_since_reset_ms = get(|t| t.blade_since_reset_ms);
+        Self {
+            mower_id: mower.id.0,
+            mowing_seconds: seconds(get(|t| t.mowing_ms)),
+            blade_seconds: seconds(get(|t| t.blade_ms)),
+            distance_m: get(|t| t.distance_mm) as f64 / 1000.0,
+            error_count: get(|t| t.error_count),
+            charge_count: get(|t| t.charge_count),
+            blade_since_reset_seconds: seconds(blade_since_reset_ms),
+            blade_threshold_seconds: seconds(mower.blade_threshold_ms),
+            blade_due: totals.is_some() && blade_since_reset_ms >= mower.blade_threshold_ms,
+            counted_until: totals.map(|t| t.counted_until),
+        }
+    }
+}
+
+/// Milliseconds to seconds. Exact for every duration a mower can accumulate (f64 holds integers
+/// up to 2^53 ms, some 285 000 years).
+fn seconds(ms: i64) -> f64 {
+    ms as f64 / 1000.0
+}

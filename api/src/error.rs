@@ -1,0 +1,306 @@
+//! Every error the API answers, mapped to an RFC 9457 problem in exactly one place
+//! ([`ApiError`]'s `IntoResponse`), so that status codes, `type` URIs and headers cannot drift
+//! between routes.
+//!
+//! Internal failures (a store or token store that failed) are logged here, with their cause, and
+//! answered with a generic body: a client never sees internals.
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use swath_application::ports::{DirectoryError, StoreError, TokenError};
+use utoipa::ToSchema;
+
+/// The media type of every error body.
+pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// The prefix of every problem `type`. The URIs are stable identifiers: clients match on them.
+pub const PROBLEM_BASE: &str = "https://swath.dev/problems/";
+
+/// An RFC 9457 problem document: the body of every error response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[schema(example = json!({
+    "type": "https://swath.dev/problems/not-found",
+    "title": "Not found",
+    "status": 404,
+    "detail": "The mower does not exist or is not visible to this token."
+}))]
+pub struct Problem {
+    /// A stable URI that identifies the kind of problem; clients match on it. One of
+    /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
+    /// `no-state-yet`, `bad-request`, `method-not-allowed`, `unavailable` or `internal`.
+    #[serde(rename = "type")]
+    #[schema(example = "https://swath.dev/problems/not-found")]
+    pub type_uri: String,
+    /// A short summary of the kind of problem; the same for every occurrence of a `type`.
+    #[schema(example = "Not found")]
+    pub title: String,
+    /// The HTTP status code, repeated for clients that only keep the body.
+    #[schema(example = 404)]
+    pub status: u16,
+    /// What went wrong with this request, for people.
+    #[schema(example = "The mower does not exist or is not visible to this token.")]
+    pub detail: String,
+}
+
+/// Why a request was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No `Authorization: Bearer` header.
+    #[error("no bearer token was given")]
+    MissingToken,
+    /// A bearer token was given but is malformed, unknown or revoked.
+    #[error("the bearer token is not valid")]
+    InvalidToken,
+    /// The token is valid but lacks a scope the route needs.
+    #[error("the token lacks the `{0}` scope")]
+    MissingScope(&'static str),
+    /// The mower does not exist, belongs to another account or to a site the principal may not
+    /// see. One variant for the three cases, so that they answer byte for byte the same.
+    #[error("the mower does not exist or is not visible to this token")]
+    MowerNotFound,
+    /// The mower is visible but has not reported a state yet.
+    #[error("the mower has not reported a state yet")]
+    NoStateYet,
+    /// No route matches the path.
+    #[error("no route matches the path")]
+    RouteNotFound,
+    /// The path exists, but not with this method.
+    #[error("the method is not allowed on this path")]
+    MethodNotAllowed,
+    /// A path or query parameter could not be read.
+    #[error("{0}")]
+    BadRequest(String),
+    /// A backing service could not be reached; the client may retry. The cause is logged.
+    #[error("unavailable: {0}")]
+    Unavailable(String),
+    /// A bug or corrupt data. The cause is logged.
+    #[error("internal: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The status, the `type` slug and the title of each variant.
+    fn kind(&self) -> (StatusCode, &'static str, &'static str) {
+        match self {
+            ApiError::MissingToken | ApiError::InvalidToken => {
+                (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
+            }
+            ApiError::MissingScope(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
+            ApiError::MowerNotFound | ApiError::RouteNotFound => {
+                (StatusCode::NOT_FOUND, "not-found", "Not found")
+            }
+            ApiError::NoStateYet => (StatusCode::NOT_FOUND, "no-state-yet", "No state yet"),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+            ),
+            ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request", "Bad request"),
+            ApiError::Unavailable(_) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "Service unavailable",
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "Internal server error",
+            ),
+        }
+    }
+
+    /// The problem document of this error. Internal details never reach it.
+    pub fn problem(&self) -> Problem {
+        let (status, slug, title) = self.kind();
+        let detail = match self {
+            ApiError::MissingToken => {
+                "Send an API token in an `Authorization: Bearer <token>` header.".to_owned()
+            }
+            ApiError::InvalidToken => "The bearer token is unknown or revoked.".to_owned(),
+            ApiError::MissingScope(scope) => {
+                format!("The token does not have the `{scope}` scope this route needs.")
+            }
+            ApiError::MowerNotFound => {
+                "The mower does not exist or is not visible to this token.".to_owned()
+            }
+            ApiError::NoStateYet => "The mower has not reported a state yet.".to_owned(),
+            ApiError::RouteNotFound => "No route matches this path.".to_owned(),
+            ApiError::MethodNotAllowed => {
+                "This path does not accept this method; see the `Allow` header.".to_owned()
+            }
+            ApiError::BadRequest(detail) => detail.clone(),
+            ApiError::Unavailable(_) => {
+                "A service Swath depends on is unavailable; try again later.".to_owned()
+            }
+            ApiError::Internal(_) => "Swath failed to answer this request.".to_owned(),
+        };
+        Problem {
+            type_uri: format!("{PROBLEM_BASE}{slug}"),
+            title: title.to_owned(),
+            status: status.as_u16(),
+            detail,
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match &self {
+            ApiError::Unavailable(cause) => {
+                tracing::error!(error = %cause, "A request failed because a backing service is unavailable.");
+            }
+            ApiError::Internal(cause) => {
+                tracing::error!(error = %cause, "A request failed with an internal error.");
+            }
+            _ => {}
+        }
+        let problem = self.problem();
+        let status =
+            StatusCode::from_u16(problem.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        // Serialising four strings cannot fail; the fallback only avoids a panic path.
+        let body = serde_json::to_vec(&problem).unwrap_or_else(|_| b"{}".to_vec());
+        let mut response = (status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON));
+        // RFC 6750 §3: a 401 names the scheme (and why the token failed), a 403 the scope.
+        let challenge = match &self {
+            ApiError::MissingToken => Some("Bearer realm=\"swath\""),
+            ApiError::InvalidToken => Some("Bearer realm=\"swath\", error=\"invalid_token\""),
+            ApiError::MissingScope("read") => {
+                Some("Bearer realm=\"swath\", error=\"insufficient_scope\", scope=\"read\"")
+            }
+            ApiError::MissingScope(_) => {
+                Some("Bearer realm=\"swath\", error=\"insufficient_scope\"")
+            }
+            _ => None,
+        };
+        if let Some(challenge) = challenge {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(challenge),
+            );
+        }
+        response
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        match rejection {
+            PathRejection::FailedToDeserializePathParams(e) => {
+                ApiError::BadRequest(format!("A path parameter is not valid: {}.", e.body_text()))
+            }
+            // Missing path parameters mean a route and its handler disagree: a bug, not the client's.
+            other => ApiError::Internal(other.body_text()),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::BadRequest(format!(
+            "The query string is not valid: {}.",
+            rejection.body_text()
+        ))
+    }
+}
+
+impl From<DirectoryError> for ApiError {
+    fn from(e: DirectoryError) -> Self {
+        match e {
+            DirectoryError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            DirectoryError::NotFound(_) | DirectoryError::Conflict(_) => {
+                ApiError::Internal(e.to_string())
+            }
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            StoreError::Corrupt(_) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+impl From<TokenError> for ApiError {
+    fn from(e: TokenError) -> Self {
+        match e {
+            TokenError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            TokenError::Conflict => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// The fallback for paths no route matches.
+pub async fn route_not_found() -> ApiError {
+    ApiError::RouteNotFound
+}
+
+/// The fallback for a known path asked with a method it does not accept. axum adds the `Allow`
+/// header.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+/// Answers a panic in a handler like any internal error: logged, generic problem, no internals.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("a panic without a message");
+    ApiError::Internal(format!("a handler panicked: {message}")).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::to_bytes;
+
+    async fn body_of(error: ApiError) -> (StatusCode, String, String) {
+        let response = error.into_response();
+        let status = response.status();
+        let content_type = response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        (
+            status,
+            content_type,
+            String::from_utf8(body.to_vec()).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn internal_errors_answer_a_generic_problem_without_their_cause() {
+        for (error, status) in [
+            (
+                ApiError::Internal("secret table name".into()),
+                StatusCode::INTERNAL_SERVER_ERROR,
+            ),
+            (
+                ApiError::Unavailable("secret host name".into()),
+                StatusCode::SERVICE_UNAVAILABLE,
+            ),
+        ] {
+            let (got, content_type, body) = body_of(error).await;
+            assert_eq!(got, status);
+            assert_eq!(content_type, PROBLEM_JSON);
+            assert!(!body.contains("secret"), "{body}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_an_internal_problem() {
+        let response = panic_response(Box::new("boom at secret.rs:1"));
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        assert!(!String::from_utf8_lossy(&body).contains("secret"));
+    }
+}

@@ -1,0 +1,165 @@
+//! Authentication, tenant isolation and the problem answers: every refusal is an RFC 9457
+//! problem, and another tenant's id is indistinguishable from an unknown one.
+
+mod helpers;
+
+use axum::http::{Method, StatusCode};
+use helpers::{TestApp, TOKEN_A, TOKEN_A_SOUTH, TOKEN_A_WRITE_ONLY};
+use uuid::Uuid;
+
+#[tokio::test]
+async fn a_missing_or_unknown_token_is_401_with_a_bearer_challenge() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0];
+    for path in [
+        "/v1/mowers".to_owned(),
+        format!("/v1/mowers/{bravo}/state"),
+        format!("/v1/mowers/{bravo}/health"),
+    ] {
+        let missing = app.get(&path, None).await;
+        assert_eq!(missing.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(
+            missing.problem().type_uri,
+            "https://swath.dev/problems/unauthorized"
+        );
+        assert!(missing
+            .header("www-authenticate")
+            .unwrap()
+            .starts_with("Bearer"));
+
+        let unknown = app.get(&path, Some("not-a-token")).await;
+        assert_eq!(unknown.status, StatusCode::UNAUTHORIZED, "{path}");
+        assert_eq!(
+            unknown.problem().type_uri,
+            "https://swath.dev/problems/unauthorized"
+        );
+        let challenge = unknown.header("www-authenticate").unwrap();
+        assert!(challenge.starts_with("Bearer") && challenge.contains("invalid_token"));
+    }
+    let basic = app
+        .get_with(
+            "/v1/mowers",
+            None,
+            &[("authorization", "Basic dXNlcjpwYXNz")],
+        )
+        .await;
+    assert_eq!(basic.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn authentication_comes_before_the_path_is_read() {
+    let app = TestApp::spawn().await;
+    let response = app.get("/v1/mowers/not-a-uuid/state", None).await;
+    assert_eq!(response.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_token_without_the_read_scope_is_403() {
+    let app = TestApp::spawn().await;
+    let response = app.get("/v1/mowers", Some(TOKEN_A_WRITE_ONLY)).await;
+    assert_eq!(response.status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        response.problem().type_uri,
+        "https://swath.dev/problems/forbidden"
+    );
+    assert!(response
+        .header("www-authenticate")
+        .unwrap()
+        .contains("insufficient_scope"));
+}
+
+#[tokio::test]
+async fn another_accounts_mower_answers_exactly_like_an_unknown_id() {
+    let app = TestApp::spawn().await;
+    let delta = app.b.mowers[0];
+    let unknown = Uuid::now_v7();
+    for route in ["state", "health"] {
+        let foreign = app
+            .get(&format!("/v1/mowers/{delta}/{route}"), Some(TOKEN_A))
+            .await;
+        let missing = app
+            .get(&format!("/v1/mowers/{unknown}/{route}"), Some(TOKEN_A))
+            .await;
+        assert_eq!(foreign.status, StatusCode::NOT_FOUND, "{route}");
+        assert_eq!(foreign.status, missing.status, "{route}");
+        assert_eq!(foreign.body, missing.body, "{route}");
+        assert_eq!(foreign.content_type(), missing.content_type(), "{route}");
+        assert_eq!(
+            foreign.problem().type_uri,
+            "https://swath.dev/problems/not-found"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_mower_of_a_site_the_token_may_not_see_answers_like_an_unknown_id() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0]; // North; the token sees South only.
+    let unknown = Uuid::now_v7();
+    let hidden = app
+        .get(&format!("/v1/mowers/{bravo}/state"), Some(TOKEN_A_SOUTH))
+        .await;
+    let missing = app
+        .get(&format!("/v1/mowers/{unknown}/state"), Some(TOKEN_A_SOUTH))
+        .await;
+    assert_eq!(hidden.status, StatusCode::NOT_FOUND);
+    assert_eq!(hidden.body, missing.body);
+}
+
+#[tokio::test]
+async fn a_malformed_id_is_a_400_problem() {
+    let app = TestApp::spawn().await;
+    for path in ["/v1/mowers/not-a-uuid/state", "/v1/mowers/123/health"] {
+        let response = app.get(path, Some(TOKEN_A)).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{path}");
+        let problem = response.problem();
+        assert_eq!(problem.type_uri, "https://swath.dev/problems/bad-request");
+        assert!(problem.detail.contains("UUID"), "{}", problem.detail);
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_route_is_a_404_problem() {
+    let app = TestApp::spawn().await;
+    for token in [None, Some(TOKEN_A)] {
+        let response = app.get("/v1/lawnmowers", token).await;
+        assert_eq!(response.status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            response.problem().type_uri,
+            "https://swath.dev/problems/not-found"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_method_is_a_405_problem_with_allow() {
+    let app = TestApp::spawn().await;
+    let response = app
+        .send(Method::DELETE, "/v1/mowers", Some(TOKEN_A), &[])
+        .await;
+    assert_eq!(response.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        response.problem().type_uri,
+        "https://swath.dev/problems/method-not-allowed"
+    );
+    assert!(response.header("allow").unwrap().contains("GET"));
+}
+
+#[tokio::test]
+async fn operations_routes_need_no_token() {
+    let app = TestApp::spawn().await;
+    let health = app.get("/healthz", None).await;
+    assert_eq!(health.status, StatusCode::OK);
+    assert_eq!(&health.body[..], b"ok");
+
+    let document = app.get("/openapi.json", None).await;
+    assert_eq!(document.status, StatusCode::OK);
+    assert_eq!(
+        document.json(),
+        serde_json::to_value(swath_api::openapi()).unwrap()
+    );
+
+    let docs = app.get("/docs/", None).await;
+    assert_eq!(docs.status, StatusCode::OK);
+    assert!(docs.content_type().unwrap().starts_with("text/html"));
+}

@@ -1,0 +1,346 @@
+//! The test application: the real router on the memory adapters, with a manual clock, two
+//! seeded accounts and a few ingested states, driven in process (no socket) with
+//! `tower::ServiceExt::oneshot`.
+//!
+//! Every test builds its own [`TestApp`], so tests never share state and run in parallel.
+//!
+//! # Layout
+//! - [`TestApp`]: the state, the router and request helpers.
+//! - [`Tenant`]: what was seeded for one account (ids in list order, tokens).
+//! - [`TestResponse`]: status, headers and body, with JSON and problem accessors.
+
+// Each test binary uses a part of these helpers.
+#![allow(dead_code)]
+
+use axum::body::Body;
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use bytes::Bytes;
+use chrono::{DateTime, Duration, Utc};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use swath_api::{router, AppState, Problem};
+use swath_application::ports::{
+    hash_token, Account, Clock, Directory, EventBus, ManualClock, Mower, Principal, Scope, Site,
+    TokenStore,
+};
+use swath_application::Ingest;
+use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport};
+use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use tower::ServiceExt;
+use uuid::Uuid;
+
+/// Account A's read token (every site).
+pub const TOKEN_A: &str = "token-a";
+/// Account A's read token, limited to its second site ("South").
+pub const TOKEN_A_SOUTH: &str = "token-a-south";
+/// Account A's token without the `read` scope.
+pub const TOKEN_A_WRITE_ONLY: &str = "token-a-write-only";
+/// Account B's read token.
+pub const TOKEN_B: &str = "token-b";
+
+/// The instant the seeded states were observed at (the clock starts a minute later).
+pub fn t0() -> DateTime<Utc> {
+    "2026-06-01T12:00:00Z".parse().unwrap()
+}
+
+/// What was seeded for one account.
+pub struct Tenant {
+    pub account_id: AccountId,
+    pub sites: Vec<SiteId>,
+    /// In the order `GET /v1/mowers` lists them.
+    pub mowers: Vec<MowerId>,
+}
+
+pub struct TestApp {
+    pub router: Router,
+    pub clock: Arc<ManualClock>,
+    pub store: MemoryStore,
+    pub ingest: Arc<Ingest>,
+    /// "Acme Parks": Bravo (North, reported twice), Charlie (South, never reported), Alpha
+    /// (North, in error) — listed in that order: display order, then name.
+    pub a: Tenant,
+    /// "Borough Lawns": Delta (reported once).
+    pub b: Tenant,
+}
+
+/// A fixed id, so that snapshots and orderings are the same on every run.
+fn id(n: u128) -> Uuid {
+    Uuid::from_u128(0x0190_a2b4_0000_7000_8000_0000_0000_0000 | n)
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        let store = MemoryStore::new(MemoryStoreSettings {
+            history_per_mower: 100,
+        });
+        let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+        let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let ingest = Arc::new(Ingest::new(
+            Arc::new(store.clone()),
+            Arc::clone(&bus),
+            Arc::clone(&dyn_clock),
+        ));
+
+        let a = seed_tenant(
+            &store,
+            "Acme Parks",
+            0xa0,
+            &[("North", 0), ("South", 1)],
+            &[("Bravo", 0, 0), ("Charlie", 1, 0), ("Alpha", 0, 1)],
+        )
+        .await;
+        let b = seed_tenant(
+            &store,
+            "Borough Lawns",
+            0xb0,
+            &[("Main", 0)],
+            &[("Delta", 0, 0)],
+        )
+        .await;
+
+        for (token, account, scopes, sites) in [
+            (TOKEN_A, a.account_id, vec![Scope::Read], None),
+            (
+                TOKEN_A_SOUTH,
+                a.account_id,
+                vec![Scope::Read],
+                Some(vec![a.sites[1]]),
+            ),
+            (TOKEN_A_WRITE_ONLY, a.account_id, vec![Scope::Write], None),
+            (
+                TOKEN_B,
+                b.account_id,
+                vec![Scope::Read, Scope::Write, Scope::Admin],
+                None,
+            ),
+        ] {
+            TokenStore::store_token(
+                &store,
+                hash_token(token),
+                Principal {
+                    account_id: account,
+                    scopes,
+                    sites,
+                },
+            )
+            .await
+            .unwrap();
+        }
+
+        let state = AppState::new(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+            bus,
+            dyn_clock,
+            Arc::clone(&ingest),
+        );
+        let app = TestApp {
+            router: router(state),
+            clock,
+            store,
+            ingest,
+            a,
+            b,
+        };
+        app.seed_states().await;
+        app
+    }
+
+    /// Bravo mows 30 s in a straight line; Alpha stops with an error; Delta is docked.
+    async fn seed_states(&self) {
+        let [bravo, _charlie, alpha] = self.a.mowers[..] else {
+            unreachable!()
+        };
+        self.record(json!({
+            "mower_id": bravo.to_string(),
+            "account_id": self.a.account_id.to_string(),
+            "observed_at": t0().to_rfc3339(),
+            "activity": "mowing",
+            "battery_percent": 80,
+            "position": {"lat": 52.5, "lon": 13.4, "accuracy_m": 0.5, "heading_deg": 90.0},
+            "blade_on": true,
+            "vendor_state": "MOWING_LANE",
+        }))
+        .await;
+        self.record(json!({
+            "mower_id": bravo.to_string(),
+            "account_id": self.a.account_id.to_string(),
+            "observed_at": (t0() + Duration::seconds(30)).to_rfc3339(),
+            "activity": "leaving",
+            "battery_percent": 79,
+            "position": {"lat": 52.5, "lon": 13.4001},
+            "blade_on": true,
+            "vendor_state": "MOWING_LANE",
+            "extra": {"zone": "front lawn"},
+            "firmware": "4.2.1",
+        }))
+        .await;
+        self.record(json!({
+            "mower_id": alpha.to_string(),
+            "account_id": self.a.account_id.to_string(),
+            "observed_at": t0().to_rfc3339(),
+            "activity": "error",
+            "battery_percent": 41,
+            "error_code": "BLADE_BLOCKED",
+        }))
+        .await;
+        self.record(json!({
+            "mower_id": self.b.mowers[0].to_string(),
+            "account_id": self.b.account_id.to_string(),
+            "observed_at": t0().to_rfc3339(),
+            "activity": "charging",
+            "battery_percent": 12,
+        }))
+        .await;
+    }
+
+    /// Validates and ingests one report through `Ingest::record_states`, as the bus consumer would,
+    /// and asserts it was stored.
+    pub async fn record(&self, report: Value) {
+        let report = StateReport::from_value(report, self.clock.now());
+        let outcomes = self.ingest.record_states(vec![report]).await.unwrap();
+        assert_eq!(outcomes, vec![StateOutcome::Stored]);
+    }
+
+    /// Sends a request through the router.
+    pub async fn request(&self, request: Request<Body>) -> TestResponse {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        TestResponse {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// `GET path`, with a bearer token if given.
+    pub async fn get(&self, path: &str, token: Option<&str>) -> TestResponse {
+        self.get_with(path, token, &[]).await
+    }
+
+    /// `GET path` with extra headers.
+    pub async fn get_with(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> TestResponse {
+        self.send(Method::GET, path, token, headers).await
+    }
+
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> TestResponse {
+        let mut builder = Request::builder().method(method).uri(path);
+        if let Some(token) = token {
+            builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        self.request(builder.body(Body::empty()).unwrap()).await
+    }
+}
+
+/// Seeds an account with its sites (name, display order) and mowers (name, site index, display
+/// order). Ids are fixed per account (`base`); the returned mowers are in list order.
+async fn seed_tenant(
+    store: &MemoryStore,
+    name: &str,
+    base: u128,
+    sites: &[(&str, i32)],
+    mowers: &[(&str, usize, i32)],
+) -> Tenant {
+    let account_id = AccountId(id(base << 16));
+    store
+        .create_account(Account {
+            id: account_id,
+            name: name.to_owned(),
+        })
+        .await
+        .unwrap();
+    let mut site_ids = Vec::new();
+    for (i, (site_name, order)) in sites.iter().enumerate() {
+        let site_id = SiteId(id((base << 16) | 0x100 | i as u128));
+        store
+            .create_site(Site {
+                id: site_id,
+                account_id,
+                name: (*site_name).to_owned(),
+                time_zone: chrono_tz::Europe::Berlin,
+                display_order: *order,
+            })
+            .await
+            .unwrap();
+        site_ids.push(site_id);
+    }
+    let mut mower_ids = Vec::new();
+    for (i, (mower_name, site, order)) in mowers.iter().enumerate() {
+        let mower_id = MowerId(id((base << 16) | 0x200 | i as u128));
+        store
+            .create_mower(Mower {
+                id: mower_id,
+                account_id,
+                site_id: site_ids[*site],
+                name: (*mower_name).to_owned(),
+                model: "Greenline R40".to_owned(),
+                serial: format!("GR40-{:04}", i + 1),
+                display_order: *order,
+                blade_threshold_ms: 100 * 3600 * 1000,
+            })
+            .await
+            .unwrap();
+        mower_ids.push(mower_id);
+    }
+    Tenant {
+        account_id,
+        sites: site_ids,
+        mowers: mower_ids,
+    }
+}
+
+pub struct TestResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl TestResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    pub fn content_type(&self) -> Option<&str> {
+        self.header("content-type")
+    }
+
+    /// The body as JSON; panics with the body when it is not.
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// The body as a problem, after checking the media type and that the status agrees.
+    pub fn problem(&self) -> Problem {
+        assert_eq!(
+            self.content_type(),
+            Some("application/problem+json"),
+            "{:?}",
+            self.body
+        );
+        let problem: Problem = serde_json::from_slice(&self.body).unwrap();
+        assert_eq!(problem.status, self.status.as_u16());
+        assert!(problem.type_uri.starts_with("https://swath.dev/problems/"));
+        problem
+    }
+}

@@ -1,0 +1,107 @@
+//! The committed `openapi/openapi.json` is exactly what the code generates, and the document is
+//! complete enough to generate SDKs and read: every operation, parameter and schema property is
+//! described.
+
+use serde_json::Value;
+
+const REGENERATE: &str = "cargo run -p swath-api -- openapi > openapi/openapi.json";
+
+fn generated() -> String {
+    // `swath openapi` prints the pretty JSON and a newline.
+    format!("{}\n", swath_api::openapi().to_pretty_json().unwrap())
+}
+
+#[test]
+fn the_committed_document_is_up_to_date() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi/openapi.json");
+    let committed = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(
+        committed == generated(),
+        "openapi/openapi.json is not what the code generates; run `{REGENERATE}` and commit it"
+    );
+}
+
+#[test]
+fn the_document_is_openapi_3_1_with_a_bearer_scheme() {
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["title"], "Swath");
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    for path in [
+        "/v1/mowers",
+        "/v1/mowers/{id}/state",
+        "/v1/mowers/{id}/health",
+    ] {
+        assert_eq!(
+            doc["paths"][path]["get"]["security"][0]["bearer"][0], "read",
+            "{path}"
+        );
+    }
+}
+
+#[test]
+fn every_operation_parameter_and_property_is_described() {
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let at = format!("{method} {path}");
+            for key in ["summary", "description", "operationId"] {
+                if !has_text(&operation[key]) {
+                    missing.push(format!("{at}: {key}"));
+                }
+            }
+            if operation["tags"].as_array().is_none_or(Vec::is_empty) {
+                missing.push(format!("{at}: tags"));
+            }
+            for parameter in operation["parameters"].as_array().into_iter().flatten() {
+                if !has_text(&parameter["description"]) {
+                    missing.push(format!("{at}: parameter {}", parameter["name"]));
+                }
+            }
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                if !has_text(&response["description"]) {
+                    missing.push(format!("{at}: response {status}"));
+                }
+            }
+        }
+    }
+    for (name, schema) in doc["components"]["schemas"].as_object().unwrap() {
+        if !has_text(&schema["description"]) {
+            missing.push(format!("schema {name}"));
+        }
+        walk_properties(name, schema, &mut missing);
+    }
+    for tag in doc["tags"].as_array().unwrap() {
+        if !has_text(&tag["description"]) {
+            missing.push(format!("tag {}", tag["name"]));
+        }
+    }
+    assert!(missing.is_empty(), "not described: {missing:#?}");
+}
+
+/// Every property of `schema`, and of the objects nested in it, must have a description.
+fn walk_properties(at: &str, schema: &Value, missing: &mut Vec<String>) {
+    if let Some(properties) = schema["properties"].as_object() {
+        for (name, property) in properties {
+            let here = format!("{at}.{name}");
+            if !has_text(&property["description"]) {
+                missing.push(here.clone());
+            }
+            walk_properties(&here, property, missing);
+            walk_properties(&format!("{here}[]"), &property["items"], missing);
+        }
+    }
+    for key in ["oneOf", "anyOf", "allOf"] {
+        for member in schema[key].as_array().into_iter().flatten() {
+            walk_properties(at, member, missing);
+        }
+    }
+}
+
+fn has_text(value: &Value) -> bool {
+    value.as_str().is_some_and(|s| !s.trim().is_empty())
+}
