@@ -19,13 +19,15 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{router, AppState};
+use swath_application::import::import_ndjson;
 use swath_application::ports::{
     hash_token, BatchSettings, Clock, Directory, EventBus, Principal, Scope, SystemClock,
-    TelemetryStore, TokenStore,
+    TelemetryStore, TokenError, TokenStore,
 };
 use swath_application::simulator::{seed_demo_fleet, Simulator, SimulatorSettings};
 use swath_application::{subjects, Ingest};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath_postgres::PostgresStore;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing_subscriber::EnvFilter;
@@ -60,13 +62,106 @@ enum Command {
     /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
     /// `cargo run -p swath-api -- openapi > openapi/openapi.json`.
     Openapi,
+    /// Import state reports from an NDJSON file (one report per line), 200 per transaction
+    /// through the ingest path, with a progress bar and a summary.
+    Import(ImportArgs),
 }
 
-/// Where the telemetry is stored.
+#[derive(Clone, Debug, Args)]
+struct ImportArgs {
+    /// The NDJSON file to import.
+    file: std::path::PathBuf,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+/// Which store, and how to reach it.
+#[derive(Clone, Debug, Args)]
+struct StoreArgs {
+    /// Where the directory, tokens and telemetry are stored.
+    #[arg(long = "store", env = "SWATH_STORE", value_name = "SWATH_STORE", value_enum,
+        default_value_t = StoreKind::Memory)]
+    store: StoreKind,
+    /// The PostgreSQL URL, for `SWATH_STORE=postgres`.
+    #[arg(
+        long = "database-url",
+        env = "SWATH_DATABASE_URL",
+        value_name = "SWATH_DATABASE_URL",
+        hide_env_values = true,
+        required_if_eq("store", "postgres")
+    )]
+    database_url: Option<String>,
+    /// The most PostgreSQL connections of this process.
+    #[arg(long = "database-max-connections", env = "SWATH_DATABASE_MAX_CONNECTIONS",
+        value_name = "SWATH_DATABASE_MAX_CONNECTIONS", default_value_t = 16,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    database_max_connections: u32,
+    /// History and position rows the memory store keeps per mower (the oldest go first).
+    #[arg(long = "memory-history-per-mower", env = "SWATH_MEMORY_HISTORY_PER_MOWER",
+        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER", default_value_t = 10_000,
+        value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    memory_history_per_mower: u64,
+}
+
+/// The store, seen through each port it implements.
+struct Stores {
+    directory: Arc<dyn Directory>,
+    tokens: Arc<dyn TokenStore>,
+    telemetry: Arc<dyn TelemetryStore>,
+}
+
+impl StoreArgs {
+    /// Opens the configured store; PostgreSQL is migrated first (under an advisory lock, so
+    /// replicas starting together do not race) and its partitions for the coming months made.
+    async fn open(&self) -> anyhow::Result<Stores> {
+        match self.store {
+            StoreKind::Memory => {
+                let history_per_mower = usize::try_from(self.memory_history_per_mower)
+                    .context("SWATH_MEMORY_HISTORY_PER_MOWER is too large")?;
+                let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower }));
+                Ok(Stores {
+                    directory: store.clone(),
+                    tokens: store.clone(),
+                    telemetry: store,
+                })
+            }
+            StoreKind::Postgres => {
+                let url = self
+                    .database_url
+                    .as_deref()
+                    .context("SWATH_DATABASE_URL is required with SWATH_STORE=postgres")?;
+                swath_migrations::migrate(url)
+                    .await
+                    .context("could not migrate the database at SWATH_DATABASE_URL")?;
+                let store = PostgresStore::connect(url, self.database_max_connections)
+                    .await
+                    .context("could not connect to SWATH_DATABASE_URL")?;
+                let created = store
+                    .ensure_partitions(3)
+                    .await
+                    .context("could not create the partitions of the coming months")?;
+                tracing::info!(
+                    partitions_created = created,
+                    "Connected to PostgreSQL and migrated it."
+                );
+                let store = Arc::new(store);
+                Ok(Stores {
+                    directory: store.clone(),
+                    tokens: store.clone(),
+                    telemetry: store,
+                })
+            }
+        }
+    }
+}
+
+/// Where the directory, the tokens and the telemetry are stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum StoreKind {
     /// In process, lost on exit: the embedded default.
     Memory,
+    /// PostgreSQL at `SWATH_DATABASE_URL`; migrated at start-up.
+    Postgres,
 }
 
 /// Which event bus carries the states.
@@ -87,7 +182,7 @@ enum LogFormat {
 #[derive(Debug, Args)]
 struct LogArgs {
     /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …).
-    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG", default_value = "info",
+    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG", default_value = "info,sqlx=warn",
         value_parser = parse_log_filter, global = true)]
     filter: String,
     /// How to write the logs.
@@ -138,15 +233,8 @@ struct ServeArgs {
         value_name = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS", default_value = "0.2",
         value_parser = parse_seconds)]
     ingest_batch_wait: Duration,
-    /// History and position rows the memory store keeps per mower (the oldest go first).
-    #[arg(long = "memory-history-per-mower", env = "SWATH_MEMORY_HISTORY_PER_MOWER",
-        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER", default_value_t = 10_000,
-        value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
-    memory_history_per_mower: u64,
-    /// Where the telemetry is stored.
-    #[arg(long = "store", env = "SWATH_STORE", value_name = "SWATH_STORE", value_enum,
-        default_value_t = StoreKind::Memory)]
-    store: StoreKind,
+    #[command(flatten)]
+    store: StoreArgs,
     /// Which event bus carries the states.
     #[arg(long = "bus", env = "SWATH_BUS", value_name = "SWATH_BUS", value_enum,
         default_value_t = BusKind::Memory)]
@@ -199,6 +287,7 @@ async fn main() -> anyhow::Result<()> {
             Ok(())
         }
         Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Import(args)) => import(args).await,
         None => serve(ServeFromEnv::parse_from(["swath"]).serve).await,
     }
 }
@@ -217,13 +306,14 @@ fn init_tracing(log: &LogArgs) {
 
 /// Serves until Ctrl-C or SIGTERM, then shuts down in order and returns.
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let (StoreKind::Memory, BusKind::Memory) = (args.store, args.bus);
-    let history_per_mower = usize::try_from(args.memory_history_per_mower)
-        .context("SWATH_MEMORY_HISTORY_PER_MOWER is too large")?;
-    let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower }));
+    let BusKind::Memory = args.bus;
+    let Stores {
+        directory,
+        tokens,
+        telemetry,
+    } = args.store.open().await?;
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let telemetry: Arc<dyn TelemetryStore> = store.clone();
     let ingest = Arc::new(Ingest::new(
         Arc::clone(&telemetry),
         Arc::clone(&bus),
@@ -250,24 +340,28 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         state_period: args.sim_state_period,
         seed: args.sim_seed,
     };
-    let fleet = seed_demo_fleet(store.as_ref() as &dyn Directory, &sim_settings)
+    let fleet = seed_demo_fleet(directory.as_ref(), &sim_settings)
         .await
         .context("could not seed the demo fleet")?;
     let (token, generated) = match args.demo_token {
         Some(token) => (token, false),
         None => (random_token(), true),
     };
-    TokenStore::store_token(
-        store.as_ref(),
-        hash_token(&token),
-        Principal {
-            account_id: fleet.account.id,
-            scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
-            sites: None,
-        },
-    )
-    .await
-    .context("could not store the demo token")?;
+    let demo_principal = Principal {
+        account_id: fleet.account.id,
+        scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
+        sites: None,
+    };
+    match tokens
+        .store_token(hash_token(&token), demo_principal.clone())
+        .await
+    {
+        Ok(()) => {}
+        // A restart on a persistent store with the same SWATH_DEMO_TOKEN: fine if it is ours.
+        Err(TokenError::Conflict)
+            if tokens.principal(&hash_token(&token)).await? == Some(demo_principal) => {}
+        Err(e) => return Err(e).context("could not store the demo token"),
+    }
     tracing::info!(
         account_id = %fleet.account.id,
         sites = fleet.sites.len(),
@@ -284,7 +378,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         simulator_stop,
     );
 
-    let state = AppState::new(store.clone(), store.clone(), telemetry, bus, clock, ingest);
+    let state = AppState::new(directory, tokens, telemetry, bus, clock, ingest);
     let listener = TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
@@ -321,6 +415,42 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("Simulator stopped; draining the ingest consumer.");
     ingest_subscription.unsubscribe().await;
     tracing::info!("Shut down cleanly.");
+    Ok(())
+}
+
+/// `swath import FILE`: the file's reports through the ingest path, 200 per transaction.
+async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let stores = args.store.open().await?;
+    // Derived events (blade due) go to an in-process bus: an import of history must not page
+    // anyone about the past.
+    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let ingest = Ingest::new(stores.telemetry, bus, Arc::new(SystemClock));
+    let file = tokio::fs::File::open(&args.file)
+        .await
+        .with_context(|| format!("could not open {}", args.file.display()))?;
+    let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+    let bar = indicatif::ProgressBar::new(size).with_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+        )
+        .context("progress bar template")?,
+    );
+    let summary = import_ndjson(&ingest, tokio::io::BufReader::new(file), |bytes| {
+        bar.set_position(bytes)
+    })
+    .await;
+    bar.finish_and_clear();
+    let summary =
+        summary.with_context(|| format!("the import of {} stopped", args.file.display()))?;
+    println!(
+        "Imported {}: {} reports, {} stored.",
+        args.file.display(),
+        summary.reports,
+        summary.stored
+    );
+    for (reason, count) in &summary.dropped {
+        println!("  dropped {count:>8}  {reason}");
+    }
     Ok(())
 }
 

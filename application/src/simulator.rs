@@ -68,6 +68,11 @@ pub struct DemoFleet {
 /// The name of the demo account.
 pub const DEMO_ACCOUNT_NAME: &str = "Demo Gardens";
 
+/// The id of the demo account: fixed, so that a persistent store keeps one demo fleet.
+pub const DEMO_ACCOUNT_ID: AccountId = AccountId(uuid::Uuid::from_u128(
+    0x0190_0000_0000_7000_8000_00de_0000_0001,
+));
+
 /// A demo site: its name, time zone and where its lawns lie.
 struct DemoSite {
     name: &'static str,
@@ -115,14 +120,18 @@ pub async fn seed_demo_fleet(
     directory: &dyn Directory,
     settings: &SimulatorSettings,
 ) -> Result<DemoFleet, DirectoryError> {
+    // A fixed account id: on a persistent store (PostgreSQL) a restart finds the demo fleet it
+    // created before and carries on with it, instead of adding another "Demo Gardens".
     let account = Account {
-        id: AccountId::new(),
+        id: DEMO_ACCOUNT_ID,
         name: DEMO_ACCOUNT_NAME.to_owned(),
     };
-    directory.create_account(account.clone()).await?;
+    if directory.account(account.id).await?.is_none() {
+        directory.create_account(account.clone()).await?;
+    }
 
-    let mut sites = Vec::with_capacity(DEMO_SITES.len());
-    for (i, demo) in DEMO_SITES.iter().enumerate() {
+    let mut sites = directory.sites(account.id).await?;
+    for (i, demo) in DEMO_SITES.iter().enumerate().skip(sites.len()) {
         let site = Site {
             id: SiteId::new(),
             account_id: account.id,
@@ -134,8 +143,8 @@ pub async fn seed_demo_fleet(
         sites.push(site);
     }
 
-    let mut mowers = Vec::with_capacity(settings.mowers);
-    for i in 0..settings.mowers {
+    let mut mowers = directory.mowers(account.id).await?;
+    for i in mowers.len()..settings.mowers {
         let (model, prefix) = DEMO_MODELS[i % DEMO_MODELS.len()];
         let mower = Mower {
             id: MowerId::new(),
@@ -150,6 +159,8 @@ pub async fn seed_demo_fleet(
         directory.create_mower(mower.clone()).await?;
         mowers.push(mower);
     }
+    // A store may hold more demo mowers than asked for this time: simulate only as many.
+    mowers.truncate(settings.mowers);
     Ok(DemoFleet {
         account,
         sites,
@@ -1135,7 +1146,7 @@ mod tests {
         let fleet = seed_demo_fleet(&directory, &settings).await.unwrap();
 
         assert_eq!(fleet.account.name, "Demo Gardens");
-        assert_eq!(fleet.account.id.0.get_version_num(), 7);
+        assert_eq!(fleet.account.id, DEMO_ACCOUNT_ID);
         assert_eq!(
             directory.account(fleet.account.id).await.unwrap(),
             Some(fleet.account.clone())
@@ -1169,13 +1180,25 @@ mod tests {
             assert!(!mower.model.is_empty());
         }
 
+        // Seeding again (a restart on a persistent store) reuses the fleet: the same rows, more
+        // mowers when more are asked for, fewer simulated when fewer are.
+        let again = seed_demo_fleet(&directory, &settings).await.unwrap();
+        assert_eq!(again, fleet);
+        let more = SimulatorSettings {
+            mowers: 22,
+            ..SimulatorSettings::default()
+        };
+        let grown = seed_demo_fleet(&directory, &more).await.unwrap();
+        assert_eq!(grown.mowers.len(), 22);
+        assert_eq!(grown.mowers[..20], fleet.mowers[..]);
+        assert_eq!(directory.mowers(fleet.account.id).await.unwrap().len(), 22);
         let none = SimulatorSettings {
             mowers: 0,
             ..SimulatorSettings::default()
         };
         let empty = seed_demo_fleet(&directory, &none).await.unwrap();
         assert!(empty.mowers.is_empty());
-        assert_ne!(empty.account.id, fleet.account.id);
+        assert_eq!(directory.mowers(fleet.account.id).await.unwrap().len(), 22);
     }
 
     #[tokio::test]
