@@ -1,0 +1,199 @@
+//! PostgreSQL ingest, in process: states/s through `Ingest::record_states` batched (64 per
+//! batch) against one state per transaction, in the same run, with commits per state; and the
+//! physical limit: the same history and position rows written by a raw `COPY`.
+//!
+//! Run: `SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
+//!       cargo bench -p swath-tests --bench ingest_postgres` (optional args: states per run, runs).
+//! Each run uses a fresh database.
+
+use chrono::Duration;
+use serde_json::json;
+use sqlx::Row;
+use std::sync::Arc;
+use std::time::Instant;
+use swath_application::ports::{Account, Directory, ManualClock, Mower, Site};
+use swath_application::Ingest;
+use swath_domain::{AccountId, MowerId, SiteId};
+use swath_postgres::PostgresStore;
+use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::support::{trace_start, RecordingBus};
+use swath_tests::traces::ingest_clock;
+
+const MOWERS: usize = 200;
+const BATCH: usize = 64;
+
+async fn fleet(store: &PostgresStore) -> (AccountId, Vec<MowerId>) {
+    let account = AccountId::new();
+    store
+        .create_account(Account {
+            id: account,
+            name: "Bench".into(),
+        })
+        .await
+        .unwrap();
+    let site = SiteId::new();
+    store
+        .create_site(Site {
+            id: site,
+            account_id: account,
+            name: "Bench".into(),
+            time_zone: chrono_tz::Europe::Berlin,
+            display_order: 0,
+        })
+        .await
+        .unwrap();
+    let mut mowers = Vec::new();
+    for i in 0..MOWERS {
+        let id = MowerId::new();
+        store
+            .create_mower(Mower {
+                id,
+                account_id: account,
+                site_id: site,
+                name: format!("M{i}"),
+                model: "B".into(),
+                serial: format!("B{i}"),
+                display_order: 0,
+                blade_threshold_ms: i64::MAX,
+            })
+            .await
+            .unwrap();
+        mowers.push(id);
+    }
+    (account, mowers)
+}
+
+fn payloads(account: AccountId, mowers: &[MowerId], states: usize) -> Vec<Vec<u8>> {
+    (0..states)
+        .map(|i| {
+            let tick = (i / MOWERS) as i64;
+            serde_json::to_vec(&json!({
+                "mower_id": mowers[i % MOWERS],
+                "account_id": account,
+                "observed_at": (trace_start() + Duration::seconds(tick)).to_rfc3339(),
+                "activity": "mowing",
+                "battery_percent": 80,
+                "blade_on": true,
+                "position": {"lat": 52.5 + tick as f64 * 1e-6, "lon": 13.4, "accuracy_m": 0.3},
+                "vendor_state": "MOWING",
+            }))
+            .unwrap()
+        })
+        .collect()
+}
+
+struct Figures {
+    states_per_s: f64,
+    commits_per_state: f64,
+}
+
+async fn run_ingest(factory: &PostgresFactory, states: usize, batch: usize) -> Figures {
+    let store = factory.fresh_store().await;
+    let (account, mowers) = fleet(&store).await;
+    let payloads = payloads(account, &mowers, states);
+    let ingest = Ingest::new(
+        Arc::new(store.clone()),
+        Arc::new(RecordingBus::default()),
+        Arc::new(ManualClock::new(ingest_clock())),
+    );
+    let commits = store.counters().commits();
+    let start = Instant::now();
+    for chunk in payloads.chunks(batch) {
+        let parsed = chunk.iter().map(|p| ingest.parse(p)).collect();
+        ingest.record_states(parsed).await.unwrap();
+    }
+    let elapsed = start.elapsed().as_secs_f64();
+    let stored: i64 = sqlx::query("SELECT count(*) FROM state_history")
+        .fetch_one(store.pool())
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored as usize, states, "every state stored");
+    Figures {
+        states_per_s: states as f64 / elapsed,
+        commits_per_state: (store.counters().commits() - commits) as f64 / states as f64,
+    }
+}
+
+/// The same history and position rows, written by `COPY ... FROM STDIN` in one transaction.
+async fn run_copy(factory: &PostgresFactory, states: usize) -> f64 {
+    let store = factory.fresh_store().await;
+    let (_, mowers) = fleet(&store).await;
+    let mut history = String::new();
+    let mut positions = String::new();
+    for i in 0..states {
+        let tick = (i / MOWERS) as i64;
+        let at = (trace_start() + Duration::seconds(tick)).to_rfc3339();
+        let mower = mowers[i % MOWERS];
+        history.push_str(&format!("{mower}\t{at}\tmowing\t80\t\\N\tt\n"));
+        positions.push_str(&format!(
+            "{mower}\t{at}\t{}\t13.4\t0.3\t\\N\n",
+            52.5 + tick as f64 * 1e-6
+        ));
+    }
+    let start = Instant::now();
+    let mut tx = store.pool().begin().await.unwrap();
+    for (sql, data) in [
+        ("COPY state_history (mower_id, observed_at, activity, battery_percent, error_code, blade_on) FROM STDIN", &history),
+        ("COPY positions (mower_id, observed_at, lat, lon, accuracy_m, heading_deg) FROM STDIN", &positions),
+    ] {
+        let mut copy = tx.copy_in_raw(sql).await.unwrap();
+        copy.send(data.as_bytes()).await.unwrap();
+        copy.finish().await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    states as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(64_000);
+    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let single_states = (states / 16).max(MOWERS);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let factory = PostgresFactory::new(url);
+    let (mut batched, mut single, mut copy, mut commits) = (vec![], vec![], vec![], vec![]);
+    for _ in 0..runs {
+        let b = rt.block_on(run_ingest(&factory, states, BATCH));
+        batched.push(b.states_per_s);
+        commits.push(b.commits_per_state);
+        single.push(
+            rt.block_on(run_ingest(&factory, single_states, 1))
+                .states_per_s,
+        );
+        copy.push(rt.block_on(run_copy(&factory, states)));
+    }
+    let (batched, single, copy, commits) = (
+        median(batched),
+        median(single),
+        median(copy),
+        median(commits),
+    );
+    println!("PostgreSQL, {MOWERS} mowers, median of {runs} runs ({states} states batched, {single_states} one per transaction)");
+    println!(
+        "batched ({BATCH}/batch)          : {batched:>10.0} states/s, {commits:.4} commits/state"
+    );
+    println!("one state per transaction  : {single:>10.0} states/s");
+    println!("raw COPY of the same rows  : {copy:>10.0} states/s");
+    println!("batched / one per txn      : {:>10.1}x", batched / single);
+    println!(
+        "batched / raw COPY         : {:>10.1}%",
+        100.0 * batched / copy
+    );
+    drop(factory);
+}
