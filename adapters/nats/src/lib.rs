@@ -1,0 +1,335 @@
+//! Swath's event bus on NATS JetStream: the [`EventBus`] port (DESIGN §5) with the same contract
+//! as the in-memory bus, plus durability across restarts and several replicas sharing one
+//! durable consumer.
+//!
+//! # Layout
+//! - [`settings`]: [`NatsBusSettings`] and [`StreamSpec`], the streams provisioned at connect
+//!   (production: `TELEMETRY` on `telemetry.>` and `NOTIFICATIONS` on `notifications.>`, file
+//!   storage).
+//! - `provision`: idempotent creation of streams and durable pull consumers, safe when replicas
+//!   start together.
+//! - `worker`: one task per batch subscription: pulls a batch (linger, `max_batch`), runs the
+//!   handler, settles, drains on unsubscribe, survives reconnects. Its module documentation
+//!   explains why batches are pulled the way they are.
+//! - `live`: ack-less live subscriptions on ordered consumers.
+//! - `subjects`: the subject and name checks shared with the memory bus's rules.
+//!
+//! # Mapping the port onto JetStream
+//! - `publish` is a JetStream publish with `Nats-Msg-Id` set to the de-duplication id; it returns
+//!   once the stream acknowledged it. A duplicate within the stream's duplicate window is
+//!   acknowledged as such and is a successful no-op. A stream at its limits refuses it
+//!   ([`BusError::Full`]); no answer, no stream, or a lost connection is
+//!   [`BusError::Unavailable`].
+//! - `subscribe_batch` provisions a durable pull consumer named `consumer` on the stream that
+//!   holds `subject` (`AckPolicy::Explicit`, `max_ack_pending` = [`MAX_IN_FLIGHT`], filter =
+//!   `subject`). Replicas subscribing to the same name share it: JetStream hands each message to
+//!   one pull request, and `max_ack_pending` bounds the messages in flight across all of them.
+//! - `Settle::Ack` is `+ACK`, `Redeliver` is `-NAK`, `Drop` is `+TERM`; `Message::delivery` is
+//!   JetStream's delivery count.
+//! - `subscribe` is an ordered consumer (`AckPolicy::None`, `DeliverPolicy::New`); acknowledged,
+//!   durable and queue-group live subscriptions are refused.
+//! - `ping` asks JetStream for the account's information: a round trip through JetStream, not
+//!   just the connection.
+//!
+//! # Differences from the memory bus that callers may notice
+//! - Messages pulled but not yet handed to a handler when a subscription stops are given back
+//!   with `-NAK`, which JetStream counts as a delivery: the next subscriber sees `delivery` 2.
+//! - Publication order holds per subscription; across replicas of one consumer it cannot (each
+//!   takes its own batches).
+//! - A process that dies with a batch in hand leaves it unacknowledged; JetStream redelivers it
+//!   after `ack_wait` (30 s by default).
+//! - Like the memory bus, a new durable consumer starts with what is published after its
+//!   creation (`DeliverPolicy::New`), although the stream keeps older messages: a consumer added
+//!   later must not replay days of states. Once created it keeps its position across restarts.
+//! - Both kinds of subscription need a stream that holds their subject (a provisioned one, or
+//!   any stream the server names); otherwise they are refused.
+//! - After a NATS restart a waiting batch subscription pulls again within about two
+//!   `idle_heartbeat`s, a live one within about four.
+
+pub mod settings;
+
+mod live;
+mod provision;
+mod subjects;
+mod worker;
+
+pub use settings::{
+    NatsBusSettings, StreamSpec, StreamStorage, NOTIFICATIONS_STREAM, TELEMETRY_STREAM,
+};
+
+use async_nats::jetstream::context::{DeleteStreamErrorKind, PublishErrorKind};
+use async_nats::jetstream::{self, ErrorCode};
+use async_nats::{Client, ConnectOptions, Event, HeaderMap};
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::sync::Arc;
+use swath_application::ports::{
+    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
+    MAX_IN_FLIGHT,
+};
+use tokio::sync::watch;
+
+/// JetStream's account information request (the default API prefix, no domain).
+const JS_API_INFO: &str = "$JS.API.INFO";
+
+/// The JetStream [`EventBus`]. Cloning it gives another handle on the same connection.
+#[derive(Clone)]
+pub struct NatsBus {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    client: Client,
+    js: jetstream::Context,
+    settings: NatsBusSettings,
+}
+
+impl std::fmt::Debug for NatsBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NatsBus")
+            .field("state", &self.inner.client.connection_state())
+            .field("streams", &self.inner.settings.streams)
+            .finish()
+    }
+}
+
+impl NatsBus {
+    /// Connects to NATS at `url` (e.g. `nats://127.0.0.1:4222`) and provisions
+    /// `settings.streams`. Fails with [`BusError::Unavailable`] when NATS cannot be reached or
+    /// JetStream does not answer, and with [`BusError::Refused`] when a stream cannot be made to
+    /// match its spec.
+    ///
+    /// Once connected, the client reconnects on its own for as long as the process runs: a NATS
+    /// restart makes the bus unavailable for a while, never dead.
+    pub async fn connect(url: &str, settings: NatsBusSettings) -> Result<NatsBus, BusError> {
+        let client = ConnectOptions::new()
+            .name(&settings.connection_name)
+            .connection_timeout(settings.request_timeout)
+            .request_timeout(Some(settings.request_timeout))
+            .event_callback(|event| async move { log_event(event) })
+            .connect(url)
+            .await
+            .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
+        let js = jetstream::ContextBuilder::new()
+            .timeout(settings.request_timeout)
+            .build(client.clone());
+        for spec in &settings.streams {
+            provision::provision_stream(&js, spec).await?;
+        }
+        tracing::info!(
+            url,
+            streams = settings.streams.len(),
+            "Connected to NATS JetStream."
+        );
+        Ok(NatsBus {
+            inner: Arc::new(Inner {
+                client,
+                js,
+                settings,
+            }),
+        })
+    }
+
+    /// The bus's settings.
+    pub fn settings(&self) -> &NatsBusSettings {
+        &self.inner.settings
+    }
+
+    /// Deletes a stream with its messages and consumers (for tests and operators); a missing
+    /// stream is not an error.
+    pub async fn delete_stream(&self, name: &str) -> Result<(), BusError> {
+        match self.inner.js.delete_stream(name).await {
+            Ok(_) => Ok(()),
+            Err(e) => match e.kind() {
+                DeleteStreamErrorKind::JetStream(err)
+                    if err.error_code() == ErrorCode::STREAM_NOT_FOUND =>
+                {
+                    Ok(())
+                }
+                _ => Err(provision::unavailable("deleting stream", name, e)),
+            },
+        }
+    }
+
+    /// Flushes what the connection has buffered to the server.
+    pub async fn flush(&self) -> Result<(), BusError> {
+        tokio::time::timeout(
+            self.inner.settings.request_timeout,
+            self.inner.client.flush(),
+        )
+        .await
+        .map_err(|_| BusError::Unavailable("flushing the NATS connection timed out".into()))?
+        .map_err(|e| BusError::Unavailable(format!("flushing the NATS connection: {e}")))
+    }
+}
+
+/// Logs the connection's life: losing NATS is worth a warning, getting it back an info line.
+fn log_event(event: Event) {
+    match event {
+        Event::Connected => tracing::info!("Connected to NATS."),
+        Event::Disconnected => tracing::warn!("Lost the connection to NATS; reconnecting."),
+        Event::LameDuckMode => tracing::warn!("The NATS server is shutting down (lame duck mode)."),
+        Event::SlowConsumer(sid) => {
+            tracing::warn!(sid, "A NATS subscription fell behind and lost messages.")
+        }
+        Event::ServerError(e) => tracing::warn!(error = %e, "The NATS server reported an error."),
+        Event::ClientError(e) => tracing::warn!(error = %e, "The NATS client reported an error."),
+        Event::Draining | Event::Closed => tracing::debug!(%event, "NATS connection event."),
+    }
+}
+
+/// Maps a failed JetStream publish onto the port's errors.
+fn publish_error(subject: &str, e: async_nats::error::Error<PublishErrorKind>) -> BusError {
+    let server = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<jetstream::Error>());
+    match (e.kind(), server) {
+        (PublishErrorKind::MaxPayloadExceeded, _) => {
+            BusError::Refused(format!("message to {subject} is too large: {e}"))
+        }
+        (_, Some(err)) if is_limit(err) => {
+            tracing::warn!(subject, error = %err, "Refused a publish: the stream is at its limits.");
+            BusError::Full(subject.to_owned())
+        }
+        (_, Some(err)) if err.error_code() == ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => {
+            BusError::Refused(format!("message to {subject} is too large: {err}"))
+        }
+        (PublishErrorKind::StreamNotFound, _) => BusError::Unavailable(format!(
+            "no JetStream stream answered for {subject} (none holds it, or JetStream is down)"
+        )),
+        _ => BusError::Unavailable(format!("publishing to {subject}: {e}")),
+    }
+}
+
+/// Whether a JetStream error says the stream (or the server's storage) is full.
+fn is_limit(err: &jetstream::Error) -> bool {
+    let code = err.error_code();
+    if code == ErrorCode::STREAM_STORE_FAILED {
+        // "maximum messages exceeded", "maximum bytes exceeded", … (other store failures are I/O
+        // errors, which a retry may overcome).
+        return err.to_string().contains("maximum");
+    }
+    code == ErrorCode::INSUFFICIENT_RESOURCES
+        || code == ErrorCode::STORAGE_RESOURCES_EXCEEDED
+        || code == ErrorCode::MEMORY_RESOURCES_EXCEEDED
+}
+
+#[async_trait]
+impl EventBus for NatsBus {
+    async fn publish(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        dedup_id: Option<String>,
+    ) -> Result<(), BusError> {
+        subjects::check_subject(subject)?;
+        let js = &self.inner.js;
+        let sent = match &dedup_id {
+            Some(id) => {
+                let mut headers = HeaderMap::new();
+                headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+                js.publish_with_headers(subject.to_owned(), headers, payload)
+                    .await
+            }
+            None => js.publish(subject.to_owned(), payload).await,
+        };
+        // Two steps: the publish is sent, then the stream's acknowledgement awaited.
+        let ack = sent
+            .map_err(|e| publish_error(subject, e))?
+            .await
+            .map_err(|e| publish_error(subject, e))?;
+        if ack.duplicate {
+            tracing::debug!(subject, dedup_id = ?dedup_id, "Ignored a duplicate publish.");
+        }
+        Ok(())
+    }
+
+    async fn subscribe_batch(
+        &self,
+        subject: &str,
+        consumer: &str,
+        settings: BatchSettings,
+        handler: Arc<dyn BatchHandler>,
+    ) -> Result<Subscription, BusError> {
+        subjects::check_filter(subject)?;
+        subjects::check_consumer_name(consumer)?;
+        let bus = &self.inner.settings;
+        let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
+        let pull_consumer =
+            provision::provision_consumer(&stream, consumer, subject, bus.ack_wait).await?;
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let worker = worker::Worker {
+            client: self.inner.client.clone(),
+            js: self.inner.js.clone(),
+            stream,
+            consumer: pull_consumer,
+            name: consumer.to_owned(),
+            filter: subject.to_owned(),
+            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
+            settings,
+            timings: worker::Timings {
+                request_timeout: bus.request_timeout,
+                pull_expiry: bus.pull_expiry,
+                idle_heartbeat: bus.idle_heartbeat,
+                ack_wait: bus.ack_wait,
+            },
+            handler,
+            stop: stop_rx,
+            failures: 0,
+        };
+        tracing::debug!(
+            consumer,
+            subject,
+            max_batch = worker.max_batch,
+            "Subscribed to a durable consumer."
+        );
+        Ok(Subscription::new(stop_tx, tokio::spawn(worker.run())))
+    }
+
+    async fn subscribe(
+        &self,
+        subject: &str,
+        options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError> {
+        if options.acknowledge {
+            return Err(BusError::Refused(
+                "a live subscription has no acknowledgements".into(),
+            ));
+        }
+        if let Some(durable) = options.durable {
+            return Err(BusError::Refused(format!(
+                "a durable consumer ({durable}) needs acknowledgements: use subscribe_batch"
+            )));
+        }
+        if let Some(group) = options.queue_group {
+            return Err(BusError::Refused(format!(
+                "a queue group ({group}) shares work, which needs acknowledgements: use subscribe_batch"
+            )));
+        }
+        subjects::check_filter(subject)?;
+        let settings = &self.inner.settings;
+        let stream = provision::stream_for(&self.inner.js, &settings.streams, subject).await?;
+        live::subscribe(
+            &stream,
+            subject,
+            settings.live_buffer,
+            settings.idle_heartbeat,
+        )
+        .await
+    }
+
+    async fn ping(&self) -> Result<(), BusError> {
+        // A raw `$JS.API.INFO` request rather than `Context::query_account`: its typed response
+        // does not parse the answer of every server version, and readiness needs only to know
+        // that JetStream answered without an error.
+        let request = self.inner.client.request(JS_API_INFO, Bytes::new());
+        let answer = tokio::time::timeout(self.inner.settings.request_timeout, request)
+            .await
+            .map_err(|_| BusError::Unavailable("JetStream did not answer in time".into()))?
+            .map_err(|e| BusError::Unavailable(format!("JetStream: {e}")))?;
+        let info: serde_json::Value = serde_json::from_slice(&answer.payload)
+            .map_err(|e| BusError::Unavailable(format!("JetStream answered nonsense: {e}")))?;
+        match info.get("error") {
+            None => Ok(()),
+            Some(error) => Err(BusError::Unavailable(format!("JetStream: {error}"))),
+        }
+    }
+}

@@ -1,0 +1,610 @@
+//! The worker task of one batch subscription: pull a batch, run the handler, settle, repeat.
+//!
+//! # Pulling a batch
+//!
+//! JetStream has no pull request that means "wait for the first message, then linger
+//! `max_wait` for more": a request either returns at once (`no_wait`) or stays open until its
+//! batch is full or it expires, and an open request cannot be withdrawn. So a batch is collected
+//! with up to three requests, none of which outlives the batch:
+//!
+//! 1. `no_wait`, `max_batch`: whatever is there already. Under load this fills the batch in one
+//!    round trip and the next two steps are skipped.
+//! 2. If nothing was there: a waiting request for **one** message, renewed every `pull_expiry`,
+//!    with idle heartbeats. Asking for one keeps it from collecting more after the linger ends.
+//! 3. The linger: a request for the rest of the batch that *expires on the server* when the
+//!    linger does (`expires = max_wait` from the first message). With `max_wait` zero it is a
+//!    `no_wait` request instead, after a wait only (what queued up meanwhile).
+//!
+//! Nothing is fetched ahead of the handler: a prefetched message would be delivered (and count
+//! against `max_ack_pending`) while the handler still runs, and a message of the running batch
+//! that is redelivered (`nak`) would then come back *after* the prefetched later ones, losing the
+//! publication order the contract promises. Pulling only between batches, after the previous
+//! batch's settlements are confirmed, keeps it: JetStream serves redeliveries before new
+//! messages, in the order they were given back.
+//!
+//! Each request has an inbox subscription of its own. A request given up early (unsubscribe,
+//! silence) is *drained*: NATS confirms the unsubscription, and messages it had sent meanwhile
+//! are still received and handed back, so none waits out `ack_wait`. JetStream does not deliver
+//! to a pull request whose inbox nobody listens to any more.
+//!
+//! # Settling
+//!
+//! After the handler returns, each message gets its answer (`+ACK`, `-NAK`, `+TERM`), published
+//! in order; the last one is sent as a request, and the server's reply to it confirms that the
+//! whole batch's settlements were processed (they are processed in order) before the next pull
+//! is made. A failed batch (error, wrong number of answers, panic) is held for
+//! `redelivery_delay` and then handed back whole (`-NAK`), so nobody — no other replica either —
+//! retries it sooner, and the next pull of this worker starts with it, in order. While a handler
+//! or such a pause runs longer than a third of `ack_wait`, the worker tells the server it is
+//! still at work (`+WPI`) so that the batch is not redelivered behind its back.
+//!
+//! # Unsubscribing
+//!
+//! The stop signal interrupts a pull (what it brought is handed back, which counts as a
+//! delivery), a pause (the held batch is handed back) or a handler run: then the handler gets
+//! `drain_timeout` to finish, its answers are settled, and past the timeout it is aborted and its
+//! batch handed back. The connection is flushed before the worker ends, so the settlements have
+//! reached the server when `unsubscribe` returns.
+//!
+//! # Reconnects
+//!
+//! async-nats reconnects on its own and re-subscribes inboxes, but a pull request the server
+//! forgot (a NATS restart) would never be answered. A waiting request asks for idle heartbeats;
+//! two missed ones and the request is given up and made again, with a growing pause while
+//! requests keep failing, and the durable consumer is provisioned again when the server says it
+//! is gone. Messages left unacknowledged by the restart come back after `ack_wait`.
+
+use crate::provision::provision_consumer;
+use async_nats::jetstream::consumer::{pull::BatchConfig, PullConsumer};
+use async_nats::jetstream::{self, AckKind};
+use async_nats::{Client, StatusCode, Subject, Subscriber};
+use bytes::Bytes;
+use futures::StreamExt;
+use std::future::Future;
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+use swath_application::ports::{BatchHandler, BatchSettings, HandlerError, Message, Settle};
+use tokio::sync::watch;
+use tokio::task::{JoinError, JoinHandle};
+use tokio::time::Instant;
+
+/// What to allow beyond two heartbeat intervals before a silent request counts as lost.
+const HEARTBEAT_SLACK: Duration = Duration::from_millis(500);
+/// The longest pause between two pull requests that keep failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+
+/// The timings a worker takes from the bus settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timings {
+    pub request_timeout: Duration,
+    pub pull_expiry: Duration,
+    pub idle_heartbeat: Duration,
+    pub ack_wait: Duration,
+}
+
+pub(crate) struct Worker {
+    pub client: Client,
+    pub js: jetstream::Context,
+    pub stream: jetstream::stream::Stream,
+    pub consumer: PullConsumer,
+    pub name: String,
+    pub filter: String,
+    /// `settings.max_batch` clamped to `1..=MAX_IN_FLIGHT`.
+    pub max_batch: usize,
+    pub settings: BatchSettings,
+    pub timings: Timings,
+    pub handler: Arc<dyn BatchHandler>,
+    /// Turns `true` on unsubscribe; a dropped `Subscription` (sender gone) stops the worker too.
+    pub stop: watch::Receiver<bool>,
+    /// Pull requests lost in a row (for the back-off and for logging an outage once).
+    pub failures: u32,
+}
+
+/// How a pull request ended.
+enum PullEnd {
+    /// The server ended it: batch complete, no messages, or expired.
+    Ended,
+    /// Unsubscribed meanwhile.
+    Stopped,
+    /// Given up: an error status, silence, or a closed inbox. `gone` when the consumer seems
+    /// to be missing on the server.
+    Lost { reason: String, gone: bool },
+}
+
+/// How a finished handler call was settled.
+enum Settled {
+    /// Settled as the handler answered; `all_redelivered` when no message made progress.
+    Answered { all_redelivered: bool },
+    /// The handler failed as a whole: nothing was settled yet.
+    Failed,
+}
+
+/// The outcome of waiting for something while keeping a batch alive.
+enum Kept<T> {
+    Done(T),
+    Stopped,
+    Deadline,
+}
+
+type HandlerResult = Result<Result<Vec<Settle>, HandlerError>, JoinError>;
+
+impl Worker {
+    pub(crate) async fn run(mut self) {
+        while let Some(batch) = self.next_batch().await {
+            let messages: Arc<[Message]> = batch.iter().map(to_message).collect();
+            let mut call = {
+                let handler = Arc::clone(&self.handler);
+                let messages = Arc::clone(&messages);
+                // A task of its own: a panic becomes a `JoinError` (treated as a failed batch),
+                // and a handler that outlives the drain timeout can be aborted.
+                tokio::spawn(async move { handler.handle(&messages).await })
+            };
+            match self.keep_alive(&mut call, &batch, None, true).await {
+                Kept::Done(result) => match self.settle(&batch, result).await {
+                    Settled::Answered {
+                        all_redelivered: false,
+                    } => {}
+                    // No message made progress: pause as after an error rather than spin on it.
+                    Settled::Answered {
+                        all_redelivered: true,
+                    } => {
+                        if !self.pause(&[]).await {
+                            break;
+                        }
+                    }
+                    Settled::Failed => {
+                        let go_on = self.pause(&batch).await;
+                        self.give_back(&batch).await;
+                        if !go_on {
+                            break;
+                        }
+                    }
+                },
+                Kept::Stopped | Kept::Deadline => {
+                    self.drain(call, &batch).await;
+                    break;
+                }
+            }
+        }
+        if !matches!(
+            tokio::time::timeout(self.timings.request_timeout, self.client.flush()).await,
+            Ok(Ok(()))
+        ) {
+            tracing::warn!(consumer = %self.name, "Could not flush the NATS connection; the last settlements may be lost and redelivered.");
+        }
+        tracing::debug!(consumer = %self.name, "A durable consumer subscription ended.");
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Pulling.
+
+    /// The next batch, or `None` once stopped (what was pulled meanwhile has been handed back).
+    async fn next_batch(&mut self) -> Option<Vec<jetstream::Message>> {
+        let mut batch = Vec::with_capacity(self.max_batch);
+        // 1. What is there already.
+        let end = self.pull(self.no_wait(self.max_batch), &mut batch).await;
+        if !self.carry_on(end, &mut batch).await {
+            return None;
+        }
+        // 2. Nothing there: wait for a first message.
+        let waited = batch.is_empty();
+        while batch.is_empty() {
+            let end = self.pull(self.waiting(), &mut batch).await;
+            if !self.carry_on(end, &mut batch).await {
+                return None;
+            }
+        }
+        let first = Instant::now();
+        // 3. Linger for the rest of the batch.
+        let rest = self.max_batch.saturating_sub(batch.len());
+        if rest > 0 {
+            let request = if self.settings.max_wait.is_zero() {
+                // Zero batches only what queued up meanwhile; after step 1 that was taken.
+                waited.then(|| self.no_wait(rest))
+            } else {
+                let left =
+                    (first + self.settings.max_wait).saturating_duration_since(Instant::now());
+                // Below a millisecond the linger is over; JetStream would not wait less anyway.
+                (left >= Duration::from_millis(1)).then(|| self.lingering(rest, left))
+            };
+            if let Some(request) = request {
+                let end = self.pull(request, &mut batch).await;
+                if !self.carry_on(end, &mut batch).await {
+                    return None;
+                }
+            }
+        }
+        Some(batch)
+    }
+
+    fn no_wait(&self, batch: usize) -> BatchConfig {
+        BatchConfig {
+            batch,
+            no_wait: true,
+            ..BatchConfig::default()
+        }
+    }
+
+    /// A request for one message that waits `pull_expiry`, with heartbeats.
+    fn waiting(&self) -> BatchConfig {
+        BatchConfig {
+            batch: 1,
+            expires: Some(self.timings.pull_expiry),
+            idle_heartbeat: self.heartbeat_for(self.timings.pull_expiry),
+            ..BatchConfig::default()
+        }
+    }
+
+    /// A request for the rest of a batch that the server ends after `left`.
+    fn lingering(&self, batch: usize, left: Duration) -> BatchConfig {
+        BatchConfig {
+            batch,
+            expires: Some(left),
+            idle_heartbeat: self.heartbeat_for(left),
+            ..BatchConfig::default()
+        }
+    }
+
+    /// Heartbeats only where they can come: JetStream refuses one longer than half the expiry,
+    /// and a short request is watched by its expiry alone.
+    fn heartbeat_for(&self, expires: Duration) -> Duration {
+        let heartbeat = self.timings.idle_heartbeat;
+        if !heartbeat.is_zero() && expires >= heartbeat * 2 {
+            heartbeat
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// Sends one pull request and collects what it delivers into `into`.
+    async fn pull(&mut self, request: BatchConfig, into: &mut Vec<jetstream::Message>) -> PullEnd {
+        // Checked before asking: once stopped, anything pulled would only be handed back, which
+        // counts as a delivery.
+        if is_stopped(&self.stop) {
+            return PullEnd::Stopped;
+        }
+        let inbox = Subject::from(self.client.new_inbox());
+        let mut inbox_sub = match self.client.subscribe(inbox.clone()).await {
+            Ok(subscriber) => subscriber,
+            Err(e) => {
+                return PullEnd::Lost {
+                    reason: format!("subscribing to a pull inbox: {e}"),
+                    gone: false,
+                }
+            }
+        };
+        if let Err(e) = self.consumer.request_batch(request.clone(), inbox).await {
+            return PullEnd::Lost {
+                reason: format!("sending a pull request: {e}"),
+                gone: false,
+            };
+        }
+        // Silence longer than this means the request is lost: two heartbeats, or the expiry
+        // (zero for `no_wait`, answered at once) plus the time a round trip may take.
+        let silence = if request.idle_heartbeat.is_zero() {
+            request.expires.unwrap_or_default() + self.timings.request_timeout
+        } else {
+            request.idle_heartbeat * 2 + HEARTBEAT_SLACK
+        };
+        let mut received = 0;
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = stopped(&mut self.stop) => None,
+                next = tokio::time::timeout(silence, inbox_sub.next()) => Some(next),
+            };
+            let message = match next {
+                None => {
+                    self.abandon(inbox_sub, into).await;
+                    return PullEnd::Stopped;
+                }
+                Some(Err(_elapsed)) => {
+                    self.abandon(inbox_sub, into).await;
+                    return PullEnd::Lost {
+                        reason: format!("no answer to a pull request within {silence:?}"),
+                        gone: false,
+                    };
+                }
+                Some(Ok(None)) => {
+                    return PullEnd::Lost {
+                        reason: "the pull inbox was closed".to_owned(),
+                        gone: false,
+                    }
+                }
+                Some(Ok(Some(message))) => message,
+            };
+            match message.status {
+                None | Some(StatusCode::OK) => {
+                    into.push(jetstream::Message {
+                        message,
+                        context: self.js.clone(),
+                    });
+                    received += 1;
+                    if received >= request.batch {
+                        return PullEnd::Ended;
+                    }
+                }
+                Some(StatusCode::IDLE_HEARTBEAT) => {}
+                // No messages (`no_wait`), or the request expired.
+                Some(StatusCode::NOT_FOUND) | Some(StatusCode::TIMEOUT) => return PullEnd::Ended,
+                Some(status) => {
+                    let description = message.description.unwrap_or_default();
+                    // `no_wait` while `max_ack_pending` messages are in flight (other
+                    // replicas): nothing to take now, the waiting request will wait for room.
+                    if status == StatusCode::REQUEST_TERMINATED
+                        && description.contains("MaxAckPending")
+                    {
+                        return PullEnd::Ended;
+                    }
+                    let gone = status == StatusCode::NO_RESPONDERS
+                        || description.to_ascii_lowercase().contains("deleted");
+                    return PullEnd::Lost {
+                        reason: format!(
+                            "the server ended a pull request with {status} {description}"
+                        ),
+                        gone,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Gives up a pull request: unsubscribes its inbox and keeps what the server sent before it
+    /// processed the unsubscription (those messages are delivered and must be settled).
+    async fn abandon(&self, mut inbox_sub: Subscriber, into: &mut Vec<jetstream::Message>) {
+        if inbox_sub.drain().await.is_err() {
+            return;
+        }
+        let collect = async {
+            while let Some(message) = inbox_sub.next().await {
+                if matches!(message.status, None | Some(StatusCode::OK)) {
+                    into.push(jetstream::Message {
+                        message,
+                        context: self.js.clone(),
+                    });
+                }
+            }
+        };
+        if tokio::time::timeout(self.timings.request_timeout, collect)
+            .await
+            .is_err()
+        {
+            tracing::debug!(consumer = %self.name, "A pull inbox did not drain in time; what it held comes back after ack_wait.");
+        }
+    }
+
+    /// After a pull: `false` when stopped (the messages in hand were handed back). A lost pull is
+    /// logged (an outage once), and unless messages are in hand, followed by a pause that grows
+    /// while pulls keep failing, and by provisioning the consumer again if it seems gone.
+    async fn carry_on(&mut self, end: PullEnd, batch: &mut Vec<jetstream::Message>) -> bool {
+        match end {
+            PullEnd::Ended => {
+                if self.failures > 0 {
+                    tracing::info!(consumer = %self.name, "The durable consumer is pulling again.");
+                    self.failures = 0;
+                }
+                true
+            }
+            PullEnd::Stopped => {
+                self.give_back(batch).await;
+                batch.clear();
+                false
+            }
+            PullEnd::Lost { reason, gone } => {
+                self.failures = self.failures.saturating_add(1);
+                if self.failures == 1 {
+                    tracing::warn!(consumer = %self.name, %reason, "Lost a pull request; pulling again.");
+                } else {
+                    tracing::debug!(consumer = %self.name, %reason, failures = self.failures, "Lost a pull request again.");
+                }
+                if !batch.is_empty() {
+                    // Delivered messages are in hand: handle them first.
+                    return true;
+                }
+                let exponent = self.failures.saturating_sub(1).min(5);
+                let backoff = (Duration::from_millis(100) * 2u32.pow(exponent)).min(MAX_BACKOFF);
+                let mut sleep = pin!(tokio::time::sleep(backoff));
+                if let Kept::Stopped = self.keep_alive(&mut sleep, &[], None, true).await {
+                    return false;
+                }
+                if gone || self.failures.is_multiple_of(3) {
+                    self.reprovision().await;
+                }
+                true
+            }
+        }
+    }
+
+    /// Provisions the durable consumer again (after a NATS restart that lost it, or a deleted
+    /// stream recreated); failures are logged and retried on the next lost pull.
+    async fn reprovision(&mut self) {
+        match provision_consumer(
+            &self.stream,
+            &self.name,
+            &self.filter,
+            self.timings.ack_wait,
+        )
+        .await
+        {
+            Ok(consumer) => self.consumer = consumer,
+            Err(e) => {
+                tracing::warn!(consumer = %self.name, error = %e, "Could not provision the durable consumer again; retrying.");
+            }
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Settling.
+
+    /// Settles a finished handler call as it answered. A failed call settles nothing.
+    async fn settle(&self, batch: &[jetstream::Message], result: HandlerResult) -> Settled {
+        let consumer = self.name.as_str();
+        let outcomes = match result {
+            Ok(Ok(outcomes)) if outcomes.len() == batch.len() => outcomes,
+            Ok(Ok(outcomes)) => {
+                tracing::warn!(
+                    consumer,
+                    batch = batch.len(),
+                    answers = outcomes.len(),
+                    "A batch handler answered the wrong number of outcomes; the batch will be redelivered."
+                );
+                return Settled::Failed;
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(consumer, batch = batch.len(), error = %e, "A batch handler failed; the batch will be redelivered.");
+                return Settled::Failed;
+            }
+            Err(e) => {
+                tracing::error!(consumer, batch = batch.len(), error = %e, "A batch handler panicked; the batch will be redelivered.");
+                return Settled::Failed;
+            }
+        };
+        for (message, outcome) in batch.iter().zip(&outcomes) {
+            if *outcome == Settle::Drop {
+                tracing::warn!(consumer, subject = %message.message.subject, "Dropped a message that cannot succeed.");
+            }
+        }
+        let all_redelivered = outcomes.iter().all(|o| *o == Settle::Redeliver);
+        let kinds = outcomes.iter().map(|outcome| match outcome {
+            Settle::Ack => AckKind::Ack,
+            Settle::Redeliver => AckKind::Nak(None),
+            Settle::Drop => AckKind::Term,
+        });
+        self.send(batch, kinds).await;
+        Settled::Answered { all_redelivered }
+    }
+
+    /// Hands a whole batch back for redelivery, at once.
+    async fn give_back(&self, batch: &[jetstream::Message]) {
+        self.send(batch, std::iter::repeat(AckKind::Nak(None)))
+            .await;
+    }
+
+    /// Publishes one settlement per message, in order; the last as a request whose reply
+    /// confirms that the server processed all of them.
+    async fn send(&self, batch: &[jetstream::Message], kinds: impl Iterator<Item = AckKind>) {
+        let last = batch.len().saturating_sub(1);
+        for (i, (message, kind)) in batch.iter().zip(kinds).enumerate() {
+            let Some(reply) = message.message.reply.clone() else {
+                continue;
+            };
+            let payload = Bytes::from(kind);
+            if i < last {
+                if let Err(e) = self.client.publish(reply, payload).await {
+                    tracing::warn!(consumer = %self.name, error = %e, "Could not send a settlement; the message will be redelivered.");
+                }
+                continue;
+            }
+            let confirmed = tokio::time::timeout(
+                self.timings.request_timeout,
+                self.client.request(reply, payload),
+            )
+            .await;
+            if !matches!(confirmed, Ok(Ok(_))) {
+                tracing::warn!(consumer = %self.name, batch = batch.len(), "NATS did not confirm a batch's settlements; some messages may be redelivered.");
+            }
+        }
+    }
+
+    /// Sleeps `redelivery_delay`, keeping `batch` alive meanwhile. `false` when stopped.
+    async fn pause(&mut self, batch: &[jetstream::Message]) -> bool {
+        if self.settings.redelivery_delay.is_zero() {
+            return !is_stopped(&self.stop);
+        }
+        let mut sleep = pin!(tokio::time::sleep(self.settings.redelivery_delay));
+        !matches!(
+            self.keep_alive(&mut sleep, batch, None, true).await,
+            Kept::Stopped
+        )
+    }
+
+    /// On unsubscribe while a handler runs: gives it the drain timeout to finish and be settled;
+    /// past it, aborts it and hands its whole batch back.
+    async fn drain(
+        &mut self,
+        mut call: JoinHandle<Result<Vec<Settle>, HandlerError>>,
+        batch: &[jetstream::Message],
+    ) {
+        let deadline = Instant::now() + self.settings.drain_timeout;
+        match self
+            .keep_alive(&mut call, batch, Some(deadline), false)
+            .await
+        {
+            Kept::Done(result) => {
+                if let Settled::Failed = self.settle(batch, result).await {
+                    self.give_back(batch).await;
+                }
+            }
+            Kept::Stopped | Kept::Deadline => {
+                call.abort();
+                tracing::warn!(
+                    consumer = %self.name,
+                    batch = batch.len(),
+                    drain_timeout = ?self.settings.drain_timeout,
+                    "A batch handler outlived the drain timeout; its batch will be redelivered."
+                );
+                self.give_back(batch).await;
+            }
+        }
+    }
+
+    /// Awaits `future`, telling the server every third of `ack_wait` that `batch` is still being
+    /// worked on; gives up at `deadline`, or on the stop signal when `stoppable`.
+    async fn keep_alive<F: Future + Unpin>(
+        &mut self,
+        future: &mut F,
+        batch: &[jetstream::Message],
+        deadline: Option<Instant>,
+        stoppable: bool,
+    ) -> Kept<F::Output> {
+        let every = (self.timings.ack_wait / 3).max(Duration::from_millis(100));
+        let mut progress = tokio::time::interval_at(Instant::now() + every, every);
+        let deadline = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let mut deadline = pin!(deadline);
+        loop {
+            tokio::select! {
+                biased;
+                output = &mut *future => return Kept::Done(output),
+                () = stopped(&mut self.stop), if stoppable => return Kept::Stopped,
+                () = &mut deadline => return Kept::Deadline,
+                _ = progress.tick() => {
+                    for message in batch {
+                        if let Some(reply) = message.message.reply.clone() {
+                            let _ = self.client.publish(reply, Bytes::from(AckKind::Progress)).await;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The port's view of a JetStream message; `delivery` is JetStream's delivery count.
+pub(crate) fn to_message(message: &jetstream::Message) -> Message {
+    let delivery = message
+        .info()
+        .ok()
+        .and_then(|info| u32::try_from(info.delivered).ok())
+        .unwrap_or(1)
+        .max(1);
+    Message {
+        subject: message.message.subject.to_string(),
+        payload: message.message.payload.clone(),
+        delivery,
+    }
+}
+
+pub(crate) fn is_stopped(stop: &watch::Receiver<bool>) -> bool {
+    *stop.borrow() || stop.has_changed().is_err()
+}
+
+/// Resolves once the subscription is stopped: `true` was sent, or the sender was dropped.
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
+}

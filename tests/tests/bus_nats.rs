@@ -1,0 +1,701 @@
+//! The event bus contract against [`NatsBus`] on a real NATS JetStream server, plus what only the
+//! JetStream bus promises (limits, replicas, provisioning, keep-alive, restarts).
+//!
+//! Runs when `SWATH_TEST_NATS_URL` is set (e.g. `nats://127.0.0.1:4222`); without it every test
+//! prints that it was skipped and passes. With it set, an unreachable server fails the tests.
+//!
+//! Each test gets a stream of its own (`SWATH_TEST_<id>`, file storage) holding a subject root of
+//! its own (`swathtest.<id>.>`), so tests can run in parallel on one server and never see each
+//! other's messages or consumers; the stream is deleted when the test's bus is dropped. The
+//! contract macro builds the bus before it derives the scenario's prefix from `root`, so the bus
+//! future leaves its root in a thread-local that the `root` expression reads back (the test
+//! body runs on one thread).
+//!
+//! Real time, not paused: the broker lives in real time.
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use std::cell::RefCell;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+use swath_application::ports::{
+    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Message,
+    Settle, Subscription,
+};
+use swath_nats::{NatsBus, NatsBusSettings, StreamSpec, StreamStorage};
+use swath_tests::bus_contract::{settings, wait_until, DynBus, Recorder, Reply};
+use tokio::time::Instant;
+
+const URL_VAR: &str = "SWATH_TEST_NATS_URL";
+
+thread_local! {
+    /// The subject root of the bus most recently made on this thread (see the module docs).
+    static ROOT: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn nats_url() -> Option<String> {
+    match std::env::var(URL_VAR) {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            eprintln!("{URL_VAR} is not set: skipped.");
+            None
+        }
+    }
+}
+
+/// A fresh test id: a stream name and a subject root that no other test uses.
+fn fresh_names() -> (String, String) {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let id = &id[..16];
+    (
+        format!("SWATH_TEST_{}", id.to_uppercase()),
+        format!("swathtest.{id}"),
+    )
+}
+
+fn spec(stream: &str, root: &str) -> StreamSpec {
+    StreamSpec {
+        // Whatever a failed run leaves behind empties itself.
+        max_age: Some(Duration::from_secs(600)),
+        ..StreamSpec::new(stream, [format!("{root}.>")])
+    }
+}
+
+/// A [`NatsBus`] on a stream of its own, which it deletes when dropped.
+struct TestBus {
+    bus: NatsBus,
+    stream: String,
+}
+
+impl TestBus {
+    async fn connect(url: &str, stream: &str, settings: NatsBusSettings) -> TestBus {
+        let bus = NatsBus::connect(url, settings)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to NATS at {url} ({URL_VAR}): {e}"));
+        TestBus {
+            bus,
+            stream: stream.to_owned(),
+        }
+    }
+}
+
+impl Drop for TestBus {
+    fn drop(&mut self) {
+        // Only a multi-threaded runtime can block here; every test in this file uses one.
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let (bus, stream) = (self.bus.clone(), self.stream.clone());
+        tokio::task::block_in_place(|| {
+            handle.block_on(async move {
+                if let Err(e) = bus.delete_stream(&stream).await {
+                    eprintln!("could not delete test stream {stream}: {e}");
+                }
+            })
+        });
+    }
+}
+
+#[async_trait]
+impl EventBus for TestBus {
+    async fn publish(
+        &self,
+        subject: &str,
+        payload: Bytes,
+        dedup_id: Option<String>,
+    ) -> Result<(), BusError> {
+        self.bus.publish(subject, payload, dedup_id).await
+    }
+
+    async fn subscribe_batch(
+        &self,
+        subject: &str,
+        consumer: &str,
+        settings: BatchSettings,
+        handler: Arc<dyn BatchHandler>,
+    ) -> Result<Subscription, BusError> {
+        self.bus
+            .subscribe_batch(subject, consumer, settings, handler)
+            .await
+    }
+
+    async fn subscribe(
+        &self,
+        subject: &str,
+        options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError> {
+        self.bus.subscribe(subject, options).await
+    }
+
+    async fn ping(&self) -> Result<(), BusError> {
+        self.bus.ping().await
+    }
+}
+
+/// The bus of one contract scenario, or `None` (skipped) without `SWATH_TEST_NATS_URL`.
+async fn contract_bus() -> Option<DynBus> {
+    let url = nats_url()?;
+    let (stream, root) = fresh_names();
+    let settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
+    let bus = TestBus::connect(&url, &stream, settings).await;
+    ROOT.with(|r| *r.borrow_mut() = root);
+    Some(Arc::new(bus))
+}
+
+fn contract_root() -> String {
+    ROOT.with(|r| r.borrow().clone())
+}
+
+swath_tests::bus_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    bus = match contract_bus().await {
+        Some(bus) => std::future::ready(bus),
+        None => return,
+    },
+    root = &contract_root(),
+);
+
+// ---------------------------------------------------------------------------------------------
+// What only the JetStream bus promises.
+
+/// A bus for one NATS-specific test: its stream, its root, its URL.
+struct Fixture {
+    url: String,
+    stream: String,
+    root: String,
+    settings: NatsBusSettings,
+    bus: Arc<TestBus>,
+}
+
+impl Fixture {
+    async fn new() -> Option<Fixture> {
+        Self::with(|_| {}).await
+    }
+
+    async fn with(adjust: impl FnOnce(&mut NatsBusSettings)) -> Option<Fixture> {
+        let url = nats_url()?;
+        let (stream, root) = fresh_names();
+        let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
+        adjust(&mut settings);
+        let bus = Arc::new(TestBus::connect(&url, &stream, settings.clone()).await);
+        Some(Fixture {
+            url,
+            stream,
+            root,
+            settings,
+            bus,
+        })
+    }
+
+    fn subject(&self, tail: &str) -> String {
+        format!("{}.{tail}", self.root)
+    }
+
+    fn dyn_bus(&self) -> DynBus {
+        self.bus.clone()
+    }
+
+    /// Another connection (a replica, same settings) on the same stream; it does not delete
+    /// the stream.
+    async fn replica(&self) -> NatsBus {
+        NatsBus::connect(&self.url, self.settings.clone())
+            .await
+            .expect("a second connection")
+    }
+}
+
+fn texts(messages: &[Message]) -> Vec<String> {
+    messages
+        .iter()
+        .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
+        .collect()
+}
+
+async fn publish(bus: &dyn EventBus, subject: &str, body: &str) -> Result<(), BusError> {
+    bus.publish(subject, Bytes::from(body.to_owned()), None)
+        .await
+}
+
+fn refused<T>(result: Result<T, BusError>) -> bool {
+    matches!(result, Err(BusError::Refused(_)))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_names_subjects_and_filter_changes_are_refused() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    let bus = f.dyn_bus();
+    assert!(refused(publish(&*bus, &f.subject("*"), "a").await));
+    assert!(refused(
+        publish(&*bus, &format!("{}..a", f.root), "a").await
+    ));
+    let handler = Recorder::acking();
+    let sub = |subject: String, consumer: &'static str| {
+        let bus = bus.clone();
+        let handler = handler.clone();
+        async move {
+            bus.subscribe_batch(&subject, consumer, settings(10, 0), handler)
+                .await
+        }
+    };
+    assert!(refused(sub(f.subject("a"), "has.dot").await));
+    assert!(refused(sub(f.subject(">.a"), "bad-filter").await));
+    sub(f.subject("a"), "ok")
+        .await
+        .expect("a valid subscription")
+        .unsubscribe()
+        .await;
+    assert!(
+        refused(sub(f.subject("b"), "ok").await),
+        "a durable consumer's filter cannot change"
+    );
+    assert!(
+        refused(sub("nowhere.swathtest.a".to_owned(), "nowhere").await),
+        "a subject no stream holds"
+    );
+    assert!(refused(
+        bus.subscribe("nowhere.swathtest.>", LiveOptions::default())
+            .await
+            .map(|_| ())
+    ));
+    bus.ping().await.expect("ping");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_no_stream_holds_is_unavailable() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    match publish(&*f.bus, "nowhere.swathtest.a", "a").await {
+        Err(BusError::Unavailable(_)) => {}
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_at_its_limit_refuses_publishes_as_full() {
+    let Some(f) = Fixture::with(|s| s.streams[0].max_messages = Some(2)).await else {
+        return;
+    };
+    let subject = f.subject("full");
+    let mut live = f
+        .bus
+        .subscribe(&subject, LiveOptions::default())
+        .await
+        .unwrap();
+    publish(&*f.bus, &subject, "1").await.unwrap();
+    publish(&*f.bus, &subject, "2").await.unwrap();
+    match publish(&*f.bus, &subject, "3").await {
+        Err(BusError::Full(s)) => assert_eq!(s, subject),
+        other => panic!("expected Full, got {other:?}"),
+    }
+    let mut got = Vec::new();
+    while let Ok(Some(m)) =
+        tokio::time::timeout(Duration::from_millis(500), live.messages.recv()).await
+    {
+        got.push(m);
+    }
+    assert_eq!(
+        texts(&got),
+        ["1", "2"],
+        "a refused message reached a live subscriber"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_subscribers_never_see_duplicates() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    let subject = f.subject("dup");
+    let mut live = f
+        .bus
+        .subscribe(&subject, LiveOptions::default())
+        .await
+        .unwrap();
+    for (body, id) in [("a", "x"), ("a-again", "x"), ("end", "y")] {
+        f.bus
+            .publish(
+                &subject,
+                Bytes::from(body),
+                Some(format!("{}-{id}", f.root)),
+            )
+            .await
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    while let Ok(Some(m)) =
+        tokio::time::timeout(Duration::from_millis(500), live.messages.recv()).await
+    {
+        got.push(m);
+    }
+    assert_eq!(texts(&got), ["a", "end"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provisioning_is_idempotent_and_refuses_a_storage_change() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    // Same spec again: nothing to do.
+    let again = f.replica().await;
+    again.ping().await.unwrap();
+    // A changed limit is applied to the existing stream.
+    let mut changed = spec(&f.stream, &f.root);
+    changed.max_messages = Some(1_000);
+    NatsBus::connect(&f.url, NatsBusSettings::with_streams(vec![changed]))
+        .await
+        .expect("a limit change is applied");
+    // Storage cannot be converted.
+    let mut memory = spec(&f.stream, &f.root);
+    memory.storage = StreamStorage::Memory;
+    assert!(refused(
+        NatsBus::connect(&f.url, NatsBusSettings::with_streams(vec![memory])).await
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connecting_to_nothing_is_unavailable() {
+    if nats_url().is_none() {
+        return;
+    }
+    let port = free_port();
+    match NatsBus::connect(
+        &format!("nats://127.0.0.1:{port}"),
+        NatsBusSettings::default(),
+    )
+    .await
+    {
+        Err(BusError::Unavailable(_)) => {}
+        other => panic!("expected Unavailable, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_published_before_the_consumer_exists_are_not_delivered() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    let subject = f.subject("history");
+    publish(&*f.bus, &subject, "old").await.unwrap();
+    let recorder = Recorder::acking();
+    let sub = f
+        .bus
+        .subscribe_batch(&subject, "history", settings(10, 0), recorder.clone())
+        .await
+        .unwrap();
+    publish(&*f.bus, &subject, "new").await.unwrap();
+    wait_until("new is delivered", || recorder.started() >= 1).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(texts(&recorder.delivered()), ["new"]);
+    sub.unsubscribe().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicas_share_one_durable_consumer() {
+    let Some(f) = Fixture::new().await else {
+        return;
+    };
+    let replica = f.replica().await;
+    let subject = f.subject("replicas");
+    let plan = |_: usize, batch: &[Message]| {
+        (
+            Duration::from_millis(20),
+            Reply::Answer(vec![Settle::Ack; batch.len()]),
+        )
+    };
+    let (a, b) = (Recorder::new(plan), Recorder::new(plan));
+    let sub_a = f
+        .bus
+        .subscribe_batch(&subject, "shared", settings(5, 0), a.clone())
+        .await
+        .unwrap();
+    let sub_b = replica
+        .subscribe_batch(&subject, "shared", settings(5, 0), b.clone())
+        .await
+        .unwrap();
+    let sent: Vec<String> = (0..100).map(|i| format!("m{i:03}")).collect();
+    for body in &sent {
+        publish(&*f.bus, &subject, body).await.unwrap();
+    }
+    wait_until("all 100 are delivered", || {
+        a.delivered().len() + b.delivered().len() >= 100
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut all = texts(&a.delivered());
+    all.extend(texts(&b.delivered()));
+    all.sort();
+    assert_eq!(all, sent, "a message went to both replicas, or was lost");
+    assert!(
+        !a.delivered().is_empty() && !b.delivered().is_empty(),
+        "one replica got nothing: {} / {}",
+        a.delivered().len(),
+        b.delivered().len()
+    );
+    sub_a.unsubscribe().await;
+    sub_b.unsubscribe().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_longer_than_ack_wait_is_not_redelivered_behind_its_back() {
+    let Some(f) = Fixture::with(|s| s.ack_wait = Duration::from_secs(1)).await else {
+        return;
+    };
+    let subject = f.subject("slow");
+    let recorder = Recorder::new(|_, batch| {
+        (
+            Duration::from_millis(2_500),
+            Reply::Answer(vec![Settle::Ack; batch.len()]),
+        )
+    });
+    let sub = f
+        .bus
+        .subscribe_batch(&subject, "slow", settings(10, 0), recorder.clone())
+        .await
+        .unwrap();
+    publish(&*f.bus, &subject, "a").await.unwrap();
+    wait_until("the slow handler runs", || recorder.started() >= 1).await;
+    // A second subscription of the same consumer, waiting: it would get the message if the
+    // server redelivered it after `ack_wait` while the slow handler still runs.
+    let watcher = Recorder::acking();
+    let replica = f.replica().await;
+    let sub2 = replica
+        .subscribe_batch(&subject, "slow", settings(10, 0), watcher.clone())
+        .await
+        .unwrap();
+    wait_until("a is settled", || recorder.finished() >= 1).await;
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let all: Vec<Message> = [recorder.delivered(), watcher.delivered()].concat();
+    assert_eq!(texts(&all), ["a"], "delivered again while being handled");
+    sub.unsubscribe().await;
+    sub2.unsubscribe().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_settlement_is_confirmed_at_once() {
+    // The last settlement of a batch is sent as a request and awaited; were one kind left
+    // unanswered by the server, the worker would wait out `request_timeout` before its next
+    // pull.
+    let Some(f) = Fixture::with(|s| s.request_timeout = Duration::from_secs(10)).await else {
+        return;
+    };
+    let subject = f.subject("kinds");
+    let recorder = Recorder::new(|_, batch| {
+        let outcomes = batch
+            .iter()
+            .map(|m| match (&m.payload[..], m.delivery) {
+                (b"drop", _) => Settle::Drop,
+                (b"nak", 1) => Settle::Redeliver,
+                _ => Settle::Ack,
+            })
+            .collect();
+        (Duration::ZERO, Reply::Answer(outcomes))
+    });
+    let mut s = settings(10, 0);
+    s.redelivery_delay = Duration::from_millis(100);
+    let sub = f
+        .bus
+        .subscribe_batch(&subject, "kinds", s, recorder.clone())
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let mut calls = 0;
+    for body in ["ack", "drop", "nak", "end"] {
+        publish(&*f.bus, &subject, body).await.unwrap();
+        // "nak" is handled twice: redelivered, then acknowledged.
+        calls += if body == "nak" { 2 } else { 1 };
+        wait_until("the message is settled", || recorder.finished() >= calls).await;
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "settling stalled: {:?}",
+        start.elapsed()
+    );
+    assert_eq!(
+        texts(&recorder.delivered()),
+        ["ack", "drop", "nak", "nak", "end"]
+    );
+    sub.unsubscribe().await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A NATS restart, on a private server this test starts and stops itself.
+
+/// A nats-server process of this test's own, with JetStream in a directory of its own.
+struct PrivateNats {
+    binary: PathBuf,
+    port: u16,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl PrivateNats {
+    fn binary() -> Option<PathBuf> {
+        if let Ok(path) = std::env::var("SWATH_TEST_NATS_SERVER") {
+            return Some(PathBuf::from(path));
+        }
+        let mut candidates = vec![
+            PathBuf::from("/usr/sbin/nats-server"),
+            PathBuf::from("/usr/bin/nats-server"),
+        ];
+        if let Some(paths) = std::env::var_os("PATH") {
+            candidates.extend(std::env::split_paths(&paths).map(|p| p.join("nats-server")));
+        }
+        candidates.into_iter().find(|p| p.is_file())
+    }
+
+    async fn start(binary: PathBuf) -> PrivateNats {
+        let dir =
+            std::env::temp_dir().join(format!("swath-nats-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut server = PrivateNats {
+            binary,
+            port: free_port(),
+            dir,
+            child: None,
+        };
+        server.up().await;
+        server
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    async fn up(&mut self) {
+        let child = Command::new(&self.binary)
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start nats-server");
+        self.child = Some(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "nats-server did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Kills the server at once (no lame-duck goodbye), as a crash would.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_restart_does_not_stall_subscriptions() {
+    if nats_url().is_none() {
+        return;
+    }
+    let Some(binary) = PrivateNats::binary() else {
+        eprintln!("no nats-server binary (set SWATH_TEST_NATS_SERVER): skipped.");
+        return;
+    };
+    let mut server = PrivateNats::start(binary).await;
+    let (stream, root) = fresh_names();
+    let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
+    settings.idle_heartbeat = Duration::from_millis(500);
+    settings.pull_expiry = Duration::from_secs(3);
+    settings.request_timeout = Duration::from_secs(2);
+    let bus = NatsBus::connect(&server.url(), settings)
+        .await
+        .expect("connect to the private server");
+    let subject = format!("{root}.restart");
+    let recorder = Recorder::acking();
+    let sub = bus
+        .subscribe_batch(
+            &subject,
+            "restart",
+            settings_for_restart(),
+            recorder.clone(),
+        )
+        .await
+        .unwrap();
+    let mut live = bus
+        .subscribe(&format!("{root}.>"), LiveOptions::default())
+        .await
+        .unwrap();
+    publish(&bus, &subject, "before").await.unwrap();
+    wait_until("before is settled", || recorder.finished() >= 1).await;
+    assert_eq!(
+        texts(&[live.messages.recv().await.expect("live before")]),
+        ["before"]
+    );
+
+    server.kill();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        matches!(bus.ping().await, Err(BusError::Unavailable(_))),
+        "ping succeeded while NATS was down"
+    );
+    server.up().await;
+
+    // Publishing may fail until the client has reconnected; retry as a caller would.
+    let start = Instant::now();
+    while publish(&bus, &subject, "after").await.is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "never reconnected"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    bus.ping().await.expect("ping after the restart");
+    wait_until("after is delivered", || {
+        recorder.delivered().iter().any(|m| m.payload == "after")
+    })
+    .await;
+    assert_eq!(texts(&recorder.delivered()), ["before", "after"]);
+    let start = Instant::now();
+    let got = loop {
+        let m = tokio::time::timeout(Duration::from_secs(15), live.messages.recv())
+            .await
+            .expect("a live message after the restart")
+            .expect("the live subscription is open");
+        if m.payload == "after" {
+            break m;
+        }
+        assert!(start.elapsed() < Duration::from_secs(15));
+    };
+    assert_eq!(got.delivery, 1);
+    sub.unsubscribe().await;
+    drop(live);
+    bus.delete_stream(&stream).await.unwrap();
+}
+
+fn settings_for_restart() -> BatchSettings {
+    settings(10, 50)
+}
