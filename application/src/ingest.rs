@@ -1,15 +1,23 @@
 //! Batched state ingestion (DESIGN §3, ADR 0078): validate each report, read and lock the rows
 //! of the batch's mowers once, apply the write rules in memory, write one statement per table,
 //! publish the derived events after the commit.
+//!
+//! Events of W6 (`blade_due`) are stored, with their alert, by the telemetry commit itself. Virtual
+//! zones (W7) are evaluated after that commit, in a unit of work of their own over the zones of
+//! all the batch's mowers (read at once); their zone watch skips positions evaluated before, so a
+//! redelivered batch (after a failure between the two commits) completes W7 without repeating it.
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
+    WatchError, WatchStore,
 };
-use crate::subjects;
 use async_trait::async_trait;
-use bytes::Bytes;
 use chrono::SubsecRound;
 use std::sync::Arc;
+use crate::watcher::publish;
+use std::collections::BTreeMap;
+use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
+use swath_domain::watch::{ingest_notifications, Event};
 use swath_domain::{apply_states, InvalidReport, MowerId, StateOutcome, StateReport};
 
 /// Errors of [`Ingest::record_states`]: the batch as a whole could not be stored.
@@ -18,6 +26,10 @@ pub enum IngestError {
     /// Nothing of the batch is stored; redeliver it.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The rows are stored but virtual zones (W7) could not be evaluated; redeliver the batch
+    /// (the rows are not stored twice, W7 picks up where it stopped).
+    #[error(transparent)]
+    Zones(#[from] WatchError),
 }
 
 /// The ingest use case.
@@ -25,6 +37,7 @@ pub struct Ingest {
     store: Arc<dyn TelemetryStore>,
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
+    zones: Option<Arc<dyn WatchStore>>,
 }
 
 impl Ingest {
@@ -33,7 +46,18 @@ impl Ingest {
         bus: Arc<dyn EventBus>,
         clock: Arc<dyn Clock>,
     ) -> Self {
-        Self { store, bus, clock }
+        Self {
+            store,
+            bus,
+            clock,
+            zones: None,
+        }
+    }
+
+    /// Evaluates virtual zones (W7) after each commit, with the zones of `store`.
+    pub fn with_zones(mut self, store: Arc<dyn WatchStore>) -> Self {
+        self.zones = Some(store);
+        self
     }
 
     /// Parses and validates one report's JSON bytes, received now.
@@ -73,11 +97,30 @@ impl Ingest {
             mowers.sort_unstable();
             mowers.dedup();
             let (mut snapshots, unit) = self.store.begin(&mowers).await?;
-            let (applied, mut changes) = apply_states(&mut snapshots, &valid, received_at);
-            let events = std::mem::take(&mut changes.events);
+            let (applied, changes) = apply_states(&mut snapshots, &valid, received_at);
+            // The commit stores W6's events and alerts too (the events feed); they are published
+            // below, after it.
+            let (mut events, _) = ingest_notifications(&changes.events);
             unit.commit(changes).await?;
             metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
 
+            if let Some(zones) = &self.zones {
+                let stored: Vec<StateReport> = valid
+                    .iter()
+                    .zip(&applied)
+                    .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
+                    .map(|(s, _)| s.clone())
+                    .collect();
+                events.extend(evaluate_zones(zones.as_ref(), &stored).await?);
+                // In the order of the states that raised them, W6 before W7 for one state: what
+                // the same states ingested one at a time publish.
+                let mut first_index: BTreeMap<(MowerId, chrono::DateTime<chrono::Utc>), usize> =
+                    BTreeMap::new();
+                for (i, s) in valid.iter().enumerate() {
+                    first_index.entry((s.mower_id, s.observed_at)).or_insert(i);
+                }
+                events.sort_by_key(|e| first_index.get(&(e.mower_id, e.observed_at)).copied());
+            }
             for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(applied) {
                 if let StateOutcome::Dropped(reason) = outcome {
                     tracing::warn!(
@@ -91,25 +134,9 @@ impl Ingest {
                 }
                 outcomes[*i] = Some(outcome);
             }
-            // After the commit, in order. A failed publish cannot undo the stored rows; it is
-            // logged (the event's dedup id makes a later re-publish safe).
-            for event in &events {
-                let subject = subjects::notification(event.mower_id(), event.kind());
-                let payload = match serde_json::to_vec(event) {
-                    Ok(p) => Bytes::from(p),
-                    Err(e) => {
-                        tracing::error!(mower_id = %event.mower_id(), error = %e, "Could not encode an event.");
-                        continue;
-                    }
-                };
-                if let Err(e) = self
-                    .bus
-                    .publish(&subject, payload, Some(event.dedup_id()))
-                    .await
-                {
-                    tracing::error!(mower_id = %event.mower_id(), kind = event.kind(), error = %e, "Could not publish an event after its commit.");
-                }
-            }
+            // After the commits, in order (W6, then W7). A failed publish cannot undo the stored
+            // rows; it is logged (the event's id is its dedup id: a later re-publish is safe).
+            publish(self.bus.as_ref(), &events).await;
         }
         let stored = outcomes
             .iter()
@@ -128,6 +155,42 @@ impl Ingest {
             ingest: Arc::clone(self),
         })
     }
+}
+
+/// W7: the zones of all the batch's mowers read at once, the positions evaluated in order, the
+/// zone watches and events committed together. Mowers without zones cost nothing beyond the read.
+async fn evaluate_zones(
+    store: &dyn WatchStore,
+    states: &[StateReport],
+) -> Result<Vec<Event>, WatchError> {
+    if states.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut mowers: Vec<MowerId> = states.iter().map(|s| s.mower_id).collect();
+    mowers.sort_unstable();
+    mowers.dedup();
+    let (rows, unit) = store.begin_zones(&mowers).await?;
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut snapshots: BTreeMap<MowerId, ZoneSnapshot> = rows
+        .into_iter()
+        .map(|(mower, (zones, watch))| {
+            let zones = zones
+                .into_iter()
+                .map(|z| ZoneFence {
+                    fence: z.polygon.fence(),
+                    id: z.id,
+                    name: z.name,
+                })
+                .collect();
+            (mower, ZoneSnapshot { zones, watch })
+        })
+        .collect();
+    let changes = apply_zones(&mut snapshots, states);
+    let events = changes.events.clone();
+    unit.commit(changes).await?;
+    Ok(events)
 }
 
 fn log_invalid(invalid: &InvalidReport) {

@@ -9,12 +9,19 @@
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
+//! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
+//!   sweep (DESIGN §4).
+//! - [`scheduler`]: the scheduler's busy check, run on the watcher's batches.
 
 pub mod import;
 pub mod ingest;
 pub mod ports;
+pub mod scheduler;
 pub mod simulator;
 pub mod subjects;
+pub mod watcher;
 
 pub use ingest::{Ingest, IngestError, IngestHandler};
+pub use scheduler::SchedulerStatus;
 pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+pub use watcher::{Watcher, WatcherHandler};

@@ -17,3 +17,9 @@ pub fn notification(mower_id: MowerId, kind: &str) -> String {
 
 /// The durable consumer of the ingest use case.
 pub const INGEST_CONSUMER: &str = "swath-ingest";
+
+/// The durable consumer of the watcher (notification rules and the busy check).
+pub const WATCHER_CONSUMER: &str = "swath-watcher";
+
+/// Every derived event: `notifications.mower.<mower_id>.<kind>`.
+pub const NOTIFICATIONS_ALL: &str = "notifications.mower.*.*";

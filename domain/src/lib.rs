@@ -8,12 +8,15 @@
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
 //! - [`rules`]: write rules W0–W6 (DESIGN §3) applied to a batch of states over rows held in memory.
 //! - [`events`]: events raised by the write rules, published after the commit.
+//! - [`watch`]: notification rules (events, alerts, geofences), virtual zones (W7) and the
+//!   scheduler's busy check.
 
 pub mod events;
 pub mod ids;
 pub mod report;
 pub mod rows;
 pub mod rules;
+pub mod watch;
 
 pub use events::IngestEvent;
 pub use ids::{AccountId, MowerId, SiteId};

@@ -6,11 +6,13 @@
 //! - [`Migrator`]: the ordered list of migrations.
 //! - `m20261130_000001_initial`: directory, tokens, latest states, history and positions
 //!   (partitioned by month of `observed_at`), health and day totals.
+//! - `m20261130_000003_watch`: watch rows, geofences, zones, events feed, alerts, busy statuses.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
 
 mod m20261130_000001_initial;
+mod m20261130_000003_watch;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -20,7 +22,10 @@ pub struct Migrator;
 #[async_trait::async_trait]
 impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261130_000001_initial::Migration)]
+        vec![
+            Box::new(m20261130_000001_initial::Migration),
+            Box::new(m20261130_000003_watch::Migration),
+        ]
     }
 }
 

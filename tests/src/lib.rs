@@ -6,6 +6,7 @@
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
+//! - [`watch_contract`]: the notification side's scenarios (watcher, W6, W7, sweep, busy check).
 //!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
@@ -14,3 +15,4 @@ pub mod postgres;
 pub mod support;
 pub mod telemetry_contract;
 pub mod traces;
+pub mod watch_contract;

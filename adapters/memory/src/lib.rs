@@ -5,9 +5,12 @@
 //! # Layout
 //! - [`store`]: [`MemoryStore`], implementing `Directory`, `TokenStore` and `TelemetryStore`.
 //! - `bus`: `MemoryBus`, implementing `EventBus` with JetStream's batch semantics.
+//! - `watch`: `WatchStore` on [`MemoryStore`]: watch rows, geofences, zones, events, alerts.
 
 pub mod store;
 pub use store::{MemoryStore, MemoryStoreSettings};
 
 pub mod bus;
 pub use bus::{MemoryBus, MemoryBusSettings};
+
+pub mod watch;

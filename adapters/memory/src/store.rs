@@ -64,6 +64,8 @@ pub struct MemoryStore {
     tokens: Arc<RwLock<HashMap<TokenHash, Principal>>>,
     telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
     batch_lock: Arc<Mutex<()>>,
+    /// The notification side (see `watch`): written by the ingest commit too (W6).
+    pub(crate) watch: Arc<crate::watch::WatchData>,
 }
 
 impl Default for MemoryStore {
@@ -90,7 +92,21 @@ impl MemoryStore {
             tokens: Arc::default(),
             telemetry: Arc::default(),
             batch_lock: Arc::new(Mutex::new(())),
+            watch: Arc::default(),
         }
+    }
+
+    /// A blade reset (W6 re-armed), serialised with ingest batches like PostgreSQL's row lock
+    /// serialises it; `also` runs under the same lock (it clears the blade alert).
+    pub(crate) async fn reset_blade_locked(&self, mower: MowerId, also: impl FnOnce()) {
+        let _batch = self.batch_lock.lock().await;
+        if let Some(health) = write(&self.telemetry)
+            .get_mut(&mower)
+            .and_then(|r| r.health.as_mut())
+        {
+            health.reset_blade();
+        }
+        also();
     }
 }
 
@@ -226,6 +242,8 @@ impl TelemetryBatch for MemoryBatch {
                 .and_modify(|d| d.add(&row))
                 .or_insert(row);
         }
+        // W6's events and alerts, with the rows that raised them (still under the rows' lock).
+        crate::watch::store_ingest_events(&self.store.watch, &changes.events);
         Ok(())
     }
 }

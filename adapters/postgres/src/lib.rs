@@ -8,10 +8,13 @@
 //! - `entities`: SeaORM entities of the directory tables.
 //! - `directory`: `Directory` and `TokenStore`.
 //! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads.
+//! - `watch`: `WatchStore`: the watcher's unit of work, the offline sweep, virtual zones, the
+//!   busy status, geofences, zones, the events feed and alerts.
 
 mod directory;
 mod entities;
 mod telemetry;
+mod watch;
 
 use sea_orm::{DatabaseConnection, SqlxPostgresConnector};
 use sqlx::postgres::{PgPool, PgPoolOptions};
@@ -56,6 +59,7 @@ pub struct PostgresStore {
     pool: PgPool,
     orm: DatabaseConnection,
     counters: Arc<Counters>,
+    watch_counters: Arc<Counters>,
 }
 
 /// Turns any database error into the port's "unavailable": the caller redelivers.
@@ -82,12 +86,19 @@ impl PostgresStore {
             pool,
             orm,
             counters: Arc::default(),
+            watch_counters: Arc::default(),
         }
     }
 
     /// What the telemetry path executed so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
+    }
+
+    /// What the watcher path (watch batches, geofence reads, offline sweeps, busy statuses)
+    /// executed so far.
+    pub fn watch_counters(&self) -> &Counters {
+        &self.watch_counters
     }
 
     /// The sqlx pool (for tests that need to look at the database directly).

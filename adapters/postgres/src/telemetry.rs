@@ -230,6 +230,9 @@ impl TelemetryBatch for PostgresBatch {
             .map_err(unavailable)?;
         counters.statement();
 
+        // W6's events and alerts, in this transaction (only when the rules raised any).
+        crate::watch::store_ingest_events(&mut tx, &changes.events, counters).await?;
+
         tx.commit().await.map_err(unavailable)?;
         counters.commit();
         Ok(())

@@ -7,6 +7,7 @@ mod clock;
 mod directory;
 mod telemetry;
 mod tokens;
+mod watch;
 
 pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
@@ -16,3 +17,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Account, Directory, DirectoryError, Mower, Site};
 pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore};
 pub use tokens::{hash_token, Principal, Scope, TokenError, TokenHash, TokenStore};
+pub use watch::{
+    AlertCursor, AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRows, WatchStore,
+    ZoneBatch, ZoneRows,
+};

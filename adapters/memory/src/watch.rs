@@ -1,0 +1,485 @@
+//! The notification side of the memory store: watch rows, geofences, zones and their occupancy,
+//! the events feed, alerts and busy statuses (the `WatchStore` port).
+//!
+//! Concurrency mirrors the telemetry side: watcher batches and sweeps take `watch_lock`, W7 units
+//! take `zone_lock` (tokio mutexes held from `begin` to `commit`, what PostgreSQL's row locks
+//! give), and the rows sit behind one std `RwLock` taken briefly, never across an await. The
+//! ingest commit writes W6's events and alerts while it holds the telemetry rows' lock; the order
+//! is always telemetry first, then these rows.
+//!
+//! Memory is bounded: the feed keeps the newest [`MAX_EVENTS`] events and the newest
+//! [`MAX_CLEARED_ALERTS`] cleared alerts; open alerts, watches and statuses are one per mower.
+
+use crate::store::MemoryStore;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use swath_application::ports::{
+    AlertCursor, AlertQuery, Directory, EventQuery, Geofence, WatchBatch, WatchError, WatchRows,
+    WatchStore, ZoneBatch, ZoneRows,
+};
+use swath_domain::watch::busy::BusyStatus;
+use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
+use swath_domain::watch::{
+    ingest_notifications, Alert, AlertChanges, AlertKind, Event, GeoPolygon, Watch, WatchChanges,
+    WatchSnapshot,
+};
+use swath_domain::{IngestEvent, MowerId};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+use uuid::Uuid;
+
+/// Events kept in the feed (the oldest go first).
+pub const MAX_EVENTS: usize = 100_000;
+/// Cleared alerts kept (the oldest go first); open ones are always kept.
+pub const MAX_CLEARED_ALERTS: usize = 100_000;
+
+/// The notification rows and their locks. Part of [`MemoryStore`].
+#[derive(Default)]
+pub(crate) struct WatchData {
+    rows: RwLock<Tables>,
+    watch_lock: Arc<Mutex<()>>,
+    zone_lock: Arc<Mutex<()>>,
+}
+
+#[derive(Default)]
+struct Tables {
+    watches: HashMap<MowerId, Watch>,
+    geofences: HashMap<MowerId, Geofence>,
+    zones: HashMap<MowerId, BTreeMap<Uuid, Zone>>,
+    zone_watches: HashMap<MowerId, ZoneWatch>,
+    events: BTreeMap<Uuid, Event>,
+    alerts: BTreeMap<Uuid, Alert>,
+    open: HashMap<(MowerId, AlertKind), Uuid>,
+    cleared: usize,
+    busy: HashMap<MowerId, BusyStatus>,
+}
+
+fn read(lock: &RwLock<Tables>) -> RwLockReadGuard<'_, Tables> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write(lock: &RwLock<Tables>) -> RwLockWriteGuard<'_, Tables> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Tables {
+    fn insert_events(&mut self, events: &[Event]) {
+        for event in events {
+            self.events.entry(event.id).or_insert_with(|| event.clone());
+        }
+        while self.events.len() > MAX_EVENTS {
+            self.events.pop_first();
+        }
+    }
+
+    fn apply_alerts(&mut self, changes: &AlertChanges) {
+        for clear in &changes.clears {
+            self.clear(clear.mower_id, clear.kind, clear.cleared_at);
+        }
+        for alert in &changes.raised {
+            if self.alerts.contains_key(&alert.id) {
+                continue;
+            }
+            if alert.cleared_at.is_none() {
+                // One open alert per mower and kind: the rules never open a second one, and
+                // a second one would be refused like PostgreSQL's unique index refuses it.
+                if self.open.contains_key(&(alert.mower_id, alert.kind)) {
+                    continue;
+                }
+                self.open.insert((alert.mower_id, alert.kind), alert.id);
+            } else {
+                self.cleared += 1;
+            }
+            self.alerts.insert(alert.id, alert.clone());
+        }
+        self.trim_cleared();
+    }
+
+    fn clear(&mut self, mower: MowerId, kind: AlertKind, at: DateTime<Utc>) {
+        if let Some(id) = self.open.remove(&(mower, kind)) {
+            if let Some(alert) = self.alerts.get_mut(&id) {
+                alert.cleared_at = Some(at);
+                self.cleared += 1;
+            }
+        }
+    }
+
+    fn trim_cleared(&mut self) {
+        if self.cleared <= MAX_CLEARED_ALERTS {
+            return;
+        }
+        let excess = self.cleared - MAX_CLEARED_ALERTS;
+        let oldest: Vec<Uuid> = self
+            .alerts
+            .values()
+            .filter(|a| a.cleared_at.is_some())
+            .take(excess)
+            .map(|a| a.id)
+            .collect();
+        for id in oldest {
+            self.alerts.remove(&id);
+            self.cleared -= 1;
+        }
+    }
+}
+
+/// Called by the telemetry commit (while it holds the telemetry rows): W6's events and alerts,
+/// stored with the rows that raised them.
+pub(crate) fn store_ingest_events(data: &WatchData, events: &[IngestEvent]) {
+    if events.is_empty() {
+        return;
+    }
+    let (events, alerts) = ingest_notifications(events);
+    let mut rows = write(&data.rows);
+    rows.insert_events(&events);
+    rows.apply_alerts(&alerts);
+}
+
+struct MemoryWatchBatch {
+    data: Arc<WatchData>,
+    _lock: OwnedMutexGuard<()>,
+}
+
+#[async_trait]
+impl WatchBatch for MemoryWatchBatch {
+    async fn commit(self: Box<Self>, changes: WatchChanges) -> Result<(), WatchError> {
+        let mut rows = write(&self.data.rows);
+        for watch in changes.watches {
+            rows.watches.insert(watch.mower_id, watch);
+        }
+        rows.insert_events(&changes.events);
+        rows.apply_alerts(&changes.alerts);
+        Ok(())
+    }
+}
+
+struct MemoryZoneBatch {
+    data: Arc<WatchData>,
+    _lock: OwnedMutexGuard<()>,
+}
+
+#[async_trait]
+impl ZoneBatch for MemoryZoneBatch {
+    async fn commit(self: Box<Self>, changes: ZoneChanges) -> Result<(), WatchError> {
+        let mut rows = write(&self.data.rows);
+        for watch in changes.watches {
+            rows.zone_watches.insert(watch.mower_id, watch);
+        }
+        rows.insert_events(&changes.events);
+        Ok(())
+    }
+}
+
+fn directory_error(e: impl std::fmt::Display) -> WatchError {
+    WatchError::Unavailable(e.to_string())
+}
+
+#[async_trait]
+impl WatchStore for MemoryStore {
+    async fn begin_watch(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError> {
+        let data = Arc::clone(&self.watch);
+        let lock = Arc::clone(&data.watch_lock).lock_owned().await;
+        let mut accounts = Vec::with_capacity(mowers.len());
+        for mower in mowers {
+            if let Some(m) = Directory::mower(self, *mower)
+                .await
+                .map_err(directory_error)?
+            {
+                accounts.push((*mower, m.account_id));
+            }
+        }
+        let rows = read(&data.rows);
+        let snapshots = accounts
+            .into_iter()
+            .map(|(mower, account)| {
+                (
+                    mower,
+                    WatchSnapshot {
+                        account_id: Some(account),
+                        geofence_version: rows.geofences.get(&mower).map(|g| g.version),
+                        watch: rows.watches.get(&mower).cloned(),
+                    },
+                )
+            })
+            .collect();
+        drop(rows);
+        Ok((
+            snapshots,
+            Box::new(MemoryWatchBatch {
+                data: Arc::clone(&data),
+                _lock: lock,
+            }),
+        ))
+    }
+
+    async fn geofence_polygons(
+        &self,
+        keys: &[(MowerId, Uuid)],
+    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError> {
+        let rows = read(&self.watch.rows);
+        Ok(keys
+            .iter()
+            .filter_map(|(mower, version)| {
+                rows.geofences
+                    .get(mower)
+                    .filter(|g| g.version == *version)
+                    .map(|g| (*mower, g.version, g.polygon.clone()))
+            })
+            .collect())
+    }
+
+    async fn begin_sweep(
+        &self,
+        silent_before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError> {
+        let data = Arc::clone(&self.watch);
+        let lock = Arc::clone(&data.watch_lock).lock_owned().await;
+        let rows = read(&data.rows);
+        let mut silent: Vec<Watch> = rows
+            .watches
+            .values()
+            .filter(|w| !w.offline && w.last_seen_at < silent_before)
+            .cloned()
+            .collect();
+        drop(rows);
+        silent.sort_by_key(|w| w.mower_id);
+        silent.truncate(limit);
+        Ok((
+            silent,
+            Box::new(MemoryWatchBatch {
+                data: Arc::clone(&data),
+                _lock: lock,
+            }),
+        ))
+    }
+
+    async fn begin_zones(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError> {
+        let data = Arc::clone(&self.watch);
+        let lock = Arc::clone(&data.zone_lock).lock_owned().await;
+        let rows = read(&data.rows);
+        let mut out = ZoneRows::new();
+        for mower in mowers {
+            let Some(zones) = rows.zones.get(mower).filter(|z| !z.is_empty()) else {
+                continue;
+            };
+            let watch = rows
+                .zone_watches
+                .get(mower)
+                .cloned()
+                .unwrap_or_else(|| ZoneWatch::new(*mower));
+            out.insert(*mower, (zones.values().cloned().collect(), watch));
+        }
+        drop(rows);
+        Ok((
+            out,
+            Box::new(MemoryZoneBatch {
+                data: Arc::clone(&data),
+                _lock: lock,
+            }),
+        ))
+    }
+
+    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
+        let rows = read(&self.watch.rows);
+        let mut out: Vec<BusyStatus> = mowers
+            .iter()
+            .filter_map(|m| rows.busy.get(m).cloned())
+            .collect();
+        out.sort_by_key(|s| s.mower_id);
+        out.dedup_by_key(|s| s.mower_id);
+        Ok(out)
+    }
+
+    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
+        let mut rows = write(&self.watch.rows);
+        for status in statuses {
+            let newer = rows
+                .busy
+                .get(&status.mower_id)
+                .is_none_or(|s| s.observed_at < status.observed_at);
+            if newer {
+                rows.busy.insert(status.mower_id, status.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError> {
+        write(&self.watch.rows)
+            .geofences
+            .insert(geofence.mower_id, geofence);
+        Ok(())
+    }
+
+    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
+        Ok(read(&self.watch.rows).geofences.get(&mower).cloned())
+    }
+
+    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
+        Ok(write(&self.watch.rows).geofences.remove(&mower).is_some())
+    }
+
+    async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError> {
+        let mut zones: Vec<Zone> = read(&self.watch.rows)
+            .zones
+            .get(&mower)
+            .map(|z| z.values().cloned().collect())
+            .unwrap_or_default();
+        zones.sort_by(|a, b| (&a.name, a.id).cmp(&(&b.name, b.id)));
+        Ok(zones)
+    }
+
+    async fn create_zone(&self, zone: Zone) -> Result<(), WatchError> {
+        let mut rows = write(&self.watch.rows);
+        let zones = rows.zones.entry(zone.mower_id).or_default();
+        if zones.len() >= MAX_ZONES_PER_MOWER {
+            return Err(WatchError::Limit(format!(
+                "A mower may have at most {MAX_ZONES_PER_MOWER} zones."
+            )));
+        }
+        zones.insert(zone.id, zone);
+        Ok(())
+    }
+
+    async fn update_zone(&self, zone: Zone) -> Result<bool, WatchError> {
+        let mut rows = write(&self.watch.rows);
+        match rows
+            .zones
+            .get_mut(&zone.mower_id)
+            .and_then(|z| z.get_mut(&zone.id))
+        {
+            Some(stored) => {
+                stored.name = zone.name;
+                stored.polygon = zone.polygon;
+                stored.updated_at = zone.updated_at;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn delete_zone(&self, mower: MowerId, zone: Uuid) -> Result<bool, WatchError> {
+        Ok(write(&self.watch.rows)
+            .zones
+            .get_mut(&mower)
+            .and_then(|z| z.remove(&zone))
+            .is_some())
+    }
+
+    async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError> {
+        Ok(read(&self.watch.rows).zone_watches.get(&mower).cloned())
+    }
+
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
+        let data = Arc::clone(&self.watch);
+        self.reset_blade_locked(mower, move || {
+            write(&data.rows).clear(mower, AlertKind::BladeDue, at);
+        })
+        .await;
+        Ok(())
+    }
+
+    async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError> {
+        let rows = read(&self.watch.rows);
+        let upper = match query.before {
+            Some(before) => std::ops::Bound::Excluded(before),
+            None => std::ops::Bound::Unbounded,
+        };
+        Ok(rows
+            .events
+            .range((std::ops::Bound::Unbounded, upper))
+            .rev()
+            .map(|(_, e)| e)
+            .filter(|e| {
+                e.account_id == query.account_id
+                    && query
+                        .mowers
+                        .as_ref()
+                        .is_none_or(|m| m.contains(&e.mower_id))
+                    && query.kind.is_none_or(|k| e.kind() == k)
+            })
+            .take(query.limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn open_alerts(&self, query: &AlertQuery) -> Result<Vec<Alert>, WatchError> {
+        let rows = read(&self.watch.rows);
+        let key = |a: &Alert| std::cmp::Reverse(AlertCursorKey::of(a));
+        let mut open: Vec<&Alert> = rows
+            .open
+            .values()
+            .filter_map(|id| rows.alerts.get(id))
+            .filter(|a| {
+                a.account_id == query.account_id
+                    && query
+                        .mowers
+                        .as_ref()
+                        .is_none_or(|m| m.contains(&a.mower_id))
+                    && query.kind.is_none_or(|k| a.kind == k)
+                    && query
+                        .after
+                        .is_none_or(|c| AlertCursorKey::of(a) < AlertCursorKey::from(c))
+            })
+            .collect();
+        open.sort_by_key(|a| key(a));
+        Ok(open.into_iter().take(query.limit).cloned().collect())
+    }
+
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
+        let mut sorted = mowers.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let rows = read(&self.watch.rows);
+        Ok(WatchRows {
+            watches: sorted
+                .iter()
+                .filter_map(|m| rows.watches.get(m).cloned())
+                .collect(),
+            events: rows
+                .events
+                .values()
+                .filter(|e| sorted.binary_search(&e.mower_id).is_ok())
+                .cloned()
+                .collect(),
+            alerts: rows
+                .alerts
+                .values()
+                .filter(|a| sorted.binary_search(&a.mower_id).is_ok())
+                .cloned()
+                .collect(),
+            zone_watches: sorted
+                .iter()
+                .filter_map(|m| rows.zone_watches.get(m).cloned())
+                .collect(),
+            busy: sorted
+                .iter()
+                .filter_map(|m| rows.busy.get(m).cloned())
+                .collect(),
+        })
+    }
+}
+
+/// The order of open alerts as a sortable key: (severity, raised_at, id), ascending.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct AlertCursorKey(i16, DateTime<Utc>, Uuid);
+
+impl AlertCursorKey {
+    fn of(alert: &Alert) -> Self {
+        Self(alert.severity.rank(), alert.raised_at, alert.id)
+    }
+}
+
+impl From<AlertCursor> for AlertCursorKey {
+    fn from(c: AlertCursor) -> Self {
+        Self(c.severity_rank, c.raised_at, c.id)
+    }
+}

@@ -1,0 +1,211 @@
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use swath_domain::watch::busy::BusyStatus;
+use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch};
+use swath_domain::watch::{
+    Alert, AlertKind, Event, EventKind, GeoPolygon, Watch, WatchChanges, WatchSnapshot,
+};
+use swath_domain::{AccountId, MowerId};
+use uuid::Uuid;
+
+/// Errors of the [`WatchStore`] port.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// The store could not be reached or a statement failed. Nothing of the unit of work is
+    /// stored; the caller retries (a watcher batch is redelivered).
+    #[error("watch store unavailable: {0}")]
+    Unavailable(String),
+    /// A stored row could not be read back (a bug or a manual edit).
+    #[error("stored watch data is corrupt: {0}")]
+    Corrupt(String),
+    /// A limit of the store was reached (e.g. zones per mower); nothing was stored.
+    #[error("{0}")]
+    Limit(String),
+}
+
+/// A mower's geofence: a GeoJSON polygon and the version key the watcher caches it under.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Geofence {
+    pub mower_id: MowerId,
+    pub account_id: AccountId,
+    /// A new UUID v7 every time the geofence is replaced: never reused, so a cached fence of an
+    /// older version can never be mistaken for the current one.
+    pub version: Uuid,
+    pub polygon: GeoPolygon,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A page of the events feed: newest first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventQuery {
+    pub account_id: AccountId,
+    /// Only these mowers (a site-limited principal, or a filter); `None`: the whole account.
+    pub mowers: Option<Vec<MowerId>>,
+    pub kind: Option<EventKind>,
+    /// Only events with an id below this one (the previous page's last id).
+    pub before: Option<Uuid>,
+    /// The most events to return.
+    pub limit: usize,
+}
+
+/// Where a page of open alerts starts: after this alert in the order (severity desc, raised_at
+/// desc, id desc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AlertCursor {
+    pub severity_rank: i16,
+    pub raised_at: DateTime<Utc>,
+    pub id: Uuid,
+}
+
+impl AlertCursor {
+    pub fn of(alert: &Alert) -> Self {
+        Self {
+            severity_rank: alert.severity.rank(),
+            raised_at: alert.raised_at,
+            id: alert.id,
+        }
+    }
+}
+
+/// A page of open alerts, ordered by severity (most urgent first), then `raised_at` and id, both
+/// descending.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlertQuery {
+    pub account_id: AccountId,
+    pub mowers: Option<Vec<MowerId>>,
+    pub kind: Option<AlertKind>,
+    pub after: Option<AlertCursor>,
+    pub limit: usize,
+}
+
+/// Everything the notification side stores about some mowers, for verification and tests.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WatchRows {
+    /// In mower id order.
+    pub watches: Vec<Watch>,
+    /// In id order.
+    pub events: Vec<Event>,
+    /// In id order.
+    pub alerts: Vec<Alert>,
+    /// In mower id order (mowers that have one).
+    pub zone_watches: Vec<ZoneWatch>,
+    /// In mower id order.
+    pub busy: Vec<BusyStatus>,
+}
+
+/// The zones of a mower and what W7 remembers about it, as read for a batch.
+pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
+
+/// What the notification side stores: watch rows, geofences, zones and their occupancy, the events
+/// feed, alerts and the scheduler's busy status (DESIGN §3 W6/W7, §4).
+///
+/// An implementation MUST:
+/// - in [`WatchStore::begin_watch`], read for every given mower (sorted, without duplicates) its
+///   directory account, its current geofence version and its watch row, **once**, and hold the
+///   watch rows locked against any other watch batch (or sweep) until the returned [`WatchBatch`]
+///   is committed or dropped; lock in mower id order, so that two replicas never deadlock. A
+///   mower missing from the directory is absent from the map.
+/// - in [`WatchBatch::commit`], write all of [`WatchChanges`] atomically: the watch rows replaced,
+///   the events inserted (an id stored already is left as it is), then the alerts: `clears`
+///   applied to the open alert of their mower and kind (if any), then `raised` inserted (an id
+///   stored already is left as it is). At most one alert of a kind is open per mower.
+///   Either everything is stored or nothing ([`WatchError::Unavailable`]). Dropping an
+///   uncommitted batch stores nothing and releases the locks.
+/// - in [`WatchStore::begin_sweep`], lock (skipping rows locked by a running batch) and return at
+///   most `limit` watches that are not offline and were last seen before `silent_before`, in
+///   mower id order.
+/// - in [`WatchStore::begin_zones`], read the zones and the zone watch of every given mower that
+///   has at least one zone, once, locking the zone watches in mower id order until the
+///   [`ZoneBatch`] is committed or dropped; commit writes the zone watches and the events
+///   atomically.
+/// - store the events and alerts of ingestion (W6) in the ingest transaction itself (the
+///   telemetry store's commit does it, through the same tables).
+/// - in [`WatchStore::write_busy`], never replace a stored status by one with an `observed_at`
+///   that is not newer.
+/// - in [`WatchStore::reset_blade`], restart the blade time of the mower's health totals at zero,
+///   re-arm W6 and clear its open `blade_due` alert, atomically and serialised with ingestion.
+/// - answer reads with what was committed, and never another account's rows.
+/// - return [`WatchError::Unavailable`] when its backing store fails.
+#[async_trait]
+pub trait WatchStore: Send + Sync {
+    /// Reads and locks the watch rows of `mowers` (sorted, without duplicates).
+    async fn begin_watch(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError>;
+
+    /// The polygons of these geofence versions (those that still exist), in one read.
+    async fn geofence_polygons(
+        &self,
+        keys: &[(MowerId, Uuid)],
+    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError>;
+
+    /// Locks and returns watches silent since before `silent_before` and not offline yet.
+    async fn begin_sweep(
+        &self,
+        silent_before: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError>;
+
+    /// Reads the zones of `mowers` (sorted, without duplicates) and locks their zone watches.
+    async fn begin_zones(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError>;
+
+    /// The busy statuses of these mowers (those that have one), in mower id order.
+    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError>;
+
+    /// Writes statuses (one per mower), each only over an older one.
+    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError>;
+
+    /// Replaces (or sets) a mower's geofence with a new version.
+    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError>;
+
+    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError>;
+
+    /// Removes a mower's geofence; `false` if it had none.
+    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError>;
+
+    /// A mower's zones, in name then id order.
+    async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError>;
+
+    /// Adds a zone; refuses with [`WatchError::Limit`] past
+    /// [`swath_domain::watch::zones::MAX_ZONES_PER_MOWER`].
+    async fn create_zone(&self, zone: Zone) -> Result<(), WatchError>;
+
+    /// Replaces a zone's name and polygon (matched by id and mower); `false` if there is none.
+    async fn update_zone(&self, zone: Zone) -> Result<bool, WatchError>;
+
+    /// Removes a zone; `false` if the mower has no such zone.
+    async fn delete_zone(&self, mower: MowerId, zone: Uuid) -> Result<bool, WatchError>;
+
+    /// What W7 remembers about a mower (which zones it is in).
+    async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError>;
+
+    /// A blade reset at `at` (see the contract above); `at` is when the blade alert is cleared.
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError>;
+
+    /// A page of the events feed, newest first.
+    async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError>;
+
+    /// A page of open alerts.
+    async fn open_alerts(&self, query: &AlertQuery) -> Result<Vec<Alert>, WatchError>;
+
+    /// Every stored row of these mowers (for verification and tests).
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError>;
+}
+
+/// One open watcher batch or sweep: the locks, released on commit or drop.
+#[async_trait]
+pub trait WatchBatch: Send {
+    async fn commit(self: Box<Self>, changes: WatchChanges) -> Result<(), WatchError>;
+}
+
+/// One open W7 unit of work.
+#[async_trait]
+pub trait ZoneBatch: Send {
+    async fn commit(self: Box<Self>, changes: ZoneChanges) -> Result<(), WatchError>;
+}

@@ -1,0 +1,255 @@
+//! The watcher (DESIGN §4, ADR 0078): the second durable consumer of every state. Per batch it
+//! reads each mower's account, geofence version and watch row once (the watch rows locked in
+//! mower id order), runs the notification rules state by state, writes each changed watch once
+//! and stores the derived events and alerts in the same transaction, then publishes the events
+//! after the commit, in order, with their id as the de-duplication id.
+//!
+//! A redelivered state is older than or equal to `watched_until` and skipped, so an event is never
+//! derived twice; an event is stored before it is published, so a crash after the commit loses a
+//! publication but never the event (the feed has it).
+//!
+//! Geofences are parsed once per (mower, version): versions are never reused, so the cache needs
+//! no invalidation, only a bound.
+
+use crate::ports::{
+    BatchHandler, Clock, EventBus, HandlerError, Message, Settle, WatchError, WatchStore,
+};
+use crate::scheduler::SchedulerStatus;
+use crate::{ingest, subjects};
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{Duration, SubsecRound};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use swath_domain::watch::geometry::Fence;
+use swath_domain::watch::{apply_watch, went_offline, Event, GeofenceRef, WatchChanges};
+use swath_domain::{InvalidReport, MowerId, StateOutcome, StateReport};
+use uuid::Uuid;
+
+/// Parsed geofences kept at most; past it the cache starts over (a fence is parsed again when
+/// next needed).
+const FENCE_CACHE_MAX: usize = 100_000;
+/// Watches marked offline per sweep transaction.
+const SWEEP_BATCH: usize = 500;
+
+/// The watcher use case.
+pub struct Watcher {
+    store: Arc<dyn WatchStore>,
+    bus: Arc<dyn EventBus>,
+    clock: Arc<dyn Clock>,
+    offline_after: Duration,
+    fences: Mutex<HashMap<(MowerId, Uuid), Arc<Fence>>>,
+    fence_parses: AtomicU64,
+}
+
+impl Watcher {
+    pub fn new(
+        store: Arc<dyn WatchStore>,
+        bus: Arc<dyn EventBus>,
+        clock: Arc<dyn Clock>,
+        offline_after: Duration,
+    ) -> Self {
+        Self {
+            store,
+            bus,
+            clock,
+            offline_after,
+            fences: Mutex::default(),
+            fence_parses: AtomicU64::new(0),
+        }
+    }
+
+    /// How many geofences this watcher has parsed (turned into a [`Fence`]) so far.
+    pub fn geofence_parses(&self) -> u64 {
+        self.fence_parses.load(Ordering::Relaxed)
+    }
+
+    /// Parses and validates one report's JSON bytes, received now.
+    pub fn parse(&self, payload: &[u8]) -> Result<StateReport, InvalidReport> {
+        StateReport::parse(payload, self.clock.now())
+    }
+
+    /// Watches a batch: one outcome per element, in order. Invalid reports are dropped (ingestion
+    /// logs and counts them; the watcher does not count them twice). A store failure stores
+    /// nothing and is returned, so that the caller redelivers the batch.
+    pub async fn on_states(
+        &self,
+        batch: &[Result<StateReport, InvalidReport>],
+    ) -> Result<Vec<StateOutcome>, WatchError> {
+        let received_at = self.clock.now().trunc_subsecs(6);
+        let valid: Vec<StateReport> = batch.iter().filter_map(|r| r.clone().ok()).collect();
+        let mut applied = Vec::new();
+        if !valid.is_empty() {
+            let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
+            mowers.sort_unstable();
+            mowers.dedup();
+            let (mut snapshots, unit) = self.store.begin_watch(&mowers).await?;
+            let fences = self.fences_for(&snapshots).await?;
+            let refs: BTreeMap<MowerId, GeofenceRef<'_>> = fences
+                .iter()
+                .map(|(m, (version, fence))| {
+                    (
+                        *m,
+                        GeofenceRef {
+                            version: *version,
+                            fence: fence.as_ref(),
+                        },
+                    )
+                })
+                .collect();
+            let (outcomes, changes) = apply_watch(&mut snapshots, &refs, &valid, received_at);
+            let events = changes.events.clone();
+            unit.commit(changes).await?;
+            metrics::histogram!("swath_watch_batch_size").record(valid.len() as f64);
+            publish(self.bus.as_ref(), &events).await;
+            applied = outcomes;
+        }
+        let mut applied = applied.into_iter();
+        Ok(batch
+            .iter()
+            .map(|r| match r {
+                Ok(_) => applied.next().unwrap_or(StateOutcome::Stored),
+                Err(invalid) => StateOutcome::Dropped(invalid.reason),
+            })
+            .collect())
+    }
+
+    /// The parsed current geofence of every mower whose snapshot names one: from the cache, or
+    /// read (all missing ones in one read) and parsed once.
+    async fn fences_for(
+        &self,
+        snapshots: &BTreeMap<MowerId, swath_domain::watch::WatchSnapshot>,
+    ) -> Result<BTreeMap<MowerId, (Uuid, Arc<Fence>)>, WatchError> {
+        let mut found = BTreeMap::new();
+        let mut missing = Vec::new();
+        {
+            let cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+            for (mower, snapshot) in snapshots {
+                if let Some(version) = snapshot.geofence_version {
+                    match cache.get(&(*mower, version)) {
+                        Some(fence) => {
+                            found.insert(*mower, (version, Arc::clone(fence)));
+                        }
+                        None => missing.push((*mower, version)),
+                    }
+                }
+            }
+        }
+        if missing.is_empty() {
+            return Ok(found);
+        }
+        let polygons = self.store.geofence_polygons(&missing).await?;
+        let mut cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() + polygons.len() > FENCE_CACHE_MAX {
+            cache.clear();
+        }
+        for (mower, version, polygon) in polygons {
+            let fence = Arc::new(polygon.fence());
+            self.fence_parses.fetch_add(1, Ordering::Relaxed);
+            metrics::counter!("swath_geofence_parses_total").increment(1);
+            cache.insert((mower, version), Arc::clone(&fence));
+            found.insert(mower, (version, fence));
+        }
+        Ok(found)
+    }
+
+    /// One offline sweep: every mower silent for the offline period (and not offline yet) is
+    /// marked offline, with a `went_offline` event and an open offline alert, in transactions of
+    /// at most 500 mowers. Returns how many went offline.
+    pub async fn sweep_offline(&self) -> Result<usize, WatchError> {
+        let silent_before = self.clock.now() - self.offline_after;
+        let mut total = 0;
+        loop {
+            let (watches, unit) = self.store.begin_sweep(silent_before, SWEEP_BATCH).await?;
+            let found = watches.len();
+            if found == 0 {
+                return Ok(total);
+            }
+            let mut changes = WatchChanges::default();
+            for mut watch in watches {
+                went_offline(&mut watch, self.offline_after, &mut changes);
+            }
+            let events = changes.events.clone();
+            unit.commit(changes).await?;
+            for event in &events {
+                tracing::info!(mower_id = %event.mower_id, "A mower went offline.");
+            }
+            publish(self.bus.as_ref(), &events).await;
+            total += found;
+            if found < SWEEP_BATCH {
+                return Ok(total);
+            }
+        }
+    }
+
+    /// A bus handler that feeds this use case (the watcher durable consumer), followed by the
+    /// scheduler's busy check on the same batch.
+    pub fn handler(
+        self: &Arc<Self>,
+        scheduler: Option<Arc<SchedulerStatus>>,
+    ) -> Arc<WatcherHandler> {
+        Arc::new(WatcherHandler {
+            watcher: Arc::clone(self),
+            scheduler,
+        })
+    }
+}
+
+/// Publishes events after their commit, in order, each on `notifications.mower.<id>.<kind>` with
+/// its id as the de-duplication id. A failed publish cannot undo the commit: it is logged, the
+/// event stays in the feed, and a later re-publish of the same id is recognised by the bus.
+pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
+    for event in events {
+        let subject = subjects::notification(event.mower_id, event.kind().as_str());
+        let payload = match serde_json::to_vec(event) {
+            Ok(p) => Bytes::from(p),
+            Err(e) => {
+                tracing::error!(mower_id = %event.mower_id, error = %e, "Could not encode an event.");
+                continue;
+            }
+        };
+        metrics::counter!("swath_events_total", "kind" => event.kind().as_str()).increment(1);
+        if let Err(e) = bus
+            .publish(&subject, payload, Some(event.id.to_string()))
+            .await
+        {
+            tracing::error!(mower_id = %event.mower_id, kind = event.kind().as_str(), error = %e, "Could not publish an event after its commit.");
+        }
+    }
+}
+
+/// The watcher consumer's batch handler: parses each message, watches the batch, runs the busy
+/// check on the states it accepted, and answers one settlement per message. A store failure is an
+/// error: the bus redelivers the whole batch (the watcher then skips what it had committed).
+pub struct WatcherHandler {
+    watcher: Arc<Watcher>,
+    scheduler: Option<Arc<SchedulerStatus>>,
+}
+
+#[async_trait]
+impl BatchHandler for WatcherHandler {
+    async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
+        let reports: Vec<_> = batch
+            .iter()
+            .map(|m| self.watcher.parse(&m.payload))
+            .collect();
+        let outcomes = self.watcher.on_states(&reports).await.map_err(|e| {
+            tracing::error!(error = %e, states = batch.len(), "Could not watch a batch of states; it will be redelivered.");
+            HandlerError(e.to_string())
+        })?;
+        if let Some(scheduler) = &self.scheduler {
+            let accepted: Vec<StateReport> = reports
+                .into_iter()
+                .zip(&outcomes)
+                .filter(|(_, o)| **o == StateOutcome::Stored)
+                .filter_map(|(r, _)| r.ok())
+                .collect();
+            scheduler.record(&accepted).await.map_err(|e| {
+                tracing::error!(error = %e, states = batch.len(), "Could not write the busy status of a batch; it will be redelivered.");
+                HandlerError(e.to_string())
+            })?;
+        }
+        Ok(outcomes.into_iter().map(ingest::settle).collect())
+    }
+}

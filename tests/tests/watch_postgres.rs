@@ -1,0 +1,210 @@
+//! The notification side's contract against PostgreSQL (when `SWATH_TEST_DATABASE_URL` is set),
+//! and what only PostgreSQL can show: the statements a watcher batch costs.
+
+use async_trait::async_trait;
+use chrono::Duration;
+use proptest::test_runner::{Config, TestRunner};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use swath_application::ports::{
+    Account, Directory, Geofence, ManualClock, Mower, Site, WatchStore,
+};
+use swath_application::Watcher;
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_domain::{AccountId, MowerId, SiteId, StateOutcome};
+use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::support::{RecordingBus, TestStore, DEFAULT_THRESHOLD};
+use swath_tests::traces::{ingest_clock, splits, trace};
+use swath_tests::watch_contract::{self as contract, lawn_rectangle, trace_at, WatchFactory};
+
+struct Postgres(PostgresFactory);
+
+#[async_trait]
+impl WatchFactory for Postgres {
+    async fn fresh(&self) -> (TestStore, Arc<dyn WatchStore>) {
+        let store = self.0.fresh_store().await;
+        (
+            TestStore {
+                directory: Arc::new(store.clone()),
+                telemetry: Arc::new(store.clone()),
+                postgres: Some(store.clone()),
+            },
+            Arc::new(store),
+        )
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    contract::run_all(&Postgres(PostgresFactory::new(url))).await;
+}
+
+#[test]
+fn batched_equals_one_at_a_time() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let factory = Postgres(PostgresFactory::new(url));
+    let mut runner = TestRunner::new(Config {
+        cases: 10,
+        max_shrink_iters: 32,
+        ..Config::default()
+    });
+    runner
+        .run(&(trace(100), splits()), |(steps, sizes)| {
+            rt.block_on(contract::batched_equals_one_at_a_time(
+                &factory, &steps, &sizes,
+            ));
+            Ok(())
+        })
+        .unwrap();
+}
+
+/// Eight mowers of one account, each with a geofence.
+async fn eight_fenced_mowers(store: &swath_postgres::PostgresStore) -> (AccountId, Vec<MowerId>) {
+    let account = AccountId::new();
+    store
+        .create_account(Account {
+            id: account,
+            name: "Count".into(),
+        })
+        .await
+        .unwrap();
+    let site = SiteId::new();
+    store
+        .create_site(Site {
+            id: site,
+            account_id: account,
+            name: "Site".into(),
+            time_zone: chrono_tz::Europe::Berlin,
+            display_order: 0,
+        })
+        .await
+        .unwrap();
+    let mut mowers = Vec::new();
+    for i in 0..8 {
+        let id = MowerId::new();
+        store
+            .create_mower(Mower {
+                id,
+                account_id: account,
+                site_id: site,
+                name: format!("M{i}"),
+                model: "X".into(),
+                serial: format!("S{i}"),
+                display_order: i,
+                blade_threshold_ms: DEFAULT_THRESHOLD,
+            })
+            .await
+            .unwrap();
+        store
+            .put_geofence(Geofence {
+                mower_id: id,
+                account_id: account,
+                version: uuid::Uuid::now_v7(),
+                polygon: lawn_rectangle((0, 0), (300, 300)),
+                updated_at: ingest_clock(),
+            })
+            .await
+            .unwrap();
+        mowers.push(id);
+    }
+    (account, mowers)
+}
+
+fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
+    json!({
+        "mower_id": mower,
+        "account_id": account,
+        "observed_at": trace_at(seconds).to_rfc3339(),
+        "activity": if seconds % 7 == 0 { "error" } else { "mowing" },
+        "battery_percent": 100 - seconds % 100,
+        "error_code": if seconds % 7 == 0 { Some("E1") } else { None },
+        "position": {"lat": 52.5 + (seconds % 500) as f64 * 1e-5, "lon": 13.401, "accuracy_m": 1.0},
+    })
+}
+
+/// A watcher batch of 64 states of 8 mowers costs the same statements as one of 2 states of 1
+/// mower: one read, one statement per table (watches, events, alert clears, raised alerts).
+/// Geofences are read once per (mower, version), in one statement per batch that misses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watcher_batch_costs_the_same_statements_whatever_its_size() {
+    let Some(url) = test_database_url() else {
+        return;
+    };
+    let factory = PostgresFactory::new(url);
+    let store = factory.fresh_store().await;
+    let (account, mowers) = eight_fenced_mowers(&store).await;
+    let clock = Arc::new(ManualClock::new(ingest_clock()));
+    let watcher = Watcher::new(
+        Arc::new(store.clone()),
+        Arc::new(RecordingBus::default()),
+        clock,
+        DEFAULT_OFFLINE_AFTER,
+    );
+    let watch = |reports: Vec<Value>| {
+        let parsed: Vec<_> = reports
+            .iter()
+            .map(|r| watcher.parse(r.to_string().as_bytes()))
+            .collect();
+        let watcher = &watcher;
+        async move { watcher.on_states(&parsed).await.unwrap() }
+    };
+    let counters = store.watch_counters();
+
+    // The first batch of every mower reads its geofence: one more statement, once.
+    let (s0, c0) = (counters.statements(), counters.commits());
+    let first: Vec<Value> = mowers.iter().map(|m| state(account, *m, 1)).collect();
+    watch(first).await;
+    let (s1, c1) = (counters.statements(), counters.commits());
+    assert_eq!(
+        s1 - s0,
+        6,
+        "read, geofences, watches, events, clears, alerts"
+    );
+    assert_eq!(watcher.geofence_parses(), 8);
+
+    let small = watch(vec![
+        state(account, mowers[0], 2),
+        state(account, mowers[0], 3),
+    ])
+    .await;
+    let (s2, c2) = (counters.statements(), counters.commits());
+    let large: Vec<Value> = (0..64)
+        .map(|i| state(account, mowers[i % 8], 10 + i as i64))
+        .collect();
+    let outcomes = watch(large).await;
+    let (s3, c3) = (counters.statements(), counters.commits());
+
+    assert!(small
+        .iter()
+        .chain(&outcomes)
+        .all(|o| *o == StateOutcome::Stored));
+    assert_eq!(
+        s2 - s1,
+        s3 - s2,
+        "2 states of 1 mower and 64 states of 8 mowers"
+    );
+    assert_eq!(s2 - s1, 5, "one read and one statement per table");
+    assert_eq!(
+        (c1 - c0, c2 - c1, c3 - c2),
+        (1, 1, 1),
+        "one commit per batch"
+    );
+    assert_eq!(watcher.geofence_parses(), 8, "no geofence parsed twice");
+    let rows = store.export_watch(&mowers).await.unwrap();
+    assert_eq!(rows.watches.len(), 8);
+    assert!(rows
+        .events
+        .iter()
+        .any(|e| e.kind().as_str() == "error_raised"));
+    let _ = Duration::zero();
+}
