@@ -10,7 +10,8 @@
 //!   flag of `swath serve`); clap refuses an invalid value before anything starts, naming the
 //!   variable.
 //! - [`serve`]: start-up in dependency order, then shutdown in reverse: HTTP first (no new
-//!   requests), then the simulator (no new states), then the ingest consumer is drained.
+//!   requests), then the simulator (no new states), then the ingest and watcher consumers are
+//!   drained and the offline sweep stopped.
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -22,10 +23,10 @@ use swath_api::{router, AppState};
 use swath_application::import::import_ndjson;
 use swath_application::ports::{
     hash_token, BatchSettings, Clock, Directory, EventBus, Principal, Scope, SystemClock,
-    TelemetryStore, TokenError, TokenStore,
+    TelemetryStore, TokenError, TokenStore, WatchStore,
 };
 use swath_application::simulator::{seed_demo_fleet, Simulator, SimulatorSettings};
-use swath_application::{subjects, Ingest};
+use swath_application::{subjects, Ingest, SchedulerStatus, Watcher};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use swath_postgres::PostgresStore;
 use tokio::net::TcpListener;
@@ -108,6 +109,8 @@ struct Stores {
     directory: Arc<dyn Directory>,
     tokens: Arc<dyn TokenStore>,
     telemetry: Arc<dyn TelemetryStore>,
+    /// Geofences, zones, watch rows, events, alerts, busy statuses.
+    watch: Arc<dyn WatchStore>,
 }
 
 impl StoreArgs {
@@ -122,7 +125,8 @@ impl StoreArgs {
                 Ok(Stores {
                     directory: store.clone(),
                     tokens: store.clone(),
-                    telemetry: store,
+                    telemetry: store.clone(),
+                    watch: store,
                 })
             }
             StoreKind::Postgres => {
@@ -148,7 +152,8 @@ impl StoreArgs {
                 Ok(Stores {
                     directory: store.clone(),
                     tokens: store.clone(),
-                    telemetry: store,
+                    telemetry: store.clone(),
+                    watch: store,
                 })
             }
         }
@@ -233,6 +238,27 @@ struct ServeArgs {
         value_name = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS", default_value = "0.2",
         value_parser = parse_seconds)]
     ingest_batch_wait: Duration,
+    /// The most states the watcher (notification rules) handles in one batch.
+    #[arg(long = "notifications-state-batch-max", env = "SWATH_NOTIFICATIONS_STATE_BATCH_MAX",
+        value_name = "SWATH_NOTIFICATIONS_STATE_BATCH_MAX", default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    notifications_batch_max: u32,
+    /// How long the watcher lingers for more states once one arrived, in seconds.
+    #[arg(long = "notifications-state-batch-wait-seconds", env = "SWATH_NOTIFICATIONS_STATE_BATCH_WAIT_SECONDS",
+        value_name = "SWATH_NOTIFICATIONS_STATE_BATCH_WAIT_SECONDS", default_value = "0.2",
+        value_parser = parse_seconds)]
+    notifications_batch_wait: Duration,
+    /// A mower silent for this long (seconds since Swath last received one of its states) goes
+    /// offline: `went_offline` and an offline alert.
+    #[arg(long = "offline-after-seconds", env = "SWATH_OFFLINE_AFTER_SECONDS",
+        value_name = "SWATH_OFFLINE_AFTER_SECONDS", default_value = "600",
+        value_parser = parse_positive_seconds)]
+    offline_after: Duration,
+    /// How often the offline sweep looks for silent mowers, in seconds.
+    #[arg(long = "offline-sweep-seconds", env = "SWATH_OFFLINE_SWEEP_SECONDS",
+        value_name = "SWATH_OFFLINE_SWEEP_SECONDS", default_value = "30",
+        value_parser = parse_positive_seconds)]
+    offline_sweep_period: Duration,
     #[command(flatten)]
     store: StoreArgs,
     /// Which event bus carries the states.
@@ -311,14 +337,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         directory,
         tokens,
         telemetry,
+        watch: watch_store,
     } = args.store.open().await?;
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ingest = Arc::new(Ingest::new(
-        Arc::clone(&telemetry),
+    let ingest = Arc::new(
+        Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
+            .with_zones(Arc::clone(&watch_store)),
+    );
+    let offline_after = chrono::Duration::from_std(args.offline_after)
+        .context("SWATH_OFFLINE_AFTER_SECONDS is too large")?;
+    let watcher = Arc::new(Watcher::new(
+        Arc::clone(&watch_store),
         Arc::clone(&bus),
         Arc::clone(&clock),
+        offline_after,
     ));
+    let scheduler = Arc::new(SchedulerStatus::new(
+        Arc::clone(&watch_store),
+        Arc::clone(&clock),
+    ));
+
 
     // The consumer exists before the first state is published, so that none is missed.
     let ingest_subscription = bus
@@ -334,6 +373,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         )
         .await
         .context("could not subscribe the ingest consumer")?;
+    // The watcher is the second consumer of every state (with the busy check on its batches).
+    let watcher_subscription = bus
+        .subscribe_batch(
+            subjects::TELEMETRY_ALL,
+            subjects::WATCHER_CONSUMER,
+            BatchSettings {
+                max_batch: args.notifications_batch_max as usize,
+                max_wait: args.notifications_batch_wait,
+                ..BatchSettings::default()
+            },
+            watcher.handler(Some(scheduler)),
+        )
+        .await
+        .context("could not subscribe the watcher consumer")?;
+    let (stop_sweep, sweep_stop) = watch::channel(false);
+    let sweep = tokio::spawn(offline_sweep(
+        Arc::clone(&watcher),
+        args.offline_sweep_period,
+        sweep_stop,
+    ));
 
     let sim_settings = SimulatorSettings {
         mowers: args.sim_mowers as usize,
@@ -378,7 +437,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         simulator_stop,
     );
 
-    let state = AppState::new(directory, tokens, telemetry, bus, clock, ingest);
+    let state =
+        AppState::new(directory, tokens, telemetry, bus, clock, ingest).with_watch(watch_store);
     let listener = TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
@@ -412,10 +472,36 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Err(e) = simulator.await {
         tracing::error!(error = %e, "The simulator ended abnormally.");
     }
-    tracing::info!("Simulator stopped; draining the ingest consumer.");
-    ingest_subscription.unsubscribe().await;
+    tracing::info!("Simulator stopped; draining the ingest and watcher consumers.");
+    tokio::join!(
+        ingest_subscription.unsubscribe(),
+        watcher_subscription.unsubscribe()
+    );
+    let _ = stop_sweep.send(true);
+    if let Err(e) = sweep.await {
+        tracing::error!(error = %e, "The offline sweep ended abnormally.");
+    }
     tracing::info!("Shut down cleanly.");
     Ok(())
+}
+
+/// Runs the offline sweep every `period` until `stop` turns `true`. A failed sweep is logged and
+/// tried again at the next period (what it did not commit, it did not do).
+async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, mut stop: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return,
+            _ = ticks.tick() => {}
+        }
+        match watcher.sweep_offline().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(mowers = n, "Marked silent mowers offline."),
+            Err(e) => tracing::warn!(error = %e, "The offline sweep failed; it will run again."),
+        }
+    }
 }
 
 /// `swath import FILE`: the file's reports through the ingest path, 200 per transaction.

@@ -1,7 +1,9 @@
 //! What every handler can reach: the ports, chosen once by `main` (or a test), behind `Arc<dyn _>`.
 
 use std::sync::Arc;
-use swath_application::ports::{Clock, Directory, EventBus, TelemetryStore, TokenStore};
+use swath_application::ports::{
+    Clock, Directory, EventBus, TelemetryStore, TokenStore, WatchStore,
+};
 use swath_application::Ingest;
 
 /// The application state shared by every request. Cheap to clone: only `Arc`s.
@@ -24,6 +26,9 @@ pub struct AppState {
     pub clock: Arc<dyn Clock>,
     /// The ingest use case, for ingestion over HTTP.
     pub ingest: Arc<Ingest>,
+    /// Geofences, zones, events, alerts and busy statuses (`/v1/events`, `/v1/alerts`, …);
+    /// `None`: those routes answer `503`. Set with [`AppState::with_watch`].
+    pub watch: Option<Arc<dyn WatchStore>>,
 }
 
 impl AppState {
@@ -44,6 +49,13 @@ impl AppState {
             bus,
             clock,
             ingest,
+            watch: None,
         }
+    }
+
+    /// Adds the notification store.
+    pub fn with_watch(mut self, watch: Arc<dyn WatchStore>) -> Self {
+        self.watch = Some(watch);
+        self
     }
 }
