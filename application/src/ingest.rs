@@ -111,15 +111,8 @@ impl Ingest {
                     .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
                     .map(|(s, _)| s.clone())
                     .collect();
-                events.extend(evaluate_zones(zones.as_ref(), &stored).await?);
-                // In the order of the states that raised them, W6 before W7 for one state: what
-                // the same states ingested one at a time publish.
-                let mut first_index: BTreeMap<(MowerId, chrono::DateTime<chrono::Utc>), usize> =
-                    BTreeMap::new();
-                for (i, s) in valid.iter().enumerate() {
-                    first_index.entry((s.mower_id, s.observed_at)).or_insert(i);
-                }
-                events.sort_by_key(|e| first_index.get(&(e.mower_id, e.observed_at)).copied());
+                let zone_events = evaluate_zones(zones.as_ref(), &stored).await?;
+                events = in_state_order(&valid, &applied, events, zone_events);
             }
             for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(applied) {
                 if let StateOutcome::Dropped(reason) = outcome {
@@ -155,6 +148,44 @@ impl Ingest {
             ingest: Arc::clone(self),
         })
     }
+}
+
+/// W6's and W7's events in the order of the states that raised them (W6 first for one state),
+/// which is the order the same states ingested one at a time publish them in. A W6 event is
+/// raised by the first stored state of its key, a W7 event by the first stored one with a
+/// position.
+fn in_state_order(
+    valid: &[StateReport],
+    applied: &[StateOutcome],
+    blade: Vec<Event>,
+    zones: Vec<Event>,
+) -> Vec<Event> {
+    if zones.is_empty() {
+        return blade;
+    }
+    let mut first: BTreeMap<(MowerId, chrono::DateTime<chrono::Utc>), usize> = BTreeMap::new();
+    let mut first_positioned = BTreeMap::new();
+    for (i, (s, o)) in valid.iter().zip(applied).enumerate() {
+        if *o != StateOutcome::Stored {
+            continue;
+        }
+        first.entry((s.mower_id, s.observed_at)).or_insert(i);
+        if s.position.is_some() {
+            first_positioned
+                .entry((s.mower_id, s.observed_at))
+                .or_insert(i);
+        }
+    }
+    let mut tagged: Vec<(usize, u8, Event)> = blade
+        .into_iter()
+        .map(|e| (first.get(&(e.mower_id, e.observed_at)).copied().unwrap_or(0), 0, e))
+        .chain(zones.into_iter().map(|e| {
+            let i = first_positioned.get(&(e.mower_id, e.observed_at)).copied();
+            (i.unwrap_or(0), 1, e)
+        }))
+        .collect();
+    tagged.sort_by_key(|(i, source, _)| (*i, *source));
+    tagged.into_iter().map(|(_, _, e)| e).collect()
 }
 
 /// W7: the zones of all the batch's mowers read at once, the positions evaluated in order, the

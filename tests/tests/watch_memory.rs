@@ -36,3 +36,98 @@ proptest! {
             .block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
     }
 }
+
+/// End to end on the memory bus: states published on `telemetry.mower.<id>` reach the watcher's
+/// durable consumer (next to ingestion's), and its events come out on
+/// `notifications.mower.<id>.<kind>`, each once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watcher_consumer_publishes_notifications() {
+    use chrono::Duration;
+    use swath_application::ports::{BatchSettings, EventBus, LiveOptions, ManualClock};
+    use swath_application::{subjects, Ingest, SchedulerStatus, Watcher};
+    use swath_memory::MemoryBus;
+    use swath_tests::support::{trace_start, Fleet, DEFAULT_THRESHOLD};
+
+    let store = MemoryStore::default();
+    let fleet = Fleet::new();
+    fleet.seed(&store, DEFAULT_THRESHOLD).await;
+    let bus = Arc::new(MemoryBus::default());
+    let clock = Arc::new(ManualClock::new(trace_start() + Duration::minutes(1)));
+    let watch: Arc<dyn WatchStore> = Arc::new(store.clone());
+    let ingest = Arc::new(Ingest::new(
+        Arc::new(store.clone()),
+        bus.clone(),
+        clock.clone(),
+    ));
+    let watcher = Arc::new(Watcher::new(
+        watch.clone(),
+        bus.clone(),
+        clock.clone(),
+        swath_domain::watch::DEFAULT_OFFLINE_AFTER,
+    ));
+    let scheduler = Arc::new(SchedulerStatus::new(watch.clone(), clock.clone()));
+    let mut events = bus
+        .subscribe(subjects::NOTIFICATIONS_ALL, LiveOptions::default())
+        .await
+        .unwrap();
+    let settings = BatchSettings {
+        max_wait: std::time::Duration::from_millis(20),
+        ..BatchSettings::default()
+    };
+    let ingesting = bus
+        .subscribe_batch(
+            subjects::TELEMETRY_ALL,
+            subjects::INGEST_CONSUMER,
+            settings,
+            ingest.handler(),
+        )
+        .await
+        .unwrap();
+    let watching = bus
+        .subscribe_batch(
+            subjects::TELEMETRY_ALL,
+            subjects::WATCHER_CONSUMER,
+            settings,
+            watcher.handler(Some(scheduler)),
+        )
+        .await
+        .unwrap();
+    let mower = fleet.mowers[0];
+    for (i, activity) in ["docked", "error", "docked"].iter().enumerate() {
+        let report = serde_json::json!({
+            "mower_id": mower,
+            "account_id": fleet.account_a,
+            "observed_at": (trace_start() + Duration::seconds(i as i64)).to_rfc3339(),
+            "activity": activity,
+        });
+        bus.publish(&subjects::telemetry(mower), report.to_string().into(), None)
+            .await
+            .unwrap();
+    }
+    let mut subjects_seen = Vec::new();
+    while subjects_seen.len() < 2 {
+        let message =
+            tokio::time::timeout(std::time::Duration::from_secs(10), events.messages.recv())
+                .await
+                .expect("the watcher publishes its events")
+                .unwrap();
+        subjects_seen.push(message.subject);
+    }
+    assert_eq!(
+        subjects_seen,
+        vec![
+            format!("notifications.mower.{mower}.error_raised"),
+            format!("notifications.mower.{mower}.error_cleared"),
+        ]
+    );
+    ingesting.unsubscribe().await;
+    watching.unsubscribe().await;
+    let rows = watch.export_watch(&[mower]).await.unwrap();
+    assert_eq!(rows.events.len(), 2);
+    assert_eq!(
+        rows.busy.len(),
+        1,
+        "the busy check ran on the watcher's batches"
+    );
+    assert!(events.messages.try_recv().is_err(), "each event once");
+}
