@@ -5,7 +5,7 @@
 //! Internal failures (a store or token store that failed) are logged here, with their cause, and
 //! answered with a generic body: a client never sees internals.
 
-use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -29,7 +29,8 @@ pub const PROBLEM_BASE: &str = "https://swath.dev/problems/";
 pub struct Problem {
     /// A stable URI that identifies the kind of problem; clients match on it. One of
     /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
-    /// `no-state-yet`, `bad-request`, `method-not-allowed`, `unavailable` or `internal`.
+    /// `no-state-yet`, `bad-request`, `validation-failed`, `conflict`, `payload-too-large`,
+    /// `unsupported-media-type`, `method-not-allowed`, `unavailable` or `internal`.
     #[serde(rename = "type")]
     #[schema(example = "https://swath.dev/problems/not-found")]
     pub type_uri: String,
@@ -44,6 +45,33 @@ pub struct Problem {
     pub detail: String,
 }
 
+/// The kinds of resource a path can name. Each answers one `404` for "unknown", "another
+/// account's" and "hidden from this token", so that ids of other tenants cannot be probed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Account,
+    Site,
+    Mower,
+    Token,
+    Geofence,
+    Zone,
+    Assignment,
+}
+
+impl Resource {
+    fn name(self) -> &'static str {
+        match self {
+            Resource::Account => "account",
+            Resource::Site => "site",
+            Resource::Mower => "mower",
+            Resource::Token => "token",
+            Resource::Geofence => "geofence",
+            Resource::Zone => "zone",
+            Resource::Assignment => "assignment",
+        }
+    }
+}
+
 /// Why a request was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -56,10 +84,14 @@ pub enum ApiError {
     /// The token is valid but lacks a scope the route needs.
     #[error("the token lacks the `{0}` scope")]
     MissingScope(&'static str),
-    /// The mower does not exist, belongs to another account or to a site the principal may not
-    /// see. One variant for the three cases, so that they answer byte for byte the same.
-    #[error("the mower does not exist or is not visible to this token")]
-    MowerNotFound,
+    /// The token has the scope but may still not do this (e.g. a token limited to some sites
+    /// creating a site, or a token stronger than itself).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The resource does not exist, belongs to another account or to a site the principal may
+    /// not see. One variant for the three cases, so that they answer byte for byte the same.
+    #[error("the {} does not exist or is not visible to this token", .0.name())]
+    NotFound(Resource),
     /// The mower is visible but has not reported a state yet.
     #[error("the mower has not reported a state yet")]
     NoStateYet,
@@ -69,9 +101,21 @@ pub enum ApiError {
     /// The path exists, but not with this method.
     #[error("the method is not allowed on this path")]
     MethodNotAllowed,
-    /// A path or query parameter could not be read.
+    /// A path or query parameter, a cursor or the JSON body could not be read.
     #[error("{0}")]
     BadRequest(String),
+    /// The body is JSON but does not fit the operation's schema, or a value is out of range.
+    #[error("{0}")]
+    Validation(String),
+    /// The request conflicts with the current state (a taken id, a site that still has mowers).
+    #[error("{0}")]
+    Conflict(String),
+    /// The body is larger than the operation accepts.
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    /// The body is not `application/json`.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
     /// A backing service could not be reached; the client may retry. The cause is logged.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -87,8 +131,10 @@ impl ApiError {
             ApiError::MissingToken | ApiError::InvalidToken => {
                 (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
             }
-            ApiError::MissingScope(_) => (StatusCode::FORBIDDEN, "forbidden", "Forbidden"),
-            ApiError::MowerNotFound | ApiError::RouteNotFound => {
+            ApiError::MissingScope(_) | ApiError::Forbidden(_) => {
+                (StatusCode::FORBIDDEN, "forbidden", "Forbidden")
+            }
+            ApiError::NotFound(_) | ApiError::RouteNotFound => {
                 (StatusCode::NOT_FOUND, "not-found", "Not found")
             }
             ApiError::NoStateYet => (StatusCode::NOT_FOUND, "no-state-yet", "No state yet"),
@@ -98,6 +144,22 @@ impl ApiError {
                 "Method not allowed",
             ),
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad-request", "Bad request"),
+            ApiError::Validation(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation-failed",
+                "Validation failed",
+            ),
+            ApiError::Conflict(_) => (StatusCode::CONFLICT, "conflict", "Conflict"),
+            ApiError::PayloadTooLarge(_) => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "payload-too-large",
+                "Payload too large",
+            ),
+            ApiError::UnsupportedMediaType(_) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -122,15 +184,21 @@ impl ApiError {
             ApiError::MissingScope(scope) => {
                 format!("The token does not have the `{scope}` scope this route needs.")
             }
-            ApiError::MowerNotFound => {
-                "The mower does not exist or is not visible to this token.".to_owned()
-            }
+            ApiError::NotFound(resource) => format!(
+                "The {} does not exist or is not visible to this token.",
+                resource.name()
+            ),
             ApiError::NoStateYet => "The mower has not reported a state yet.".to_owned(),
             ApiError::RouteNotFound => "No route matches this path.".to_owned(),
             ApiError::MethodNotAllowed => {
                 "This path does not accept this method; see the `Allow` header.".to_owned()
             }
-            ApiError::BadRequest(detail) => detail.clone(),
+            ApiError::Forbidden(detail)
+            | ApiError::BadRequest(detail)
+            | ApiError::Validation(detail)
+            | ApiError::Conflict(detail)
+            | ApiError::PayloadTooLarge(detail)
+            | ApiError::UnsupportedMediaType(detail) => detail.clone(),
             ApiError::Unavailable(_) => {
                 "A service Swath depends on is unavailable; try again later.".to_owned()
             }
@@ -171,6 +239,12 @@ impl IntoResponse for ApiError {
             ApiError::MissingScope("read") => {
                 Some("Bearer realm=\"swath\", error=\"insufficient_scope\", scope=\"read\"")
             }
+            ApiError::MissingScope("write") => {
+                Some("Bearer realm=\"swath\", error=\"insufficient_scope\", scope=\"write\"")
+            }
+            ApiError::MissingScope("admin") => {
+                Some("Bearer realm=\"swath\", error=\"insufficient_scope\", scope=\"admin\"")
+            }
             ApiError::MissingScope(_) => {
                 Some("Bearer realm=\"swath\", error=\"insufficient_scope\"")
             }
@@ -207,13 +281,42 @@ impl From<QueryRejection> for ApiError {
     }
 }
 
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
+                "Send the body as JSON, with `Content-Type: application/json`.".to_owned(),
+            ),
+            JsonRejection::JsonSyntaxError(e) => {
+                ApiError::BadRequest(format!("The body is not valid JSON: {}.", e.body_text()))
+            }
+            JsonRejection::JsonDataError(e) => ApiError::Validation(format!(
+                "The body does not fit the operation's schema: {}.",
+                e.body_text()
+            )),
+            JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                ApiError::PayloadTooLarge(format!(
+                    "The body is larger than the {} bytes this service accepts.",
+                    crate::BODY_LIMIT_BYTES
+                ))
+            }
+            other => ApiError::BadRequest(format!(
+                "The body could not be read: {}.",
+                other.body_text()
+            )),
+        }
+    }
+}
+
 impl From<DirectoryError> for ApiError {
+    /// For failures a handler did not expect: a `NotFound`, `Conflict` or `InUse` that a route can
+    /// cause is mapped by that route, which knows what it means there.
     fn from(e: DirectoryError) -> Self {
         match e {
             DirectoryError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
-            DirectoryError::NotFound(_) | DirectoryError::Conflict(_) => {
-                ApiError::Internal(e.to_string())
-            }
+            DirectoryError::NotFound(_)
+            | DirectoryError::Conflict(_)
+            | DirectoryError::InUse(_) => ApiError::Internal(e.to_string()),
         }
     }
 }
@@ -231,7 +334,9 @@ impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
         match e {
             TokenError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
-            TokenError::Conflict => ApiError::Internal(e.to_string()),
+            TokenError::Conflict | TokenError::UnknownAccount(_) => {
+                ApiError::Internal(e.to_string())
+            }
         }
     }
 }

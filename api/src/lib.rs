@@ -12,23 +12,32 @@
 //! - [`routes`]: the handlers, one module per OpenAPI tag.
 //! - [`dto`]: the documents the API answers, built from domain rows (never the rows themselves).
 //! - [`error`]: [`ApiError`], mapped to RFC 9457 problems in one place.
-//! - [`extract`]: `Path` and `Query` extractors whose rejections are problems.
+//! - [`extract`]: `Path`, `Query` and `Json` extractors whose rejections are problems.
 //! - [`etag`]: entity tags and `If-None-Match`.
+//! - [`http_metrics`]: the request span (status, latency) and the latency histogram per route.
+//! - [`pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`).
+//! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
+//! - [`document`]: what the generated document gets after the routes are in: the answers every
+//!   operation shares (`401`, `403`, `500`, `503`) and an example for every body.
 
 pub mod auth;
+pub mod document;
 pub mod dto;
 pub mod error;
 pub mod etag;
 pub mod extract;
+pub mod http_metrics;
+pub mod page;
+pub mod pages;
 pub mod routes;
 pub mod state;
 
 pub use error::{ApiError, Problem};
 pub use state::AppState;
 
+use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -38,24 +47,41 @@ use utoipa_swagger_ui::{Config, SwaggerUi};
 /// The name of the security scheme the operations refer to.
 pub const BEARER_SCHEME: &str = "bearer";
 
+/// The largest request body accepted, in bytes (2 MiB): room for 1000 state reports of a usual
+/// size. A larger body is refused with `413` before it is parsed.
+pub const BODY_LIMIT_BYTES: usize = 2 * 1024 * 1024;
+
 /// The document's fixed parts; the paths and their schemas come from [`api_routes`].
 #[derive(OpenApi)]
 #[openapi(
     info(
         title = "Swath",
-        description = "Telemetry of a robot lawn mower fleet: the latest state of every mower, \
-            its health totals, and the operations endpoints.\n\n\
+        description = "Telemetry of a robot lawn mower fleet: the directory of sites and mowers, \
+            the latest state of every mower, its history, track, health and day totals, state \
+            ingestion over HTTP, API tokens, and the operations endpoints.\n\n\
             Authenticate with an API token of your account: `Authorization: Bearer <token>`. \
-            A token sees the mowers of its account only (of some of its sites, when it is limited \
-            to them); an id of another account answers `404`, exactly like an unknown id.\n\n\
-            Units are seconds and metres; timestamps are UTC, RFC 3339. Errors are \
-            `application/problem+json` (RFC 9457) with a stable `type` URI under \
+            Scopes: `read` for every `GET`, `write` for ingestion and directory changes, `admin` \
+            for accounts and tokens. A token sees its account only (and only some of its sites, \
+            when it is limited to them); an id of another account answers `404`, exactly like an \
+            unknown id.\n\n\
+            Lists are paged with `limit` (1 to 1000, default 100) and an opaque `cursor`: each \
+            page says whether more follow (`truncated`) and where the next starts \
+            (`next_cursor`). Units are seconds and metres; timestamps are UTC, RFC 3339. Errors \
+            are `application/problem+json` (RFC 9457) with a stable `type` URI under \
             `https://swath.dev/problems/`.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     tags(
-        (name = routes::mowers::TAG, description = "Mowers with their latest states and health totals."),
-        (name = routes::operations::TAG, description = "Liveness and this document. No token needed."),
+        (name = routes::mowers::TAG, description = "The mowers of the directory, with their latest states."),
+        (name = routes::telemetry::TAG, description = "A mower's latest state, health totals, history, track and day totals."),
+        (name = routes::states::TAG, description = "State reports over HTTP, through the same path as the bus."),
+        (name = routes::sites::TAG, description = "The sites of the account and their time zones."),
+        (name = routes::tokens::TAG, description = "API tokens of the account. Scope `admin`."),
+        (name = routes::accounts::TAG, description = "The token's account, and new accounts. Scope `admin`."),
+        (name = routes::notifications::TAG, description = "Geofences, virtual zones and blade resets; the events feed, open alerts and the busy check."),
+        (name = routes::projections::TAG, description = "Bounded live projections (fleet dashboard, site wall, health wall) and the operator assignments they show."),
+        (name = routes::live::TAG, description = "Live views: the states of your mowers as they arrive (Server-Sent Events)."),
+        (name = routes::operations::TAG, description = "Liveness, readiness, metrics and this document. No token needed."),
     ),
     components(schemas(Problem)),
     modifiers(&BearerAuth),
@@ -86,10 +112,75 @@ impl Modify for BearerAuth {
 /// Every documented route, with the document they make up.
 fn api_routes() -> OpenApiRouter<AppState> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
-        .routes(routes!(routes::mowers::list_mowers))
-        .routes(routes!(routes::mowers::get_mower_state))
-        .routes(routes!(routes::mowers::get_mower_health))
+        .routes(routes!(
+            routes::mowers::list_mowers,
+            routes::mowers::create_mower
+        ))
+        .routes(routes!(
+            routes::mowers::get_mower,
+            routes::mowers::update_mower,
+            routes::mowers::delete_mower
+        ))
+        .routes(routes!(routes::telemetry::get_mower_state))
+        .routes(routes!(routes::telemetry::get_mower_health))
+        .routes(routes!(routes::telemetry::get_mower_history))
+        .routes(routes!(routes::telemetry::get_mower_track))
+        .routes(routes!(routes::telemetry::get_mower_days))
+        .routes(routes!(routes::states::record_states))
+        .routes(routes!(
+            routes::sites::list_sites,
+            routes::sites::create_site
+        ))
+        .routes(routes!(
+            routes::sites::get_site,
+            routes::sites::update_site,
+            routes::sites::delete_site
+        ))
+        .routes(routes!(
+            routes::tokens::list_tokens,
+            routes::tokens::create_token
+        ))
+        .routes(routes!(
+            routes::tokens::get_token,
+            routes::tokens::revoke_token
+        ))
+        .routes(routes!(
+            routes::accounts::list_accounts,
+            routes::accounts::create_account
+        ))
+        .routes(routes!(routes::accounts::get_account))
+        .routes(routes!(
+            routes::notifications::get_geofence,
+            routes::notifications::put_geofence,
+            routes::notifications::delete_geofence
+        ))
+        .routes(routes!(
+            routes::notifications::list_zones,
+            routes::notifications::create_zone
+        ))
+        .routes(routes!(
+            routes::notifications::update_zone,
+            routes::notifications::delete_zone
+        ))
+        .routes(routes!(routes::notifications::reset_blade))
+        .routes(routes!(routes::notifications::get_busy))
+        .routes(routes!(routes::notifications::list_events))
+        .routes(routes!(routes::notifications::list_alerts))
+        .routes(routes!(routes::live::live_stream))
+        .routes(routes!(routes::projections::live_fleet))
+        .routes(routes!(routes::projections::live_wall))
+        .routes(routes!(routes::projections::live_health))
+        .routes(routes!(
+            routes::projections::list_assignments,
+            routes::projections::create_assignment
+        ))
+        .routes(routes!(
+            routes::projections::update_assignment,
+            routes::projections::delete_assignment
+        ))
         .routes(routes!(routes::operations::healthz))
+        .routes(routes!(routes::operations::readyz))
+        .routes(routes!(routes::operations::metrics))
         .routes(routes!(routes::operations::openapi_json))
 }
 
@@ -97,7 +188,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = api_routes().into_openapi();
     describe_nullable_refs(&mut doc);
-    doc
+    document::complete(doc)
 }
 
 /// utoipa writes a nullable reference (`Option<Dto>`) as `oneOf: [null, {$ref, description}]`,
@@ -133,15 +224,20 @@ fn describe_nullable_refs(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The whole HTTP service: the API, `/docs` (Swagger UI, served from the binary, no internet
-/// needed), problem answers for unknown paths and methods, a trace span per request, and panics
-/// answered as `500` problems instead of dropped connections.
+/// needed), problem answers for unknown paths and methods, a body limit, a trace span per request,
+/// and panics answered as `500` problems instead of dropped connections.
 pub fn router(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
-    api.merge(SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])))
+    api.merge(pages::routes())
+        .merge(SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])))
         .fallback(error::route_not_found)
         // After every route is added: axum applies it to the routes present.
         .method_not_allowed_fallback(error::method_not_allowed)
+        // The extractors read bodies through it, so an oversized body is their `413` problem.
+        .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(error::panic_response))
-        .layer(TraceLayer::new_for_http())
+        // Outside the panic catcher, so that a panic is observed as the `500` it answers.
+        .layer(axum::middleware::from_fn(http_metrics::record_latency))
+        .layer(http_metrics::trace_layer())
         .with_state(state)
 }

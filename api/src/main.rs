@@ -22,16 +22,22 @@ use std::time::Duration;
 use swath_api::{router, AppState};
 use swath_application::import::import_ndjson;
 use swath_application::ports::{
-    hash_token, BatchSettings, Clock, Directory, EventBus, Principal, Scope, SystemClock,
-    TelemetryStore, TokenError, TokenStore, WatchStore,
+    hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Principal,
+    ProjectionStore, RetentionStore, Scope, SystemClock, TelemetryStore, TokenError, TokenStore,
+    WatchStore,
 };
 use swath_application::simulator::{seed_demo_fleet, Simulator, SimulatorSettings};
-use swath_application::{subjects, Ingest, SchedulerStatus, Watcher};
-use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
+use swath_memory::{
+    MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
+};
 use swath_postgres::PostgresStore;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing_subscriber::EnvFilter;
+
+mod admin_cli;
+mod maintenance_cli;
 
 /// How long open HTTP requests may take to finish once shutdown began.
 const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -66,6 +72,15 @@ enum Command {
     /// Import state reports from an NDJSON file (one report per line), 200 per transaction
     /// through the ingest path, with a progress bar and a summary.
     Import(ImportArgs),
+    /// API tokens: `swath token create --account <id> --scopes read,write,admin`.
+    #[command(subcommand)]
+    Token(admin_cli::TokenCommand),
+    /// Accounts: `swath account create --name <name>`.
+    #[command(subcommand)]
+    Account(admin_cli::AccountCommand),
+    /// Maintenance: `swath maintenance retention [--dry-run]`.
+    #[command(subcommand)]
+    Maintenance(maintenance_cli::MaintenanceCommand),
 }
 
 #[derive(Clone, Debug, Args)]
@@ -89,7 +104,8 @@ struct StoreArgs {
         env = "SWATH_DATABASE_URL",
         value_name = "SWATH_DATABASE_URL",
         hide_env_values = true,
-        required_if_eq("store", "postgres")
+        required_if_eq("store", "postgres"),
+        value_parser = parse_database_url
     )]
     database_url: Option<String>,
     /// The most PostgreSQL connections of this process.
@@ -107,10 +123,17 @@ struct StoreArgs {
 /// The store, seen through each port it implements.
 struct Stores {
     directory: Arc<dyn Directory>,
+    /// The same directory as the API manages it.
+    admin: Arc<dyn DirectoryAdmin>,
     tokens: Arc<dyn TokenStore>,
     telemetry: Arc<dyn TelemetryStore>,
     /// Geofences, zones, watch rows, events, alerts, busy statuses.
     watch: Arc<dyn WatchStore>,
+    /// Retention and downsampling of history and positions.
+    retention: Arc<dyn RetentionStore>,
+    /// The live projections' reads and the operator assignments.
+    projections: Arc<dyn ProjectionStore>,
+    assignments: Arc<dyn Assignments>,
 }
 
 impl StoreArgs {
@@ -122,11 +145,16 @@ impl StoreArgs {
                 let history_per_mower = usize::try_from(self.memory_history_per_mower)
                     .context("SWATH_MEMORY_HISTORY_PER_MOWER is too large")?;
                 let store = Arc::new(MemoryStore::new(MemoryStoreSettings { history_per_mower }));
+                let projections = Arc::new(MemoryProjections::new((*store).clone()));
                 Ok(Stores {
+                    projections: projections.clone(),
+                    assignments: projections,
                     directory: store.clone(),
+                    admin: store.clone(),
                     tokens: store.clone(),
                     telemetry: store.clone(),
-                    watch: store,
+                    watch: store.clone(),
+                    retention: store,
                 })
             }
             StoreKind::Postgres => {
@@ -150,10 +178,14 @@ impl StoreArgs {
                 );
                 let store = Arc::new(store);
                 Ok(Stores {
+                    projections: store.clone(),
+                    assignments: store.clone(),
                     directory: store.clone(),
+                    admin: store.clone(),
                     tokens: store.clone(),
                     telemetry: store.clone(),
-                    watch: store,
+                    watch: store.clone(),
+                    retention: store,
                 })
             }
         }
@@ -174,6 +206,8 @@ enum StoreKind {
 enum BusKind {
     /// In process: the embedded default.
     Memory,
+    /// NATS JetStream at `SWATH_NATS_URL`; streams and consumers are provisioned at start-up.
+    Nats,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -265,6 +299,49 @@ struct ServeArgs {
     #[arg(long = "bus", env = "SWATH_BUS", value_name = "SWATH_BUS", value_enum,
         default_value_t = BusKind::Memory)]
     bus: BusKind,
+    /// The NATS URL, for `SWATH_BUS=nats`.
+    #[arg(
+        long = "nats-url",
+        env = "SWATH_NATS_URL",
+        value_name = "SWATH_NATS_URL",
+        required_if_eq("bus", "nats"),
+        value_parser = parse_nats_url
+    )]
+    nats_url: Option<String>,
+    /// JetStream `ack_wait` of the durable consumers, in seconds: how long a delivery a replica
+    /// took and never settled (it died) waits before it is redelivered. A replica restarted
+    /// after a crash resumes ingesting up to this long later, so that those states are stored
+    /// before newer ones (see docs/e2e.md).
+    #[arg(long = "nats-ack-wait-seconds", env = "SWATH_NATS_ACK_WAIT_SECONDS",
+        value_name = "SWATH_NATS_ACK_WAIT_SECONDS", default_value = "30",
+        value_parser = parse_positive_seconds)]
+    nats_ack_wait: Duration,
+    #[command(flatten)]
+    retention: maintenance_cli::RetentionScheduleArgs,
+}
+
+impl ServeArgs {
+    /// Connects the configured bus.
+    async fn open_bus(&self) -> anyhow::Result<Arc<dyn EventBus>> {
+        Ok(match self.bus {
+            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings::default())),
+            BusKind::Nats => {
+                let url = self
+                    .nats_url
+                    .as_deref()
+                    .context("SWATH_NATS_URL is required with SWATH_BUS=nats")?;
+                let settings = swath_nats::NatsBusSettings {
+                    ack_wait: self.nats_ack_wait,
+                    ..swath_nats::NatsBusSettings::default()
+                };
+                let bus = swath_nats::NatsBus::connect(url, settings)
+                    .await
+                    .context("could not connect to NATS at SWATH_NATS_URL")?;
+                tracing::info!("Connected to NATS JetStream and provisioned its streams.");
+                Arc::new(bus)
+            }
+        })
+    }
 }
 
 /// A duration in seconds: finite and not negative, fractions allowed.
@@ -285,6 +362,32 @@ fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
     }
 }
 
+/// A PostgreSQL URL: checked for its scheme now, so that a typo is named at start-up rather than
+/// as a failed connection.
+fn parse_database_url(value: &str) -> Result<String, String> {
+    if value.starts_with("postgres://") || value.starts_with("postgresql://") {
+        Ok(value.to_owned())
+    } else {
+        Err("expected a URL of the form postgres://user[:password]@host[:port]/database".to_owned())
+    }
+}
+
+/// A NATS server address: `nats://host:port` (or `tls://`, `ws://`, `wss://`), or `host:port`.
+fn parse_nats_url(value: &str) -> Result<String, String> {
+    let expected = "expected nats://host:port (or tls://, ws://, wss://), or host:port";
+    let rest = match value.split_once("://") {
+        Some((scheme, rest)) if ["nats", "tls", "ws", "wss"].contains(&scheme) => rest,
+        Some(_) => return Err(expected.to_owned()),
+        None => value,
+    };
+    // Credentials may come first (user:password@host:port); several servers are comma-separated.
+    let host = rest.rsplit('@').next().unwrap_or(rest);
+    if host.is_empty() || host.contains(char::is_whitespace) {
+        return Err(expected.to_owned());
+    }
+    Ok(value.to_owned())
+}
+
 /// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
 fn parse_log_filter(value: &str) -> Result<String, String> {
     EnvFilter::try_new(value)
@@ -302,7 +405,7 @@ fn parse_token(value: &str) -> Result<String, String> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     init_tracing(&cli.log);
     match cli.command {
         Some(Command::Openapi) => {
@@ -314,8 +417,31 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Import(args)) => import(args).await,
+        Some(Command::Token(command)) => admin_cli::token(command).await,
+        Some(Command::Account(command)) => admin_cli::account(command).await,
+        Some(Command::Maintenance(command)) => maintenance_cli::maintenance(command).await,
         None => serve(ServeFromEnv::parse_from(["swath"]).serve).await,
     }
+}
+
+/// Parses the command line. `swath --help` also lists every setting of `swath serve` (what
+/// `swath` alone runs) with its variable and default, so that one page names them all.
+fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut settings = String::from(
+        "Settings of `swath` and `swath serve` (environment variable [default]; details: \
+         `swath serve --help`):\n",
+    );
+    for arg in ServeFromEnv::command().get_arguments() {
+        let Some(env) = arg.get_env() else { continue };
+        let default = arg
+            .get_default_values()
+            .first()
+            .map_or_else(|| "-".to_owned(), |v| v.to_string_lossy().into_owned());
+        settings.push_str(&format!("  {} [{default}]\n", env.to_string_lossy()));
+    }
+    let matches = Cli::command().after_help(settings).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 fn init_tracing(log: &LogArgs) {
@@ -332,14 +458,20 @@ fn init_tracing(log: &LogArgs) {
 
 /// Serves until Ctrl-C or SIGTERM, then shuts down in order and returns.
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let BusKind::Memory = args.bus;
+    // Before anything records a metric, so that `/metrics` sees every one.
+    swath_api::routes::operations::metrics_handle();
+    let retention_policy = args.retention.retention.policy::<Cli>();
     let Stores {
         directory,
+        admin,
         tokens,
         telemetry,
         watch: watch_store,
+        retention: retention_store,
+        projections,
+        assignments,
     } = args.store.open().await?;
-    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let bus = args.open_bus().await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
@@ -357,7 +489,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Arc::clone(&watch_store),
         Arc::clone(&clock),
     ));
-
 
     // The consumer exists before the first state is published, so that none is missed.
     let ingest_subscription = bus
@@ -391,8 +522,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let sweep = tokio::spawn(offline_sweep(
         Arc::clone(&watcher),
         args.offline_sweep_period,
-        sweep_stop,
+        sweep_stop.clone(),
     ));
+    // Retention on its schedule, stopped (between two steps) with the sweep.
+    let retention = (!args.retention.interval.is_zero()).then(|| {
+        let retention = Arc::new(Retention::new(
+            retention_store,
+            Arc::clone(&clock),
+            retention_policy,
+        ));
+        tokio::spawn(swath_application::retention::run_every(
+            retention,
+            args.retention.interval,
+            sweep_stop,
+        ))
+    });
 
     let sim_settings = SimulatorSettings {
         mowers: args.sim_mowers as usize,
@@ -438,7 +582,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let state =
-        AppState::new(directory, tokens, telemetry, bus, clock, ingest).with_watch(watch_store);
+        AppState::new(admin, tokens, telemetry, bus, clock, ingest)
+            .with_watch(watch_store)
+            .with_projections(Projections::new(projections), assignments);
     let listener = TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
@@ -480,6 +626,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let _ = stop_sweep.send(true);
     if let Err(e) = sweep.await {
         tracing::error!(error = %e, "The offline sweep ended abnormally.");
+    }
+    if let Some(Err(e)) = match retention {
+        Some(task) => Some(task.await),
+        None => None,
+    } {
+        tracing::error!(error = %e, "The retention schedule ended abnormally.");
     }
     tracing::info!("Shut down cleanly.");
     Ok(())
@@ -559,6 +711,7 @@ fn print_banner(addr: SocketAddr, token: &str, generated: bool) {
     println!("Swath is serving a simulated fleet.");
     println!("  API:          {base}/v1/mowers");
     println!("  Docs:         {base}/docs");
+    println!("  Live view:    {base}/live/fleet?token={token}");
     println!("  OpenAPI:      {base}/openapi.json");
     println!("  Demo token:   {token}{origin}");
     println!("  Try:          curl -s -H 'Authorization: Bearer {token}' {base}/v1/mowers");

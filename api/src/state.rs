@@ -2,20 +2,18 @@
 
 use std::sync::Arc;
 use swath_application::ports::{
-    Clock, Directory, EventBus, TelemetryStore, TokenStore, WatchStore,
+    Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore, WatchStore,
 };
 use swath_application::Ingest;
 
 /// The application state shared by every request. Cheap to clone: only `Arc`s.
 ///
 /// Handlers see ports, never adapters, so the same router serves the memory adapters, PostgreSQL
-/// and NATS alike. The bus, the clock and the ingest use case are not read by the routes of this
-/// first cut; they are here because the routes that come next (`POST /v1/states`, `/readyz`, the
-/// live stream) need them, and wiring them once now keeps `main` and the tests stable.
+/// and NATS alike.
 #[derive(Clone)]
 pub struct AppState {
     /// Accounts, sites and mowers: visibility is decided here.
-    pub directory: Arc<dyn Directory>,
+    pub directory: Arc<dyn DirectoryAdmin>,
     /// Bearer tokens (hashed) to principals.
     pub tokens: Arc<dyn TokenStore>,
     /// Latest states and health totals.
@@ -29,13 +27,24 @@ pub struct AppState {
     /// Geofences, zones, events, alerts and busy statuses (`/v1/events`, `/v1/alerts`, …);
     /// `None`: those routes answer `503`. Set with [`AppState::with_watch`].
     pub watch: Option<Arc<dyn WatchStore>>,
+    /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages) and the
+    /// operator assignments; `None`: those routes answer `503`. Set with
+    /// [`AppState::with_projections`].
+    pub projections: Option<LiveViews>,
+}
+
+/// The live projections' use case and the assignments it ranks.
+#[derive(Clone)]
+pub struct LiveViews {
+    pub projections: swath_application::Projections,
+    pub assignments: Arc<dyn swath_application::ports::Assignments>,
 }
 
 impl AppState {
     /// Bundles the ports. The memory store implements the first three, so `main` passes the same
     /// store three times; other adapters may split them.
     pub fn new(
-        directory: Arc<dyn Directory>,
+        directory: Arc<dyn DirectoryAdmin>,
         tokens: Arc<dyn TokenStore>,
         telemetry: Arc<dyn TelemetryStore>,
         bus: Arc<dyn EventBus>,
@@ -50,12 +59,26 @@ impl AppState {
             clock,
             ingest,
             watch: None,
+            projections: None,
         }
     }
 
     /// Adds the notification store.
     pub fn with_watch(mut self, watch: Arc<dyn WatchStore>) -> Self {
         self.watch = Some(watch);
+        self
+    }
+
+    /// Adds the live projections and the operator assignments.
+    pub fn with_projections(
+        mut self,
+        projections: swath_application::Projections,
+        assignments: Arc<dyn swath_application::ports::Assignments>,
+    ) -> Self {
+        self.projections = Some(LiveViews {
+            projections,
+            assignments,
+        });
         self
     }
 }

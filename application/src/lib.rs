@@ -11,17 +11,25 @@
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
 //!   sweep (DESIGN §4).
+//! - [`retention`]: retention and downsampling of history and positions, by steps under a
+//!   store-wide lock, on a schedule or from `swath maintenance retention`.
 //! - [`scheduler`]: the scheduler's busy check, run on the watcher's batches.
+//! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
+//!   their ceilings (DESIGN §6).
 
 pub mod import;
 pub mod ingest;
 pub mod ports;
+pub mod projections;
+pub mod retention;
 pub mod scheduler;
 pub mod simulator;
 pub mod subjects;
 pub mod watcher;
 
 pub use ingest::{Ingest, IngestError, IngestHandler};
+pub use projections::Projections;
+pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 pub use watcher::{Watcher, WatcherHandler};

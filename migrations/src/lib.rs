@@ -6,13 +6,19 @@
 //! - [`Migrator`]: the ordered list of migrations.
 //! - `m20261130_000001_initial`: directory, tokens, latest states, history and positions
 //!   (partitioned by month of `observed_at`), health and day totals.
+//! - `m20261130_000002_api`: token ids and names; directory list indexes in byte order of names.
 //! - `m20261130_000003_watch`: watch rows, geofences, zones, events feed, alerts, busy statuses.
+//! - `m20261130_000004_projections`: operator assignments; the indexes of the live projections.
+//! - `m20261130_000005_retention`: retention's downsampling watermark.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
 
 mod m20261130_000001_initial;
+mod m20261130_000002_api;
 mod m20261130_000003_watch;
+mod m20261130_000004_projections;
+mod m20261130_000005_retention;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -24,7 +30,10 @@ impl MigratorTrait for Migrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
         vec![
             Box::new(m20261130_000001_initial::Migration),
+            Box::new(m20261130_000002_api::Migration),
             Box::new(m20261130_000003_watch::Migration),
+            Box::new(m20261130_000004_projections::Migration),
+            Box::new(m20261130_000005_retention::Migration),
         ]
     }
 }

@@ -6,12 +6,26 @@
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
+//! - [`api_contract`]: what the REST API needs from a store (directory pages and changes,
+//!   tokens, telemetry reads), for every adapter.
+//! - [`load`]: the load generator and verifier (`swath-load`): a seeded plan of states, its
+//!   one-pass reference, and the comparison of stored rows with it.
+//! - [`e2e`]: end-to-end harness: private NATS and PostgreSQL servers, test databases, the
+//!   `swath` binary as a child process.
+//! - [`retention_contract`]: retention and downsampling, for every adapter, on a manual clock.
+//! - [`projections_contract`]: the live projections' scenarios (windows, sentinels, visibility,
+//!   operator on duty, reads per level), for every adapter.
 //! - [`watch_contract`]: the notification side's scenarios (watcher, W6, W7, sweep, busy check).
 //!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
+pub mod api_contract;
 pub mod bus_contract;
+pub mod e2e;
+pub mod load;
 pub mod postgres;
+pub mod projections_contract;
+pub mod retention_contract;
 pub mod support;
 pub mod telemetry_contract;
 pub mod traces;

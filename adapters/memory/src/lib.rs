@@ -5,7 +5,10 @@
 //! # Layout
 //! - [`store`]: [`MemoryStore`], implementing `Directory`, `TokenStore` and `TelemetryStore`.
 //! - `bus`: `MemoryBus`, implementing `EventBus` with JetStream's batch semantics.
+//! - `retention`: `RetentionStore` on [`MemoryStore`]: the same limits as PostgreSQL.
 //! - `watch`: `WatchStore` on [`MemoryStore`]: watch rows, geofences, zones, events, alerts.
+//! - [`projections`]: [`MemoryProjections`], the live projections' reads and operator
+//!   assignments over a [`MemoryStore`].
 
 pub mod store;
 pub use store::{MemoryStore, MemoryStoreSettings};
@@ -14,3 +17,8 @@ pub mod bus;
 pub use bus::{MemoryBus, MemoryBusSettings};
 
 pub mod watch;
+
+pub mod retention;
+
+pub mod projections;
+pub use projections::MemoryProjections;

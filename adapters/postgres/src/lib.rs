@@ -7,12 +7,18 @@
 //! - [`PostgresStore`]: the pool, the SeaORM connection over it, and statement counters.
 //! - `entities`: SeaORM entities of the directory tables.
 //! - `directory`: `Directory` and `TokenStore`.
+//! - `retention`: `RetentionStore`: partitions dropped, rows deleted in chunks, under an
+//!   advisory lock.
 //! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads.
 //! - `watch`: `WatchStore`: the watcher's unit of work, the offline sweep, virtual zones, the
 //!   busy status, geofences, zones, the events feed and alerts.
+//! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
+//!   `Assignments`.
 
 mod directory;
 mod entities;
+mod projections;
+mod retention;
 mod telemetry;
 mod watch;
 
@@ -60,6 +66,7 @@ pub struct PostgresStore {
     orm: DatabaseConnection,
     counters: Arc<Counters>,
     watch_counters: Arc<Counters>,
+    projection_counters: Arc<Counters>,
 }
 
 /// Turns any database error into the port's "unavailable": the caller redelivers.
@@ -87,6 +94,7 @@ impl PostgresStore {
             orm,
             counters: Arc::default(),
             watch_counters: Arc::default(),
+            projection_counters: Arc::default(),
         }
     }
 
@@ -99,6 +107,12 @@ impl PostgresStore {
     /// executed so far.
     pub fn watch_counters(&self) -> &Counters {
         &self.watch_counters
+    }
+
+    /// What the live projections' reads (and the assignments) executed so far: one statement per
+    /// level of a view.
+    pub fn projection_counters(&self) -> &Counters {
+        &self.projection_counters
     }
 
     /// The sqlx pool (for tests that need to look at the database directly).

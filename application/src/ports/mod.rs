@@ -5,6 +5,8 @@
 mod bus;
 mod clock;
 mod directory;
+mod projections;
+mod retention;
 mod telemetry;
 mod tokens;
 mod watch;
@@ -14,9 +16,22 @@ pub use bus::{
     Message, Settle, Subscription, MAX_IN_FLIGHT,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use directory::{Account, Directory, DirectoryError, Mower, Site};
-pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore};
-pub use tokens::{hash_token, Principal, Scope, TokenError, TokenHash, TokenStore};
+pub use directory::{
+    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,
+};
+pub use projections::{
+    list_order, AlertCard, Assignment, AssignmentError, Assignments, HealthCard, MowerCard,
+    MowerFilter, Priority, ProjectionError, ProjectionStore, SiteCard, Visibility,
+    MAX_ASSIGNMENTS_PER_MOWER, MAX_OPERATOR_CHARS,
+};
+pub use retention::{
+    DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
+};
+pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow};
+pub use tokens::{
+    generate_token, hash_token, NewToken, Principal, Scope, TokenError, TokenHash, TokenId,
+    TokenInfo, TokenQuery, TokenStore, TOKEN_PREFIX,
+};
 pub use watch::{
     AlertCursor, AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRows, WatchStore,
     ZoneBatch, ZoneRows,

@@ -1,0 +1,51 @@
+//! The live projections' contract against the memory adapters.
+
+use async_trait::async_trait;
+use std::sync::Arc;
+use swath_application::ports::Mower;
+use swath_domain::{AccountId, MowerId, SiteId};
+use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
+use swath_tests::projections_contract::{self as contract, ProjectionFactory, ProjectionHarness};
+use swath_tests::support::DEFAULT_THRESHOLD;
+
+struct Memory;
+
+#[async_trait]
+impl ProjectionFactory for Memory {
+    async fn fresh(&self) -> ProjectionHarness {
+        let store = MemoryStore::new(MemoryStoreSettings::default());
+        let projections = Arc::new(MemoryProjections::new(store.clone()));
+        let store = Arc::new(store);
+        ProjectionHarness {
+            directory: store.clone(),
+            telemetry: store.clone(),
+            watch: store,
+            projections: projections.clone(),
+            assignments: projections,
+            postgres: None,
+        }
+    }
+
+    async fn bulk_mowers(&self, h: &ProjectionHarness, account: AccountId, site: SiteId, n: usize) {
+        for i in 0..n {
+            h.directory
+                .create_mower(Mower {
+                    id: MowerId::new(),
+                    account_id: account,
+                    site_id: site,
+                    name: format!("bulk-{i:05}"),
+                    model: "M1".into(),
+                    serial: format!("SN{i}"),
+                    display_order: 10,
+                    blade_threshold_ms: DEFAULT_THRESHOLD,
+                })
+                .await
+                .unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scenarios() {
+    contract::run_all(&Memory).await;
+}
