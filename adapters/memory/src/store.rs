@@ -48,9 +48,9 @@ struct DirectoryData {
 }
 
 #[derive(Default)]
-struct MowerRows {
-    history: BTreeMap<DateTime<Utc>, HistoryRow>,
-    positions: BTreeMap<DateTime<Utc>, PositionRow>,
+pub(crate) struct MowerRows {
+    pub(crate) history: BTreeMap<DateTime<Utc>, HistoryRow>,
+    pub(crate) positions: BTreeMap<DateTime<Utc>, PositionRow>,
     latest: Option<LatestRow>,
     health: Option<HealthTotals>,
     days: BTreeMap<NaiveDate, DayTotals>,
@@ -62,10 +62,12 @@ pub struct MemoryStore {
     settings: MemoryStoreSettings,
     directory: Arc<RwLock<DirectoryData>>,
     tokens: Arc<RwLock<HashMap<TokenHash, Principal>>>,
-    telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
+    pub(crate) telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
     batch_lock: Arc<Mutex<()>>,
     /// The notification side (see `watch`): written by the ingest commit too (W6).
     pub(crate) watch: Arc<crate::watch::WatchData>,
+    /// Retention's lock and downsampling watermark (see `retention`).
+    pub(crate) retention: Arc<crate::retention::RetentionData>,
 }
 
 impl Default for MemoryStore {
@@ -76,11 +78,11 @@ impl Default for MemoryStore {
 
 /// A poisoned lock only means another thread panicked while holding it; the data is still
 /// consistent because every write is a plain insert. Carry on rather than propagate the panic.
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
 }
 
-fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -93,6 +95,7 @@ impl MemoryStore {
             telemetry: Arc::default(),
             batch_lock: Arc::new(Mutex::new(())),
             watch: Arc::default(),
+            retention: Arc::default(),
         }
     }
 

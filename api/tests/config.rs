@@ -1,0 +1,273 @@
+//! Configuration: the `swath` binary started with each invalid setting stops before it serves,
+//! with a non-zero exit status and a message that names the variable and the expected form;
+//! every setting `swath --help` lists is in README's table (and the other way round) and has a
+//! case here.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One invalid setting: the variables set (the first is the one under test), and what the
+/// message must say besides the variable's name.
+struct Case {
+    env: &'static [(&'static str, &'static str)],
+    expected: &'static str,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        env: &[("SWATH_HTTP_ADDR", "localhost")],
+        expected: "socket address",
+    },
+    Case {
+        env: &[("SWATH_DEMO_TOKEN", "has a space")],
+        expected: "printable ASCII",
+    },
+    Case {
+        env: &[("SWATH_SIM_MOWERS", "-1")],
+        expected: "0..=100000",
+    },
+    Case {
+        env: &[("SWATH_SIM_MOWERS", "many")],
+        expected: "invalid digit",
+    },
+    Case {
+        env: &[("SWATH_SIM_STATE_PERIOD_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_SIM_SEED", "seed")],
+        expected: "invalid digit",
+    },
+    Case {
+        env: &[("SWATH_TELEMETRY_INGEST_BATCH_MAX", "0")],
+        expected: "1..=1000",
+    },
+    Case {
+        env: &[("SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS", "-1")],
+        expected: "seconds >= 0",
+    },
+    Case {
+        env: &[("SWATH_NOTIFICATIONS_STATE_BATCH_MAX", "1001")],
+        expected: "1..=1000",
+    },
+    Case {
+        env: &[("SWATH_NOTIFICATIONS_STATE_BATCH_WAIT_SECONDS", "soon")],
+        expected: "number of seconds",
+    },
+    Case {
+        env: &[("SWATH_OFFLINE_AFTER_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_OFFLINE_SWEEP_SECONDS", "inf")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_STORE", "sqlite")],
+        expected: "memory, postgres",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_URL", "mysql://db/swath")],
+        expected: "postgres://",
+    },
+    Case {
+        env: &[("SWATH_STORE", "postgres")],
+        expected: "SWATH_DATABASE_URL",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_MAX_CONNECTIONS", "0")],
+        expected: "1..=1000",
+    },
+    Case {
+        env: &[("SWATH_MEMORY_HISTORY_PER_MOWER", "0")],
+        expected: "1..=10000000",
+    },
+    Case {
+        env: &[("SWATH_BUS", "kafka")],
+        expected: "memory, nats",
+    },
+    Case {
+        env: &[("SWATH_NATS_URL", "http://nats:4222")],
+        expected: "nats://host:port",
+    },
+    Case {
+        env: &[("SWATH_BUS", "nats")],
+        expected: "SWATH_NATS_URL",
+    },
+    Case {
+        env: &[("SWATH_NATS_ACK_WAIT_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_RETENTION_INTERVAL_SECONDS", "hourly")],
+        expected: "number of seconds",
+    },
+    Case {
+        env: &[("SWATH_TRACK_FULL_DAYS", "0")],
+        expected: "1..=36500",
+    },
+    Case {
+        env: &[("SWATH_TRACK_KEEP_DAYS", "x")],
+        expected: "invalid digit",
+    },
+    Case {
+        env: &[("SWATH_HISTORY_KEEP_DAYS", "0")],
+        expected: "1..=36500",
+    },
+    // Valid alone, inconsistent together: named with the other variable.
+    Case {
+        env: &[
+            ("SWATH_TRACK_FULL_DAYS", "400"),
+            ("SWATH_TRACK_KEEP_DAYS", "365"),
+        ],
+        expected: "must not exceed SWATH_TRACK_KEEP_DAYS",
+    },
+    Case {
+        env: &[("SWATH_LOG", "info,[")],
+        expected: "tracing filter",
+    },
+    Case {
+        env: &[("SWATH_LOG_FORMAT", "xml")],
+        expected: "pretty, json",
+    },
+];
+
+/// Runs `swath` with a clean environment plus `env`, and answers its exit status and stderr. A
+/// process still running after 30 s (it started despite the setting) is killed and fails.
+fn run(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_swath"))
+        .args(args)
+        .env_clear()
+        // Should a case wrongly start, it must not clash with anything.
+        .env("SWATH_HTTP_ADDR", "127.0.0.1:0")
+        .env("SWATH_SIM_MOWERS", "0")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start swath");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("swath started with {env:?}: the invalid setting was not refused");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("piped")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    (status.code(), stderr)
+}
+
+#[test]
+fn each_invalid_setting_stops_start_up_naming_the_variable() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let (variable, _) = case.env[0];
+        let (code, stderr) = run(&[], case.env);
+        let named = stderr.contains(variable);
+        let explained = stderr.contains(case.expected);
+        let no_panic = !stderr.contains("panicked");
+        // clap's usage errors exit with 2.
+        if code != Some(2) || !named || !explained || !no_panic {
+            failures.push(format!(
+                "{:?}: exit {code:?}, names the variable: {named}, says {:?}: {explained}\n{stderr}",
+                case.env, case.expected
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n---\n"));
+}
+
+#[test]
+fn subcommands_check_their_settings_too() {
+    let (code, stderr) = run(
+        &["maintenance", "retention", "--dry-run"],
+        &[
+            ("SWATH_TRACK_FULL_DAYS", "31"),
+            ("SWATH_TRACK_KEEP_DAYS", "30"),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("SWATH_TRACK_FULL_DAYS"), "{stderr}");
+    let (code, stderr) = run(
+        &["maintenance", "retention"],
+        &[("SWATH_STORE", "postgres"), ("SWATH_DATABASE_URL", "db")],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("postgres://"), "{stderr}");
+}
+
+#[test]
+fn a_dry_run_of_retention_on_memory_prints_a_summary() {
+    let out = Command::new(env!("CARGO_BIN_EXE_swath"))
+        .args(["maintenance", "retention", "--dry-run"])
+        .env_clear()
+        .output()
+        .expect("run swath");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("Retention done (dry run)"), "{stdout}");
+    assert!(stdout.contains("downsampled to one per minute"), "{stdout}");
+}
+
+/// The `SWATH_*` names in a text.
+fn variables(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("SWATH_") {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+            .unwrap_or(tail.len());
+        names.insert(tail[..end].trim_end_matches('_').to_owned());
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn every_setting_is_in_the_help_the_readme_table_and_this_test() {
+    let help = Command::new(env!("CARGO_BIN_EXE_swath"))
+        .arg("--help")
+        .env_clear()
+        .output()
+        .expect("swath --help");
+    assert!(help.status.success());
+    let in_help = variables(&String::from_utf8_lossy(&help.stdout));
+
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let table: String = readme
+        .lines()
+        .filter(|l| l.starts_with("| `SWATH_"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let in_readme = variables(&table);
+    assert_eq!(
+        in_help, in_readme,
+        "swath --help and README's configuration table differ"
+    );
+
+    let tested: BTreeSet<String> = CASES.iter().map(|c| c.env[0].0.to_owned()).collect();
+    let untested: Vec<&String> = in_help.difference(&tested).collect();
+    assert!(
+        untested.is_empty(),
+        "settings without an invalid case: {untested:?}"
+    );
+}

@@ -1,0 +1,37 @@
+//! Retention's progress: the instant up to which positions were downsampled, so that a run only
+//! looks at positions that aged past `SWATH_TRACK_FULL_DAYS` since the previous run (see
+//! `swath_application::retention`). One row per kind of progress; written after every completed
+//! slice, so an interrupted run resumes at the slice it was in.
+
+use sea_orm_migration::prelude::*;
+use sea_orm_migration::sea_orm::ConnectionTrait;
+
+pub struct Migration;
+
+impl MigrationName for Migration {
+    fn name(&self) -> &str {
+        "m20261130_000005_retention"
+    }
+}
+
+const UP: &str = r#"
+CREATE TABLE retention_progress (
+    name text PRIMARY KEY,
+    done_until timestamptz NOT NULL
+);
+"#;
+
+const DOWN: &str = "DROP TABLE IF EXISTS retention_progress;";
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager.get_connection().execute_unprepared(UP).await?;
+        Ok(())
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager.get_connection().execute_unprepared(DOWN).await?;
+        Ok(())
+    }
+}
