@@ -28,38 +28,47 @@ use swath_domain::watch::{AlertKind, Severity};
 use swath_domain::{AccountId, Activity, MowerId, SiteId};
 use uuid::Uuid;
 
-/// The columns of a [`MowerCard`], over `mowers m LEFT JOIN latest_states l`. Offline: an open
-/// `offline` alert (the unique index `alerts_open` answers it).
+/// The columns of a [`MowerCard`], over `mowers m LEFT JOIN latest_states l` and
+/// `offline_join!`.
 macro_rules! mower_card_columns {
     () => {
         "m.id, m.site_id, m.name, m.model, m.display_order, \
          l.state->>'activity' AS activity, (l.state->>'battery_percent')::smallint AS battery, \
-         l.observed_at, l.last_seen_at, \
-         EXISTS (SELECT 1 FROM alerts o WHERE o.mower_id = m.id AND o.kind = 'offline' \
-         AND o.cleared_at IS NULL) AS offline"
+         l.observed_at, l.last_seen_at, o.offline IS NOT NULL AS offline"
+    };
+}
+
+/// Offline: an open `offline` alert. A `LATERAL … LIMIT 1` per mower (one probe of the unique
+/// index `alerts_open`), never `EXISTS`: the planner may turn an `EXISTS` into a hashed subplan that
+/// reads every open offline alert of the database, which grows with the database, not the window.
+macro_rules! offline_join {
+    () => {
+        " LEFT JOIN LATERAL (SELECT true AS offline FROM alerts o WHERE o.mower_id = m.id \
+         AND o.kind = 'offline' AND o.cleared_at IS NULL LIMIT 1) o ON true "
     };
 }
 
 /// In the field: reported, neither docked nor charging, and not offline.
 macro_rules! in_the_field {
     () => {
-        "l.state->>'activity' NOT IN ('docked', 'charging') AND NOT EXISTS (SELECT 1 FROM alerts o \
-         WHERE o.mower_id = m.id AND o.kind = 'offline' AND o.cleared_at IS NULL)"
+        "l.state->>'activity' NOT IN ('docked', 'charging') AND o.offline IS NULL"
     };
 }
 
 const WINDOW_MOWERS: &str = concat!(
     "SELECT ",
     mower_card_columns!(),
-    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id WHERE m.account_id = $1 \
-     ORDER BY m.display_order, m.name COLLATE \"C\", m.id LIMIT $2"
+    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id",
+    offline_join!(),
+    "WHERE m.account_id = $1 ORDER BY m.display_order, m.name COLLATE \"C\", m.id LIMIT $2"
 );
 
 const WINDOW_MOWERS_OF_SITES: &str = concat!(
     "SELECT ",
     mower_card_columns!(),
-    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id \
-     WHERE m.account_id = $1 AND m.site_id = ANY($2) \
+    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id",
+    offline_join!(),
+    "WHERE m.account_id = $1 AND m.site_id = ANY($2) \
      ORDER BY m.display_order, m.name COLLATE \"C\", m.id LIMIT $3"
 );
 
@@ -74,8 +83,9 @@ const SITE_MOWERS: &str = concat!(
     "SELECT w.* FROM UNNEST($1::uuid[]) WITH ORDINALITY AS s(site_id, ord) \
      CROSS JOIN LATERAL (SELECT ",
     mower_card_columns!(),
-    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id \
-     WHERE m.site_id = s.site_id AND m.account_id = $2 \
+    " FROM mowers m LEFT JOIN latest_states l ON l.mower_id = m.id",
+    offline_join!(),
+    "WHERE m.site_id = s.site_id AND m.account_id = $2 \
      ORDER BY m.display_order, m.name COLLATE \"C\", m.id LIMIT $3) w \
      ORDER BY s.ord, w.display_order, w.name COLLATE \"C\", w.id"
 );
@@ -85,8 +95,9 @@ const SITE_FIELD_MOWERS: &str = concat!(
     "SELECT w.* FROM UNNEST($1::uuid[]) WITH ORDINALITY AS s(site_id, ord) \
      CROSS JOIN LATERAL (SELECT ",
     mower_card_columns!(),
-    " FROM mowers m JOIN latest_states l ON l.mower_id = m.id \
-     WHERE m.site_id = s.site_id AND m.account_id = $2 AND ",
+    " FROM mowers m JOIN latest_states l ON l.mower_id = m.id",
+    offline_join!(),
+    "WHERE m.site_id = s.site_id AND m.account_id = $2 AND ",
     in_the_field!(),
     " ORDER BY m.display_order, m.name COLLATE \"C\", m.id LIMIT $3) w \
      ORDER BY s.ord, w.display_order, w.name COLLATE \"C\", w.id"
