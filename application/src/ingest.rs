@@ -11,11 +11,11 @@ use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
     WatchError, WatchStore,
 };
+use crate::watcher::publish;
 use async_trait::async_trait;
 use chrono::SubsecRound;
-use std::sync::Arc;
-use crate::watcher::publish;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
 use swath_domain::watch::{ingest_notifications, Event};
 use swath_domain::{apply_states, InvalidReport, MowerId, StateOutcome, StateReport};
@@ -103,6 +103,20 @@ impl Ingest {
             let (mut events, _) = ingest_notifications(&changes.events);
             unit.commit(changes).await?;
             metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
+            metrics::counter!("swath_ingest_batches_total").increment(1);
+            // Ingest lag: now minus the newest state this batch stored.
+            let newest = valid
+                .iter()
+                .zip(&applied)
+                .filter(|(_, o)| **o == StateOutcome::Stored)
+                .map(|(s, _)| s.observed_at)
+                .max();
+            if let Some(newest) = newest {
+                let lag = (self.clock.now() - newest)
+                    .num_microseconds()
+                    .unwrap_or(i64::MAX);
+                metrics::gauge!("swath_ingest_lag_seconds").set(lag as f64 / 1e6);
+            }
 
             if let Some(zones) = &self.zones {
                 let stored: Vec<StateReport> = valid
@@ -178,7 +192,16 @@ fn in_state_order(
     }
     let mut tagged: Vec<(usize, u8, Event)> = blade
         .into_iter()
-        .map(|e| (first.get(&(e.mower_id, e.observed_at)).copied().unwrap_or(0), 0, e))
+        .map(|e| {
+            (
+                first
+                    .get(&(e.mower_id, e.observed_at))
+                    .copied()
+                    .unwrap_or(0),
+                0,
+                e,
+            )
+        })
         .chain(zones.into_iter().map(|e| {
             let i = first_positioned.get(&(e.mower_id, e.observed_at)).copied();
             (i.unwrap_or(0), 1, e)
@@ -260,6 +283,10 @@ pub struct IngestHandler {
 #[async_trait]
 impl BatchHandler for IngestHandler {
     async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
+        let redelivered = batch.iter().filter(|m| m.delivery > 1).count();
+        if redelivered > 0 {
+            metrics::counter!("swath_ingest_redeliveries_total").increment(redelivered as u64);
+        }
         let reports = batch
             .iter()
             .map(|m| self.ingest.parse(&m.payload))

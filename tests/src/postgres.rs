@@ -24,7 +24,7 @@ pub fn test_database_url() -> Option<String> {
 }
 
 /// `url` with its database name replaced.
-fn with_database(url: &str, name: &str) -> String {
+pub fn with_database(url: &str, name: &str) -> String {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, Some(q)),
         None => (url, None),

@@ -151,6 +151,63 @@ impl NatsBus {
         }
     }
 
+    /// Publishes `messages` in this order, each with its de-duplication id, keeping up to
+    /// `window` stream acknowledgements outstanding (a gateway's or load generator's throughput
+    /// without giving up the order: one connection delivers them to the stream in the order
+    /// sent). Returns how many were acknowledged, in order, before the first failure, with that
+    /// failure: the caller publishes again from there (the ids make what the stream already has
+    /// a no-op).
+    pub async fn publish_pipelined(
+        &self,
+        messages: impl IntoIterator<Item = (String, Bytes, String)>,
+        window: usize,
+    ) -> (usize, Option<BusError>) {
+        use std::collections::VecDeque;
+        let window = window.max(1);
+        let js = &self.inner.js;
+        let mut pending = VecDeque::with_capacity(window);
+        let mut acknowledged = 0;
+        let mut failure = None;
+        for (subject, payload, id) in messages {
+            if let Err(e) = subjects::check_subject(&subject) {
+                failure = Some(e);
+                break;
+            }
+            if pending.len() >= window {
+                let (subject, ack): (String, jetstream::context::PublishAckFuture) =
+                    pending.pop_front().expect("a full window");
+                if let Err(e) = ack.await {
+                    failure = Some(publish_error(&subject, e));
+                    break;
+                }
+                acknowledged += 1;
+            }
+            let mut headers = HeaderMap::new();
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+            match js
+                .publish_with_headers(subject.clone(), headers, payload)
+                .await
+            {
+                Ok(ack) => pending.push_back((subject, ack)),
+                Err(e) => {
+                    failure = Some(publish_error(&subject, e));
+                    break;
+                }
+            }
+        }
+        // What is in flight: counted while the acknowledgements come in order.
+        for (subject, ack) in pending {
+            if failure.is_some() {
+                break;
+            }
+            match ack.await {
+                Ok(_) => acknowledged += 1,
+                Err(e) => failure = Some(publish_error(&subject, e)),
+            }
+        }
+        (acknowledged, failure)
+    }
+
     /// Flushes what the connection has buffered to the server.
     pub async fn flush(&self) -> Result<(), BusError> {
         tokio::time::timeout(
@@ -274,6 +331,8 @@ impl EventBus for NatsBus {
             handler,
             stop: stop_rx,
             failures: 0,
+            recovering: std::sync::atomic::AtomicBool::new(true),
+            held: Vec::new(),
         };
         tracing::debug!(
             consumer,

@@ -46,6 +46,20 @@
 //! batch handed back. The connection is flushed before the worker ends, so the settlements have
 //! reached the server when `unsubscribe` returns.
 //!
+//! # Order after a crash
+//!
+//! JetStream serves redeliveries before new messages, but a delivery of a process that died
+//! (`kill -9`), or one lost with a connection, is redelivered only once its `ack_wait` expired;
+//! a pull made before that gets the newer messages first, and a mower's older states would then
+//! be stored after its newer ones (which changes its health and day totals: late states count
+//! nothing). So before its first pull, after a lost pull and after settlements NATS did not
+//! confirm, a worker looks at the durable consumer: when deliveries are unsettled, it pulls only
+//! once the ack floor has reached the last delivered sequence it saw (another replica settled
+//! them: a second replica starting next to a busy one waits one batch) or once `ack_wait` and a
+//! margin have passed (they are due and come first). A service restarted after a crash thus
+//! resumes up to `ack_wait` later, in order. Across replicas sharing a consumer no order holds
+//! anyway (each handles its own batches).
+//!
 //! # Reconnects
 //!
 //! async-nats reconnects on its own and re-subscribes inboxes, but a pull request the server
@@ -62,6 +76,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::future::Future;
 use std::pin::pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_application::ports::{BatchHandler, BatchSettings, HandlerError, Message, Settle};
@@ -99,6 +114,12 @@ pub(crate) struct Worker {
     pub stop: watch::Receiver<bool>,
     /// Pull requests lost in a row (for the back-off and for logging an outage once).
     pub failures: u32,
+    /// Set at start, after a lost pull request and after unconfirmed settlements: before the
+    /// next pull, wait for the consumer's earlier deliveries to be settled or to expire (see
+    /// "Order after a crash" in the module documentation).
+    pub recovering: AtomicBool,
+    /// A newer message taken while waiting for earlier deliveries, handled once they are.
+    pub held: Vec<jetstream::Message>,
 }
 
 /// How a pull request ended.
@@ -167,6 +188,10 @@ impl Worker {
                 }
             }
         }
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.give_back(&held).await;
+        }
         if !matches!(
             tokio::time::timeout(self.timings.request_timeout, self.client.flush()).await,
             Ok(Ok(()))
@@ -181,11 +206,30 @@ impl Worker {
 
     /// The next batch, or `None` once stopped (what was pulled meanwhile has been handed back).
     async fn next_batch(&mut self) -> Option<Vec<jetstream::Message>> {
+        if self.recovering.load(Ordering::Relaxed) && !self.await_earlier_deliveries().await {
+            return None;
+        }
         let mut batch = Vec::with_capacity(self.max_batch);
         // 1. What is there already.
         let end = self.pull(self.no_wait(self.max_batch), &mut batch).await;
         if !self.carry_on(end, &mut batch).await {
             return None;
+        }
+        if !self.held.is_empty() {
+            // A newer message taken while waiting for redeliveries goes after them: JetStream
+            // serves them first, so a full batch of older ones may be followed by more.
+            let held_from = self.held.iter().map(stream_sequence).min().unwrap_or(0);
+            let all_older = batch.iter().all(|m| stream_sequence(m) < held_from);
+            if all_older && batch.len() == self.max_batch {
+                return Some(batch);
+            }
+            batch.append(&mut self.held);
+            batch.sort_by_key(stream_sequence);
+            if batch.len() > self.max_batch {
+                // The newest delivered ones: handed back, they come next, still in order.
+                let excess = batch.split_off(self.max_batch);
+                self.give_back(&excess).await;
+            }
         }
         // 2. Nothing there: wait for a first message.
         let waited = batch.is_empty();
@@ -393,6 +437,7 @@ impl Worker {
             }
             PullEnd::Lost { reason, gone } => {
                 self.failures = self.failures.saturating_add(1);
+                self.recovering.store(true, Ordering::Relaxed);
                 if self.failures == 1 {
                     tracing::warn!(consumer = %self.name, %reason, "Lost a pull request; pulling again.");
                 } else {
@@ -432,6 +477,79 @@ impl Worker {
                 tracing::warn!(consumer = %self.name, error = %e, "Could not provision the durable consumer again; retrying.");
             }
         }
+    }
+
+    /// Before pulling (at start, after a lost pull or unconfirmed settlements): when the
+    /// consumer has deliveries still unsettled, makes sure they come before anything newer.
+    /// `false` when stopped meanwhile (what it took was handed back).
+    ///
+    /// Unsettled deliveries are either given back already (`-NAK`: JetStream serves them at
+    /// once, before new messages), in another replica's hands, or orphaned (a dead process's,
+    /// or lost with a connection: served again only once `ack_wait` expired). So: while the ack
+    /// floor is below the last delivered sequence seen at the start and `ack_wait` (plus a
+    /// margin) has not passed, one message is probed. A redelivery (sequence up to that last
+    /// delivered one) means they are being served: pull as usual. A newer message means some
+    /// are orphaned: it is kept (alive, unhandled) and the wait goes on, until they are settled
+    /// by their holder or due; it is then handled after them (see `next_batch`).
+    async fn await_earlier_deliveries(&mut self) -> bool {
+        let started = Instant::now();
+        let expired =
+            self.timings.ack_wait + (self.timings.ack_wait / 10).max(Duration::from_secs(1));
+        let mut target = None;
+        let mut held: Vec<jetstream::Message> = Vec::new();
+        let mut logged = false;
+        loop {
+            match self.consumer.get_info().await {
+                Ok(info) if info.num_ack_pending <= held.len() => break,
+                Ok(info) => {
+                    let target = *target.get_or_insert(info.delivered.stream_sequence);
+                    if info.ack_floor.stream_sequence >= target {
+                        break;
+                    }
+                    if held.is_empty() {
+                        let mut probe = Vec::new();
+                        let end = self.pull(self.no_wait(1), &mut probe).await;
+                        if let PullEnd::Stopped = end {
+                            self.give_back(&probe).await;
+                            return false;
+                        }
+                        if let Some(message) = probe.pop() {
+                            let redelivery = stream_sequence(&message) <= target;
+                            held.push(message);
+                            if redelivery {
+                                break;
+                            }
+                        }
+                    }
+                    if !logged {
+                        tracing::info!(
+                            consumer = %self.name,
+                            unsettled = info.num_ack_pending,
+                            ack_wait = ?self.timings.ack_wait,
+                            "Earlier deliveries are unsettled; waiting for them to be settled or due before handling newer messages."
+                        );
+                        logged = true;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; retrying.");
+                }
+            }
+            if started.elapsed() >= expired {
+                break;
+            }
+            let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
+            if let Kept::Stopped = self.keep_alive(&mut sleep, &held, None, true).await {
+                self.give_back(&held).await;
+                return false;
+            }
+        }
+        if logged {
+            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling messages again after earlier deliveries.");
+        }
+        self.recovering.store(false, Ordering::Relaxed);
+        self.held = held;
+        true
     }
 
     // -----------------------------------------------------------------------------------------
@@ -493,6 +611,7 @@ impl Worker {
             if i < last {
                 if let Err(e) = self.client.publish(reply, payload).await {
                     tracing::warn!(consumer = %self.name, error = %e, "Could not send a settlement; the message will be redelivered.");
+                    self.recovering.store(true, Ordering::Relaxed);
                 }
                 continue;
             }
@@ -503,6 +622,7 @@ impl Worker {
             .await;
             if !matches!(confirmed, Ok(Ok(_))) {
                 tracing::warn!(consumer = %self.name, batch = batch.len(), "NATS did not confirm a batch's settlements; some messages may be redelivered.");
+                self.recovering.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -583,6 +703,11 @@ impl Worker {
             }
         }
     }
+}
+
+/// A message's sequence in its stream (0 if the server did not say).
+fn stream_sequence(message: &jetstream::Message) -> u64 {
+    message.info().map(|info| info.stream_sequence).unwrap_or(0)
 }
 
 /// The port's view of a JetStream message; `delivery` is JetStream's delivery count.

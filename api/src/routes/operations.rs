@@ -1,5 +1,5 @@
-//! Operations routes: liveness and the OpenAPI document. Neither needs a token: load balancers
-//! and SDK generators call them without one.
+//! Operations routes: liveness, readiness, metrics and the OpenAPI document. None needs a token:
+//! load balancers, Prometheus and SDK generators call them without one.
 
 use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
@@ -60,4 +60,232 @@ fn document() -> &'static Bytes {
             Bytes::from_static(b"{}")
         }
     })
+}
+
+/// What `/readyz` found for each backing service: `up`, or `down` with why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct Readiness {
+    /// The store (directory, tokens, telemetry): `up` or `down`.
+    #[schema(example = "up")]
+    pub store: String,
+    /// The event bus: `up` or `down`.
+    #[schema(example = "up")]
+    pub bus: String,
+}
+
+/// `/readyz` when a backing service is down: an RFC 9457 problem (type `unavailable`) whose
+/// `detail` names what is down, with the check of each service.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[schema(example = json!({
+    "type": "https://swath.dev/problems/unavailable",
+    "title": "Service unavailable",
+    "status": 503,
+    "detail": "Not ready: the store is down.",
+    "checks": {"store": "down", "bus": "up"}
+}))]
+pub struct NotReady {
+    /// `https://swath.dev/problems/unavailable`.
+    #[serde(rename = "type")]
+    pub type_uri: String,
+    /// `Service unavailable`.
+    pub title: String,
+    /// `503`.
+    pub status: u16,
+    /// Names every service that is down.
+    pub detail: String,
+    /// The check of each service.
+    pub checks: Readiness,
+}
+
+/// Readiness
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = TAG,
+    operation_id = "readyz",
+    summary = "Readiness",
+    description = "Answers `200` when the store and the event bus both answer a ping (each \
+        within 2 s), `503` otherwise, naming what is down. Load balancers send traffic only to a \
+        ready replica; unlike `/healthz`, a failing check does not mean the process should be \
+        restarted (it recovers on its own when the service is back).",
+    responses(
+        (status = 200, description = "The store and the bus answer.", body = Readiness,
+            example = json!({"store": "up", "bus": "up"})),
+        (status = 503, description = "The store or the bus (or both) did not answer; `detail` \
+            names which.", body = NotReady, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn readyz(
+    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
+) -> axum::response::Response {
+    const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+    let store = async {
+        match tokio::time::timeout(PING_TIMEOUT, state.telemetry.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer within 2 s".to_owned()),
+        }
+    };
+    let bus = async {
+        match tokio::time::timeout(PING_TIMEOUT, state.bus.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("no answer within 2 s".to_owned()),
+        }
+    };
+    let (store, bus) = tokio::join!(store, bus);
+    let word = |r: &Result<(), String>| if r.is_ok() { "up" } else { "down" }.to_owned();
+    let checks = Readiness {
+        store: word(&store),
+        bus: word(&bus),
+    };
+    if store.is_ok() && bus.is_ok() {
+        return axum::Json(checks).into_response();
+    }
+    let mut down = Vec::new();
+    if let Err(cause) = &store {
+        tracing::warn!(error = %cause, "Not ready: the store does not answer.");
+        down.push("the store");
+    }
+    if let Err(cause) = &bus {
+        tracing::warn!(error = %cause, "Not ready: the event bus does not answer.");
+        down.push("the event bus");
+    }
+    let body = NotReady {
+        type_uri: format!("{}unavailable", crate::error::PROBLEM_BASE),
+        title: "Service unavailable".to_owned(),
+        status: 503,
+        detail: format!(
+            "Not ready: {} {} down.",
+            down.join(" and "),
+            if down.len() > 1 { "are" } else { "is" }
+        ),
+        checks,
+    };
+    let body = serde_json::to_vec(&body).unwrap_or_else(|_| b"{}".to_vec());
+    (
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(crate::error::PROBLEM_JSON),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The Prometheus text exposition format, version 0.0.4.
+pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Metrics
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = TAG,
+    operation_id = "metrics",
+    summary = "Metrics (Prometheus)",
+    description = "The process's metrics in the Prometheus text format, for a Prometheus scrape. \
+        Counters: `swath_states_received_total` (state reports handed to ingestion, valid or \
+        not), `swath_states_stored_total`, `swath_states_dropped_total{reason}` (refused alone: \
+        `malformed`, `too_large`, `in_future`, `out_of_range`, `unknown_mower`, \
+        `account_mismatch`, …), `swath_ingest_batches_total` (batches stored), \
+        `swath_ingest_redeliveries_total` (bus messages seen again: delivery count above 1), \
+        `swath_postgres_statements_total`, `swath_postgres_commits_total`. Histogram: \
+        `swath_ingest_batch_size` (states per stored batch). Gauge: \
+        `swath_ingest_lag_seconds` (the time of the last stored batch minus the `observed_at` of \
+        its newest state). A metric appears once it was first recorded.",
+    responses(
+        (status = 200, description = "The metrics, Prometheus text format 0.0.4.", body = String,
+            content_type = "text/plain; version=0.0.4",
+            example = "# TYPE swath_states_stored_total counter\nswath_states_stored_total 1024\n"),
+    ),
+)]
+pub async fn metrics() -> impl IntoResponse {
+    let handle = metrics_handle();
+    handle.run_upkeep();
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(PROMETHEUS_TEXT),
+        )],
+        handle.render(),
+    )
+}
+
+/// The bounds of the batch size histogram's buckets: powers of two up to the largest batch.
+const BATCH_SIZE_BUCKETS: [f64; 11] = [
+    1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1000.0,
+];
+
+/// The Prometheus recorder, installed as the process's global `metrics` recorder on first use
+/// (`main` calls it at start-up, so that nothing recorded before the first scrape is lost). When
+/// another global recorder is installed already (a test harness), the handle renders an empty
+/// registry rather than failing.
+pub fn metrics_handle() -> &'static metrics_exporter_prometheus::PrometheusHandle {
+    static HANDLE: OnceLock<metrics_exporter_prometheus::PrometheusHandle> = OnceLock::new();
+    HANDLE.get_or_init(|| {
+        use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+        let builder = PrometheusBuilder::new()
+            .set_buckets_for_metric(
+                Matcher::Full("swath_ingest_batch_size".to_owned()),
+                &BATCH_SIZE_BUCKETS,
+            )
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full(crate::http_metrics::HTTP_DURATION.to_owned()),
+                    &crate::http_metrics::HTTP_DURATION_BUCKETS,
+                )
+            })
+            .expect("bucket bounds are not empty");
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("A metrics recorder is installed already; /metrics will be empty.");
+        } else {
+            describe_metrics();
+            crate::http_metrics::describe_metrics();
+            swath_application::retention::describe_metrics();
+        }
+        handle
+    })
+}
+
+/// The `# HELP` lines of Swath's metrics.
+fn describe_metrics() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram, Unit};
+    describe_counter!(
+        "swath_states_received_total",
+        "State reports handed to ingestion, valid or not."
+    );
+    describe_counter!("swath_states_stored_total", "State reports stored.");
+    describe_counter!(
+        "swath_states_dropped_total",
+        "State reports refused alone, by reason."
+    );
+    describe_counter!(
+        "swath_ingest_batches_total",
+        "Batches of state reports stored (one unit of work each)."
+    );
+    describe_counter!(
+        "swath_ingest_redeliveries_total",
+        "Bus messages the ingest consumer saw again (delivery count above 1)."
+    );
+    describe_histogram!(
+        "swath_ingest_batch_size",
+        Unit::Count,
+        "States per stored batch."
+    );
+    describe_gauge!(
+        "swath_ingest_lag_seconds",
+        Unit::Seconds,
+        "When the last batch was stored, minus the observed_at of its newest state."
+    );
+    describe_counter!(
+        "swath_postgres_statements_total",
+        "Statements the telemetry path executed on PostgreSQL."
+    );
+    describe_counter!(
+        "swath_postgres_commits_total",
+        "Transactions the telemetry path committed on PostgreSQL."
+    );
 }

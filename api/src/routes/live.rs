@@ -1,0 +1,168 @@
+//! The live stream: `GET /v1/live/stream`, Server-Sent Events with the principal's mowers' states
+//! as they arrive on the bus.
+//!
+//! Each connection has an ack-less live subscription of its own on `telemetry.mower.*`
+//! (`EventBus::subscribe`: no acknowledgements, no redelivery, from the moment of connecting).
+//! Visibility is decided per connection from the directory, never from the report alone: the
+//! principal's mowers (its account's, limited to its sites when the token is) are resolved at
+//! connect and again every [`MOWER_REFRESH`], and a state is sent only when its mower is one of
+//! them *and* the report names the principal's account. Reports that fail validation are never
+//! sent. A client that reads too slowly loses states (the live subscription's buffer is bounded);
+//! it never slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from
+//! closing an idle stream.
+
+use crate::auth::Reader;
+use crate::dto::MowerState;
+use crate::error::ApiError;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures::Stream;
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::time::Duration;
+use swath_application::ports::{LiveOptions, LiveSubscription, Principal};
+use swath_application::subjects;
+use swath_domain::{LatestRow, MowerId, StateReport};
+use tokio::time::Instant;
+
+/// The OpenAPI tag of these routes.
+pub const TAG: &str = "live";
+
+/// How often a connection resolves the principal's mowers again (mowers added, moved or deleted
+/// since it connected).
+pub const MOWER_REFRESH: Duration = Duration::from_secs(30);
+
+/// How often an idle stream sends a comment.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// The SSE event name of a state.
+pub const STATE_EVENT: &str = "state";
+
+/// Stream the states of your mowers
+#[utoipa::path(
+    get,
+    path = "/v1/live/stream",
+    tag = TAG,
+    operation_id = "live_stream",
+    summary = "Stream the states of your mowers (Server-Sent Events)",
+    description = "A `text/event-stream` of the states your mowers report, as they arrive \
+        (before they are stored), from the moment you connect: one event `state` per report, \
+        whose `data` is the same document as `GET /v1/mowers/{id}/state` answers (with \
+        `last_seen_at` the time Swath relayed it). Only the mowers of the token's account are \
+        streamed, and only those of its sites when the token is limited to some; the list is \
+        read at connect and refreshed every 30 s. A comment line (`: keep-alive`) is sent every \
+        15 s while no state arrives. Nothing is replayed: reconnect and read the latest states \
+        with `GET /v1/mowers` to catch up. A client that reads too slowly loses states rather \
+        than slowing the service.",
+    security(("bearer" = ["read"])),
+    responses(
+        (status = 200, description = "The stream: events `state`, each with a state document as \
+            `data`.", body = MowerState, content_type = "text/event-stream"),
+    ),
+)]
+pub async fn live_stream(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let mowers = visible_mowers(&state, &principal).await?;
+    let subscription = state
+        .bus
+        .subscribe(subjects::TELEMETRY_ALL, LiveOptions::default())
+        .await
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+    tracing::debug!(
+        account_id = %principal.account_id,
+        mowers = mowers.len(),
+        "A live stream connected."
+    );
+    let live = Live {
+        state,
+        principal,
+        mowers,
+        subscription,
+        refresh_at: Instant::now() + MOWER_REFRESH,
+    };
+    let stream = futures::stream::unfold(live, |mut live| async move {
+        let event = live.next_event().await?;
+        Some((Ok(event), live))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+/// The ids of the mowers `principal` may see.
+async fn visible_mowers(
+    state: &AppState,
+    principal: &Principal,
+) -> Result<HashSet<MowerId>, ApiError> {
+    Ok(state
+        .directory
+        .mowers(principal.account_id)
+        .await?
+        .into_iter()
+        .filter(|m| m.account_id == principal.account_id && principal.sees_site(m.site_id))
+        .map(|m| m.id)
+        .collect())
+}
+
+/// One connection's state.
+struct Live {
+    state: AppState,
+    principal: Principal,
+    mowers: HashSet<MowerId>,
+    subscription: LiveSubscription,
+    refresh_at: Instant,
+}
+
+impl Live {
+    /// The next state the principal may see; `None` once the bus ended the subscription.
+    async fn next_event(&mut self) -> Option<Event> {
+        loop {
+            let message = tokio::select! {
+                message = self.subscription.messages.recv() => message?,
+                () = tokio::time::sleep_until(self.refresh_at) => {
+                    self.refresh().await;
+                    continue;
+                }
+            };
+            let now = self.state.clock.now();
+            // Invalid reports are never relayed; ingestion logs and counts them.
+            let Ok(report) = StateReport::parse(&message.payload, now) else {
+                continue;
+            };
+            if !self.visible(&report) {
+                continue;
+            }
+            let row = LatestRow {
+                mower_id: report.mower_id,
+                account_id: report.account_id,
+                observed_at: report.observed_at,
+                last_seen_at: now,
+                state: report,
+            };
+            match Event::default()
+                .event(STATE_EVENT)
+                .json_data(MowerState::from(&row))
+            {
+                Ok(event) => return Some(event),
+                Err(e) => tracing::warn!(error = %e, "Could not serialise a live state."),
+            }
+        }
+    }
+
+    fn visible(&self, report: &StateReport) -> bool {
+        report.account_id == self.principal.account_id && self.mowers.contains(&report.mower_id)
+    }
+
+    /// Resolves the principal's mowers again; on failure keeps the previous list (and logs).
+    async fn refresh(&mut self) {
+        self.refresh_at = Instant::now() + MOWER_REFRESH;
+        match visible_mowers(&self.state, &self.principal).await {
+            Ok(mowers) => self.mowers = mowers,
+            Err(e) => tracing::warn!(
+                error = %e,
+                "Could not refresh a live stream's mowers; keeping the previous list."
+            ),
+        }
+    }
+}

@@ -1,0 +1,494 @@
+//! The load generator and verifier behind `swath-load` and the end-to-end tests.
+//!
+//! A [`Plan`] is everything a run publishes, derived from a seed: one account, one site, `M`
+//! mowers with fixed ids, and `N` valid state reports. State `n` is mower `n % M`'s report number
+//! `n / M`; each mower reports in turn, 1 s apart in observed time, so a mower's states are `M`
+//! messages apart on the bus. Activities, blade, battery, errors and positions vary with the
+//! seed, so that every write rule has something to count (mowing time, blade time, distance,
+//! errors, charges, day rows on two local days).
+//!
+//! [`Plan::reference`] is what storing the states one at a time, in publication order, gives: the
+//! same states through [`Ingest`] on a [`MemoryStore`], one state per batch. [`compare`] reports
+//! every difference between it and what a store exported.
+
+use anyhow::Context;
+use bytes::Bytes;
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::{json, Value};
+use sqlx::PgPool;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+use swath_application::ports::{
+    Account, Directory, DirectoryError, ManualClock, Mower, Site, TelemetryStore,
+};
+use swath_application::{subjects, Ingest};
+use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, TelemetryRows};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_nats::NatsBus;
+use uuid::Uuid;
+
+/// The activities a plan draws from, with their weights out of 100.
+const ACTIVITIES: [(&str, u64); 8] = [
+    ("mowing", 70),
+    ("returning", 5),
+    ("docked", 5),
+    ("charging", 6),
+    ("paused", 4),
+    ("idle", 3),
+    ("leaving", 4),
+    ("error", 3),
+];
+
+/// What one run publishes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub seed: u64,
+    pub mowers: usize,
+    pub states: usize,
+    /// When the first states were observed (see [`Plan::default_start`]).
+    pub start: DateTime<Utc>,
+}
+
+/// SplitMix64: a fixed, well-mixed function of its input (no dependency, the same everywhere).
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+impl Plan {
+    pub fn new(seed: u64, mowers: usize, states: usize) -> Self {
+        assert!(mowers > 0, "a plan needs at least one mower");
+        Self {
+            seed,
+            mowers,
+            states,
+            start: Self::default_start(),
+        }
+    }
+
+    /// Two days ago at 22:55 UTC: recent enough that no retention rule touches the rows
+    /// (positions are downsampled after 30 days), far enough in the past that long runs stay
+    /// before now, and five minutes before midnight in the site's time zone (Europe/Berlin) in
+    /// winter, so that day rows of two local days are written. The same all day long: a
+    /// publishing run and a verifying run on one day agree without `--start`.
+    pub fn default_start() -> DateTime<Utc> {
+        let day = Utc::now().date_naive() - Duration::days(2);
+        Utc.from_utc_datetime(&day.and_hms_opt(22, 55, 0).expect("a valid time"))
+    }
+
+    /// A fixed UUID (version 8, "custom") of this seed: `kind` 0 account, 1 site, 2 mower.
+    fn uuid(&self, kind: u8, i: u64) -> Uuid {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&mix(self.seed).to_be_bytes());
+        bytes[9] = kind;
+        bytes[10..].copy_from_slice(&i.to_be_bytes()[2..]);
+        uuid::Builder::from_custom_bytes(bytes).into_uuid()
+    }
+
+    pub fn account(&self) -> AccountId {
+        AccountId(self.uuid(0, 0))
+    }
+
+    pub fn site(&self) -> SiteId {
+        SiteId(self.uuid(1, 0))
+    }
+
+    pub fn mower(&self, i: usize) -> MowerId {
+        MowerId(self.uuid(2, i as u64))
+    }
+
+    /// Every mower id, in index order.
+    pub fn mower_ids(&self) -> Vec<MowerId> {
+        (0..self.mowers).map(|i| self.mower(i)).collect()
+    }
+
+    /// State `n` as JSON: mower `n % M`, observed `n / M` seconds after [`Plan::start`](Plan).
+    pub fn state(&self, n: usize) -> Value {
+        let i = n % self.mowers;
+        let tick = (n / self.mowers) as u64;
+        let r = mix(self.seed ^ mix((i as u64) << 32 ^ tick));
+        let mut pick = r % 100;
+        let mut activity = "mowing";
+        for (name, weight) in ACTIVITIES {
+            if pick < weight {
+                activity = name;
+                break;
+            }
+            pick -= weight;
+        }
+        let observed_at = self.start + Duration::seconds(tick as i64);
+        let mut report = json!({
+            "mower_id": self.mower(i),
+            "account_id": self.account(),
+            "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "activity": activity,
+            "battery_percent": (r >> 8) % 101,
+            "blade_on": activity == "mowing" && !(r >> 16).is_multiple_of(10),
+            "vendor_state": activity.to_ascii_uppercase(),
+            "load_seq": n,
+        });
+        if !(r >> 24).is_multiple_of(10) {
+            report["position"] = json!({
+                "lat": 52.0 + i as f64 * 1e-3 + tick as f64 * 1e-5,
+                "lon": 13.0 + ((r >> 32) % 1000) as f64 * 1e-6,
+                "accuracy_m": 0.5,
+            });
+        }
+        if activity == "error" {
+            report["error_code"] = json!(format!("E{}", (r >> 40) % 4));
+        }
+        report
+    }
+
+    /// State `n` as published: subject, payload, de-duplication id.
+    pub fn message(&self, n: usize) -> (String, Bytes, String) {
+        let i = n % self.mowers;
+        let payload = serde_json::to_vec(&self.state(n)).expect("a JSON value serialises");
+        (
+            subjects::telemetry(self.mower(i)),
+            Bytes::from(payload),
+            format!("load-{:016x}-{}-{n}", self.seed, self.mowers),
+        )
+    }
+
+    /// Creates the account, the site and the mowers; what exists already (a run before) is
+    /// kept, so seeding twice is harmless.
+    pub async fn seed_directory(&self, directory: &dyn Directory) -> anyhow::Result<()> {
+        fn ok_if_exists(r: Result<(), DirectoryError>) -> anyhow::Result<()> {
+            match r {
+                Ok(()) | Err(DirectoryError::Conflict(_)) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        }
+        ok_if_exists(
+            directory
+                .create_account(Account {
+                    id: self.account(),
+                    name: format!("Load {:x}", self.seed),
+                })
+                .await,
+        )?;
+        ok_if_exists(
+            directory
+                .create_site(Site {
+                    id: self.site(),
+                    account_id: self.account(),
+                    name: "Load site".into(),
+                    time_zone: chrono_tz::Europe::Berlin,
+                    display_order: 0,
+                })
+                .await,
+        )?;
+        for i in 0..self.mowers {
+            ok_if_exists(
+                directory
+                    .create_mower(Mower {
+                        id: self.mower(i),
+                        account_id: self.account(),
+                        site_id: self.site(),
+                        name: format!("Load mower {i:06}"),
+                        model: "LOAD".into(),
+                        serial: format!("L{i:06}"),
+                        display_order: 0,
+                        // Low enough that long runs raise `blade_due` (W6) now and then.
+                        blade_threshold_ms: 3_600_000,
+                    })
+                    .await,
+            )
+            .with_context(|| format!("seeding mower {i}"))?;
+        }
+        Ok(())
+    }
+
+    /// The rows of storing states `0..states` one at a time, in publication order.
+    pub async fn reference(&self) -> anyhow::Result<TelemetryRows> {
+        let store = Arc::new(MemoryStore::new(MemoryStoreSettings {
+            history_per_mower: self.states / self.mowers + 2,
+        }));
+        self.seed_directory(store.as_ref()).await?;
+        let ingest = Ingest::new(
+            store.clone(),
+            Arc::new(crate::support::RecordingBus::default()),
+            Arc::new(ManualClock::new(Utc::now())),
+        );
+        for n in 0..self.states {
+            let (_, payload, _) = self.message(n);
+            let outcome = ingest.record_states(vec![ingest.parse(&payload)]).await?;
+            anyhow::ensure!(
+                outcome == [StateOutcome::Stored],
+                "the reference refused state {n}: {outcome:?}"
+            );
+        }
+        Ok(store.export(&self.mower_ids()).await?)
+    }
+
+    /// Publishes states `range` in order on `bus`, each with its de-duplication id, at most
+    /// `rate` per second (`None`: as fast as the stream acknowledges, with `window` publishes in
+    /// flight). A failed publish is retried from the first unacknowledged state (the ids make a
+    /// repeat a no-op) until `retry_for` has passed without progress.
+    pub async fn publish(
+        &self,
+        bus: &NatsBus,
+        range: Range<usize>,
+        rate: Option<f64>,
+        window: usize,
+        retry_for: std::time::Duration,
+    ) -> anyhow::Result<PublishReport> {
+        let started = Instant::now();
+        let mut next = range.start;
+        let mut last_progress = Instant::now();
+        let mut retries = 0;
+        while next < range.end {
+            let until = match rate {
+                None => range.end,
+                Some(rate) => {
+                    // Sent so far on schedule: one tick's worth at a time.
+                    let due =
+                        range.start + (started.elapsed().as_secs_f64() * rate).floor() as usize + 1;
+                    let until = due.min(range.end);
+                    if until <= next {
+                        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        continue;
+                    }
+                    until
+                }
+            };
+            let (acknowledged, failure) = bus
+                .publish_pipelined((next..until).map(|n| self.message(n)), window)
+                .await;
+            if acknowledged > 0 {
+                last_progress = Instant::now();
+            }
+            next += acknowledged;
+            if let Some(e) = failure {
+                anyhow::ensure!(
+                    last_progress.elapsed() < retry_for,
+                    "publishing state {next} failed for {retry_for:?}: {e}"
+                );
+                retries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+        Ok(PublishReport {
+            states: range.len(),
+            elapsed: started.elapsed(),
+            retries,
+        })
+    }
+}
+
+/// What [`Plan::publish`] did.
+#[derive(Clone, Copy, Debug)]
+pub struct PublishReport {
+    pub states: usize,
+    pub elapsed: std::time::Duration,
+    /// Publishes that failed and were made again.
+    pub retries: usize,
+}
+
+impl PublishReport {
+    pub fn per_second(&self) -> f64 {
+        self.states as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// History rows of these mowers in PostgreSQL (one per stored state).
+pub async fn stored_count(pool: &PgPool, mowers: &[MowerId]) -> anyhow::Result<usize> {
+    let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
+    let count: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM state_history WHERE mower_id = ANY($1)")
+            .bind(&ids)
+            .fetch_one(pool)
+            .await?;
+    Ok(count as usize)
+}
+
+/// Waits until PostgreSQL holds `expected` history rows of the plan's mowers, printing progress
+/// every `report_every` when given. Fails after `timeout` without progress.
+pub async fn wait_stored(
+    pool: &PgPool,
+    plan: &Plan,
+    expected: usize,
+    timeout: std::time::Duration,
+    report_every: Option<std::time::Duration>,
+) -> anyhow::Result<std::time::Duration> {
+    let mowers = plan.mower_ids();
+    let started = Instant::now();
+    let mut last = (0, Instant::now());
+    let mut reported = Instant::now();
+    loop {
+        // A database restart makes a count fail for a while: that is not a verdict.
+        let count = stored_count(pool, &mowers).await.unwrap_or(last.0);
+        if count >= expected {
+            anyhow::ensure!(
+                count == expected,
+                "{count} history rows, more than the {expected} states published"
+            );
+            return Ok(started.elapsed());
+        }
+        if count != last.0 {
+            last = (count, Instant::now());
+        }
+        anyhow::ensure!(
+            last.1.elapsed() < timeout,
+            "stuck at {} of {expected} stored states for {timeout:?}",
+            last.0
+        );
+        if let Some(every) = report_every {
+            if reported.elapsed() >= every {
+                eprintln!(
+                    "  stored {count:>9} of {expected} ({:.0} s)",
+                    started.elapsed().as_secs_f64()
+                );
+                reported = Instant::now();
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Which tables [`compare`] checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// History, positions, latest (all but `last_seen_at`), health and day totals.
+    Everything,
+    /// History, positions and latest only: the rows that do not depend on the order in which a
+    /// mower's states were stored.
+    OrderFree,
+}
+
+/// Every difference between `expected` (the reference) and `actual`, as lines for people; empty
+/// when they are equal. `last_seen_at` (when the state was received) is never compared: the
+/// reference received its states at another time.
+pub fn compare(expected: &TelemetryRows, actual: &TelemetryRows, checked: Checked) -> Vec<String> {
+    let mut out = Vec::new();
+    diff_table(
+        "history",
+        &expected.history,
+        &actual.history,
+        |r| (r.mower_id, r.observed_at),
+        &mut out,
+    );
+    diff_table(
+        "positions",
+        &expected.positions,
+        &actual.positions,
+        |r| (r.mower_id, r.observed_at),
+        &mut out,
+    );
+    let without_seen = |rows: &[swath_domain::LatestRow]| -> Vec<swath_domain::LatestRow> {
+        rows.iter()
+            .cloned()
+            .map(|mut r| {
+                r.last_seen_at = DateTime::<Utc>::UNIX_EPOCH;
+                r
+            })
+            .collect()
+    };
+    diff_table(
+        "latest",
+        &without_seen(&expected.latest),
+        &without_seen(&actual.latest),
+        |r| r.mower_id,
+        &mut out,
+    );
+    if checked == Checked::Everything {
+        diff_table(
+            "health",
+            &expected.health,
+            &actual.health,
+            |r| r.mower_id,
+            &mut out,
+        );
+        diff_table(
+            "days",
+            &expected.days,
+            &actual.days,
+            |r| (r.mower_id, r.day),
+            &mut out,
+        );
+    }
+    out
+}
+
+/// Compares two tables in key order: missing rows, extra rows, differing rows (the first few of
+/// each shown, all counted).
+fn diff_table<T: PartialEq + std::fmt::Debug, K: Ord + std::fmt::Debug>(
+    name: &str,
+    expected: &[T],
+    actual: &[T],
+    key: impl Fn(&T) -> K,
+    out: &mut Vec<String>,
+) {
+    const SHOWN: usize = 5;
+    let (mut missing, mut extra, mut differing) = (0usize, 0usize, 0usize);
+    let mut shown = 0;
+    let (mut e, mut a) = (expected.iter().peekable(), actual.iter().peekable());
+    loop {
+        let line = match (e.peek(), a.peek()) {
+            (None, None) => break,
+            (Some(x), None) => {
+                missing += 1;
+                let line = format!("{name}: missing {:?}", key(x));
+                e.next();
+                line
+            }
+            (None, Some(y)) => {
+                extra += 1;
+                let line = format!("{name}: extra {:?}", key(y));
+                a.next();
+                line
+            }
+            (Some(x), Some(y)) => match key(x).cmp(&key(y)) {
+                std::cmp::Ordering::Less => {
+                    missing += 1;
+                    let line = format!("{name}: missing {:?}", key(x));
+                    e.next();
+                    line
+                }
+                std::cmp::Ordering::Greater => {
+                    extra += 1;
+                    let line = format!("{name}: extra {:?}", key(y));
+                    a.next();
+                    line
+                }
+                std::cmp::Ordering::Equal => {
+                    let same = x == y;
+                    let line = format!("{name}: differs\n    expected {x:?}\n    stored   {y:?}");
+                    e.next();
+                    a.next();
+                    if same {
+                        continue;
+                    }
+                    differing += 1;
+                    line
+                }
+            },
+        };
+        if shown < SHOWN {
+            out.push(line);
+            shown += 1;
+        }
+    }
+    if missing + extra + differing > 0 {
+        out.push(format!(
+            "{name}: {missing} missing, {extra} extra, {differing} differing (of {} expected rows)",
+            expected.len()
+        ));
+    }
+}
+
+/// A one-line summary of a set of rows.
+pub fn summary(rows: &TelemetryRows) -> String {
+    format!(
+        "{} history, {} positions, {} latest, {} health, {} day rows",
+        rows.history.len(),
+        rows.positions.len(),
+        rows.latest.len(),
+        rows.health.len(),
+        rows.days.len()
+    )
+}
