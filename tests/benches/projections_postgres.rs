@@ -80,6 +80,15 @@ async fn tenant(store: &PostgresStore, mowers: i64, display_order: i32) -> Accou
     .execute(pool)
     .await
     .unwrap();
+    // The watcher flags the watch row offline with the alert.
+    sqlx::query(
+        "UPDATE mower_watches w SET offline = true FROM alerts a WHERE a.mower_id = w.mower_id \
+         AND a.kind = 'offline' AND a.cleared_at IS NULL AND a.account_id = $1",
+    )
+    .bind(account.0)
+    .execute(pool)
+    .await
+    .unwrap();
     sqlx::query(
         "INSERT INTO assignments (id, mower_id, account_id, operator, priority, active, \
          updated_at) SELECT gen_random_uuid(), m.id, m.account_id, 'Operator ' || p.n, \

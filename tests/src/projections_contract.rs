@@ -16,8 +16,8 @@ use swath_application::ports::{
     Visibility, WatchStore,
 };
 use swath_application::projections::{Ceilings, HealthStatus, Projections};
-use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
-use swath_domain::{AccountId, BatchChanges, LatestRow, MowerId, SiteId, StateReport};
+use swath_domain::watch::{Alert, AlertChanges, AlertKind, Watch, WatchChanges};
+use swath_domain::{AccountId, Activity, BatchChanges, LatestRow, MowerId, SiteId, StateReport};
 use uuid::Uuid;
 
 /// One adapter's ports, fresh and empty.
@@ -309,6 +309,22 @@ impl Setup {
                         code: None,
                     }],
                 },
+                // The watcher flags the watch row offline in the same commit as the alert.
+                watches: (kind == AlertKind::Offline)
+                    .then(|| Watch {
+                        mower_id: mower,
+                        account_id: account,
+                        watched_until: at(seconds),
+                        last_seen_at: at(seconds),
+                        last_activity: Activity::Mowing,
+                        error_code: None,
+                        outside_geofence: false,
+                        battery_low: false,
+                        offline: true,
+                        geofence_version: None,
+                    })
+                    .into_iter()
+                    .collect(),
                 ..WatchChanges::default()
             })
             .await

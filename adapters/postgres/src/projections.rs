@@ -34,24 +34,25 @@ macro_rules! mower_card_columns {
     () => {
         "m.id, m.site_id, m.name, m.model, m.display_order, \
          l.state->>'activity' AS activity, (l.state->>'battery_percent')::smallint AS battery, \
-         l.observed_at, l.last_seen_at, o.offline IS NOT NULL AS offline"
+         l.observed_at, l.last_seen_at, o.offline"
     };
 }
 
-/// Offline: an open `offline` alert. A `LATERAL … LIMIT 1` per mower (one probe of the unique
-/// index `alerts_open`), never `EXISTS`: the planner may turn an `EXISTS` into a hashed subplan that
-/// reads every open offline alert of the database, which grows with the database, not the window.
+/// Offline: the watch row's flag, set and cleared by the watcher in the same commit as the open
+/// `offline` alert (so it equals "has an open offline alert", what the memory adapter reads). A
+/// one-to-one join on a plain column: the planner knows how rare it is, so it walks
+/// `mowers_site_order` and stops at the sentinel; an `EXISTS` over `alerts` was estimated so
+/// selective that the planner read whole sites and sorted them, or hashed every offline alert.
 macro_rules! offline_join {
     () => {
-        " LEFT JOIN LATERAL (SELECT true AS offline FROM alerts o WHERE o.mower_id = m.id \
-         AND o.kind = 'offline' AND o.cleared_at IS NULL LIMIT 1) o ON true "
+        " JOIN mower_watches o ON o.mower_id = m.id "
     };
 }
 
 /// In the field: reported, neither docked nor charging, and not offline.
 macro_rules! in_the_field {
     () => {
-        "l.state->>'activity' NOT IN ('docked', 'charging') AND o.offline IS NULL"
+        "l.state->>'activity' NOT IN ('docked', 'charging') AND NOT o.offline"
     };
 }
 
