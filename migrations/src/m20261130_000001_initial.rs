@@ -63,7 +63,7 @@ CREATE TABLE latest_states (
     observed_at timestamptz NOT NULL,
     last_seen_at timestamptz NOT NULL,
     state jsonb NOT NULL
-);
+) WITH (fillfactor = 70);
 
 CREATE TABLE state_history (
     mower_id uuid NOT NULL,
@@ -87,6 +87,8 @@ CREATE TABLE positions (
 ) PARTITION BY RANGE (observed_at);
 CREATE TABLE positions_default PARTITION OF positions DEFAULT;
 
+-- latest_states, health_totals and day_totals are rewritten by every batch: free space in each
+-- page (fillfactor 70) lets PostgreSQL update them in place (HOT), without touching the index.
 -- One row per mower, created with the mower: the ingest path locks it (FOR NO KEY UPDATE) and,
 -- because a row that a statement locks is re-read after the lock wait, it is always fresh. It is
 -- also the latest row's key: counted_until equals the latest observed_at by construction (both
@@ -106,7 +108,7 @@ CREATE TABLE health_totals (
     charge_count bigint NOT NULL DEFAULT 0,
     blade_since_reset_ms bigint NOT NULL DEFAULT 0,
     blade_due_raised boolean NOT NULL DEFAULT false
-);
+) WITH (fillfactor = 70);
 
 CREATE TABLE day_totals (
     mower_id uuid NOT NULL REFERENCES mowers (id),
@@ -118,7 +120,7 @@ CREATE TABLE day_totals (
     charge_count bigint NOT NULL,
     state_count bigint NOT NULL,
     PRIMARY KEY (mower_id, day)
-);
+) WITH (fillfactor = 70);
 
 -- Creates the monthly partitions of state_history and positions covering [from_month, to_month],
 -- skipping those that exist. Idempotent, so replicas may all call it at start-up.
