@@ -3,7 +3,8 @@
 //!
 //! Only the token's hash is ever looked up (tokens are stored hashed). An extractor per scope
 //! keeps the rule next to the route: a handler that takes [`Reader`] cannot run without a
-//! principal that has the `read` scope.
+//! principal that has the `read` scope ([`Writer`]: `write`, [`Admin`]: `admin`). Scopes do not
+//! imply each other: a `write`-only token (a gateway's) cannot read.
 
 use crate::error::ApiError;
 use crate::state::AppState;
@@ -15,24 +16,49 @@ use swath_application::ports::{hash_token, Principal, Scope};
 /// an anonymous request can cause.
 const MAX_TOKEN_CHARS: usize = 512;
 
-/// A principal with the `read` scope.
-#[derive(Clone, Debug)]
-pub struct Reader(pub Principal);
+/// An extractor per scope: the principal of the request's token, refused with `401` without a
+/// valid token and `403` without the scope.
+macro_rules! scoped_principal {
+    ($(#[$doc:meta])* $name:ident, $scope:expr, $scope_name:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug)]
+        pub struct $name(pub Principal);
 
-impl FromRequestParts<AppState> for Reader {
-    type Rejection = ApiError;
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let principal = authenticate(&parts.headers, state).await?;
-        if !principal.has_scope(Scope::Read) {
-            return Err(ApiError::MissingScope("read"));
+            async fn from_request_parts(
+                parts: &mut Parts,
+                state: &AppState,
+            ) -> Result<Self, Self::Rejection> {
+                let principal = authenticate(&parts.headers, state).await?;
+                if !principal.has_scope($scope) {
+                    return Err(ApiError::MissingScope($scope_name));
+                }
+                Ok($name(principal))
+            }
         }
-        Ok(Reader(principal))
-    }
+    };
 }
+
+scoped_principal!(
+    /// A principal with the `read` scope: every `GET` of `/v1`.
+    Reader,
+    Scope::Read,
+    "read"
+);
+scoped_principal!(
+    /// A principal with the `write` scope: `POST /v1/states` and the directory's writes.
+    Writer,
+    Scope::Write,
+    "write"
+);
+scoped_principal!(
+    /// A principal with the `admin` scope: accounts and tokens.
+    Admin,
+    Scope::Admin,
+    "admin"
+);
 
 /// Resolves the bearer token of a request to its principal.
 pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Principal, ApiError> {

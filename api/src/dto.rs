@@ -4,6 +4,16 @@
 //! columns added for the write rules) without changing the API, which speaks seconds and metres
 //! (DESIGN §7). Every optional field is serialised as `null` rather than left out, so that every
 //! document of a type has the same keys: simpler for generated SDKs and snapshot tests.
+//!
+//! # Layout
+//! - this module: mowers with their latest states and health totals.
+//! - [`directory`]: accounts, sites, mowers' requests, tokens.
+//! - [`reads`]: history, track (JSON and GeoJSON), day totals.
+//! - [`ingest`]: `POST /v1/states`.
+
+pub mod directory;
+pub mod ingest;
+pub mod reads;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -203,11 +213,20 @@ impl MowerSummary {
     }
 }
 
-/// Every mower the principal may see, with its latest state, in one document.
+/// A page of the mowers the principal may see, each with its latest state.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MowerList {
-    /// The mowers, ordered by display order, then name, then id.
+    /// The mowers, ordered by display order, then name (byte by byte), then id.
     pub items: Vec<MowerSummary>,
+    /// The most items this page could have had (the request's `limit`).
+    #[schema(example = 100)]
+    pub limit: u32,
+    /// Whether more mowers follow this page.
+    #[schema(example = false)]
+    pub truncated: bool,
+    /// Pass it as `cursor` to get the next page; `null` on the last page.
+    #[schema(required = true, example = json!(null))]
+    pub next_cursor: Option<String>,
 }
 
 /// A mower's running health totals (DESIGN §3, W4): time and distance attributed to its states,

@@ -1,9 +1,9 @@
-//! Extractors that answer their rejections as problems. axum's own `Path` and `Query` reject
-//! with `text/plain`; these wrap them so that a malformed id is a `400` problem like any other
-//! error (see [`ApiError`]).
+//! Extractors that answer their rejections as problems. axum's own `Path`, `Query` and `Json`
+//! reject with `text/plain`; these wrap them so that a malformed id or body is a problem like any
+//! other error (see [`ApiError`]).
 
 use crate::error::ApiError;
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRequest, FromRequestParts};
 
 /// `axum::extract::Path`, rejected with a `400` problem.
 #[derive(Debug, FromRequestParts)]
@@ -14,3 +14,9 @@ pub struct ApiPath<T>(pub T);
 #[derive(Debug, FromRequestParts)]
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct ApiQuery<T>(pub T);
+
+/// `axum::Json`, rejected with a problem: `415` without a JSON content type, `400` for JSON that
+/// does not parse, `422` for JSON that does not fit the type, `413` beyond the body limit.
+#[derive(Debug, FromRequest)]
+#[from_request(via(axum::Json), rejection(ApiError))]
+pub struct ApiJson<T>(pub T);

@@ -581,10 +581,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         simulator_stop,
     );
 
-    let state =
-        AppState::new(admin, tokens, telemetry, bus, clock, ingest)
-            .with_watch(watch_store)
-            .with_projections(Projections::new(projections), assignments);
+    let state = AppState::new(admin, tokens, telemetry, bus, clock, ingest)
+        .with_watch(watch_store)
+        .with_projections(Projections::new(projections), assignments);
     let listener = TcpListener::bind(args.http_addr)
         .await
         .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;

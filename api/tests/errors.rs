@@ -163,3 +163,101 @@ async fn operations_routes_need_no_token() {
     assert_eq!(docs.status, StatusCode::OK);
     assert!(docs.content_type().unwrap().starts_with("text/html"));
 }
+
+#[tokio::test]
+async fn malformed_bodies_are_problems_with_stable_types() {
+    let app = TestApp::spawn().await;
+    let token = Some(helpers::TOKEN_A_ADMIN);
+    let json = [("content-type", "application/json")];
+    for (headers, body, status, slug) in [
+        (
+            &json[..],
+            "{\"name\": ",
+            StatusCode::BAD_REQUEST,
+            "bad-request",
+        ),
+        (&json[..], "", StatusCode::BAD_REQUEST, "bad-request"),
+        (
+            &[][..],
+            "{}",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+        ),
+        (
+            &[("content-type", "text/plain")][..],
+            "{}",
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported-media-type",
+        ),
+        (
+            &json[..],
+            "[1, 2]",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation-failed",
+        ),
+        (
+            &json[..],
+            "{\"name\": 7}",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation-failed",
+        ),
+    ] {
+        let response = app
+            .send_body(Method::POST, "/v1/sites", token, headers, body)
+            .await;
+        assert_eq!(response.status, status, "{headers:?} {body}");
+        assert_eq!(
+            response.problem().type_uri,
+            format!("https://swath.dev/problems/{slug}"),
+            "{body}"
+        );
+    }
+    // The same for the batch of states: not an array is 422, not JSON 400.
+    let response = app
+        .send_body(Method::POST, "/v1/states", token, &json, "{\"a\": 1}")
+        .await;
+    assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let response = app
+        .send_body(Method::POST, "/v1/states", token, &json, "[{]")
+        .await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+}
+
+#[tokio::test]
+async fn bad_query_strings_are_400_problems() {
+    let app = TestApp::spawn().await;
+    for path in [
+        "/v1/mowers?limit=-1",
+        "/v1/mowers?limit=abc",
+        "/v1/mowers?cursor=abc",
+        "/v1/sites?limit=100000",
+        "/v1/tokens?cursor=bW93ZXJzOg",
+    ] {
+        let response = app.get(path, Some(helpers::TOKEN_A_ADMIN)).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{path}");
+        assert_eq!(
+            response.problem().type_uri,
+            "https://swath.dev/problems/bad-request"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_problem_type_of_the_document_is_one_the_service_answers() {
+    // The examples of the document are built by the service's own error mapping.
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    let mut types = std::collections::BTreeSet::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                let example = &response["content"]["application/problem+json"]["example"];
+                if example.is_null() {
+                    continue;
+                }
+                assert_eq!(example["status"].to_string(), *status);
+                types.insert(example["type"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+    assert!(types.len() >= 10, "{types:?}");
+}

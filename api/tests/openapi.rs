@@ -105,3 +105,65 @@ fn walk_properties(at: &str, schema: &Value, missing: &mut Vec<String>) {
 fn has_text(value: &Value) -> bool {
     value.as_str().is_some_and(|s| !s.trim().is_empty())
 }
+
+#[test]
+fn every_body_has_an_example_and_every_secured_operation_its_refusals() {
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            let at = format!("{method} {path}");
+            let responses = operation["responses"].as_object().unwrap();
+            for (status, response) in responses {
+                for (media, content) in response["content"].as_object().into_iter().flatten() {
+                    if content.get("example").is_none() {
+                        missing.push(format!("{at}: {status} {media} example"));
+                    }
+                }
+            }
+            for (media, content) in operation["requestBody"]["content"]
+                .as_object()
+                .into_iter()
+                .flatten()
+            {
+                if content.get("example").is_none() {
+                    missing.push(format!("{at}: request {media} example"));
+                }
+            }
+            if operation.get("security").is_some() {
+                for status in ["401", "403"] {
+                    if !responses.contains_key(status) {
+                        missing.push(format!("{at}: {status}"));
+                    }
+                }
+            }
+            if path.starts_with("/v1/") {
+                for status in ["500", "503"] {
+                    if !responses.contains_key(status) {
+                        missing.push(format!("{at}: {status}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "missing: {missing:#?}");
+}
+
+#[test]
+fn every_v1_operation_needs_a_token_with_one_scope() {
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if !path.starts_with("/v1/") {
+            continue;
+        }
+        for (method, operation) in item.as_object().unwrap() {
+            let scopes = &operation["security"][0]["bearer"];
+            let expected = match method.as_str() {
+                _ if path.starts_with("/v1/tokens") || path.starts_with("/v1/accounts") => "admin",
+                "get" => "read",
+                _ => "write",
+            };
+            assert_eq!(scopes, &serde_json::json!([expected]), "{method} {path}");
+        }
+    }
+}

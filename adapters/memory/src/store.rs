@@ -10,14 +10,19 @@
 //!
 //! Memory is bounded: history and positions keep at most `history_per_mower` rows per mower (the
 //! oldest go first). Latest, health and day rows are one per mower (and day) and are kept.
+//!
+//! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
+//! its `commit` (the commit would re-create the rows of a mower just deleted).
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
-    Account, Directory, DirectoryError, Mower, Principal, Site, StoreError, TelemetryBatch,
-    TelemetryStore, TokenError, TokenHash, TokenStore,
+    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, NewToken, OrderKey,
+    Principal, Site, StoreError, TelemetryBatch, TelemetryStore, TimeWindow, TokenError, TokenHash,
+    TokenId, TokenInfo, TokenQuery, TokenStore,
 };
 use swath_domain::{
     AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
@@ -48,6 +53,13 @@ struct DirectoryData {
 }
 
 #[derive(Default)]
+struct TokenData {
+    by_hash: HashMap<TokenHash, TokenId>,
+    /// Ordered by id, the listing order.
+    by_id: BTreeMap<TokenId, TokenInfo>,
+}
+
+#[derive(Default)]
 pub(crate) struct MowerRows {
     pub(crate) history: BTreeMap<DateTime<Utc>, HistoryRow>,
     pub(crate) positions: BTreeMap<DateTime<Utc>, PositionRow>,
@@ -61,7 +73,7 @@ pub(crate) struct MowerRows {
 pub struct MemoryStore {
     settings: MemoryStoreSettings,
     directory: Arc<RwLock<DirectoryData>>,
-    tokens: Arc<RwLock<HashMap<TokenHash, Principal>>>,
+    tokens: Arc<RwLock<TokenData>>,
     pub(crate) telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
     batch_lock: Arc<Mutex<()>>,
     /// The notification side (see `watch`): written by the ingest commit too (W6).
@@ -188,18 +200,177 @@ impl Directory for MemoryStore {
 }
 
 #[async_trait]
+impl DirectoryAdmin for MemoryStore {
+    async fn site(&self, id: SiteId) -> Result<Option<Site>, DirectoryError> {
+        Ok(read(&self.directory).sites.get(&id).cloned())
+    }
+
+    async fn mowers_by_id(&self, ids: &[MowerId]) -> Result<Vec<Mower>, DirectoryError> {
+        let dir = read(&self.directory);
+        let mut mowers: Vec<Mower> = ids
+            .iter()
+            .filter_map(|id| dir.mowers.get(id).cloned())
+            .collect();
+        mowers.sort_by_key(|m| m.id);
+        mowers.dedup_by_key(|m| m.id);
+        Ok(mowers)
+    }
+
+    async fn list_sites(&self, query: &ListQuery) -> Result<Vec<Site>, DirectoryError> {
+        let dir = read(&self.directory);
+        Ok(page(
+            dir.sites.values().filter(|s| {
+                s.account_id == query.account
+                    && query.sites.as_ref().is_none_or(|only| only.contains(&s.id))
+            }),
+            Site::order_key,
+            query,
+        ))
+    }
+
+    async fn list_mowers(&self, query: &ListQuery) -> Result<Vec<Mower>, DirectoryError> {
+        let dir = read(&self.directory);
+        Ok(page(
+            dir.mowers.values().filter(|m| {
+                m.account_id == query.account
+                    && query
+                        .sites
+                        .as_ref()
+                        .is_none_or(|only| only.contains(&m.site_id))
+            }),
+            Mower::order_key,
+            query,
+        ))
+    }
+
+    async fn update_site(&self, site: Site) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        match dir.sites.get_mut(&site.id) {
+            Some(stored) if stored.account_id == site.account_id => {
+                *stored = site;
+                Ok(())
+            }
+            _ => Err(DirectoryError::NotFound(format!("site {}", site.id))),
+        }
+    }
+
+    async fn delete_site(&self, account: AccountId, id: SiteId) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        match dir.sites.get(&id) {
+            Some(site) if site.account_id == account => {}
+            _ => return Err(DirectoryError::NotFound(format!("site {id}"))),
+        }
+        if dir.mowers.values().any(|m| m.site_id == id) {
+            return Err(DirectoryError::InUse(format!("site {id}")));
+        }
+        dir.sites.remove(&id);
+        Ok(())
+    }
+
+    async fn update_mower(&self, mower: Mower) -> Result<(), DirectoryError> {
+        let mut dir = write(&self.directory);
+        match dir.sites.get(&mower.site_id) {
+            Some(site) if site.account_id == mower.account_id => {}
+            _ => return Err(DirectoryError::NotFound(format!("site {}", mower.site_id))),
+        }
+        match dir.mowers.get_mut(&mower.id) {
+            Some(stored) if stored.account_id == mower.account_id => {
+                *stored = mower;
+                Ok(())
+            }
+            _ => Err(DirectoryError::NotFound(format!("mower {}", mower.id))),
+        }
+    }
+
+    async fn delete_mower(&self, account: AccountId, id: MowerId) -> Result<(), DirectoryError> {
+        // No batch may be between its begin and its commit while the mower goes (see the module).
+        let _batch = self.batch_lock.lock().await;
+        let mut dir = write(&self.directory);
+        match dir.mowers.get(&id) {
+            Some(mower) if mower.account_id == account => {}
+            _ => return Err(DirectoryError::NotFound(format!("mower {id}"))),
+        }
+        let mut telemetry = write(&self.telemetry);
+        dir.mowers.remove(&id);
+        telemetry.remove(&id);
+        Ok(())
+    }
+}
+
+/// The rows after `query.after`, in [`OrderKey`] order, at most `query.limit`.
+fn page<'a, T: Clone + 'a>(
+    rows: impl Iterator<Item = &'a T>,
+    key: impl Fn(&T) -> OrderKey,
+    query: &ListQuery,
+) -> Vec<T> {
+    let mut keyed: Vec<(OrderKey, &T)> = rows
+        .map(|row| (key(row), row))
+        .filter(|(k, _)| query.after.as_ref().is_none_or(|after| k > after))
+        .collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    keyed
+        .into_iter()
+        .take(query.limit)
+        .map(|(_, row)| row.clone())
+        .collect()
+}
+
+#[async_trait]
 impl TokenStore for MemoryStore {
-    async fn store_token(&self, hash: TokenHash, principal: Principal) -> Result<(), TokenError> {
+    async fn create_token(&self, hash: TokenHash, token: NewToken) -> Result<(), TokenError> {
         let mut tokens = write(&self.tokens);
-        if tokens.contains_key(&hash) {
+        if tokens.by_hash.contains_key(&hash) || tokens.by_id.contains_key(&token.id) {
             return Err(TokenError::Conflict);
         }
-        tokens.insert(hash, principal);
+        tokens.by_hash.insert(hash, token.id);
+        tokens.by_id.insert(
+            token.id,
+            TokenInfo {
+                id: token.id,
+                name: token.name,
+                principal: token.principal,
+                created_at: Utc::now(),
+            },
+        );
         Ok(())
     }
 
     async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError> {
-        Ok(read(&self.tokens).get(hash).cloned())
+        let tokens = read(&self.tokens);
+        Ok(tokens
+            .by_hash
+            .get(hash)
+            .and_then(|id| tokens.by_id.get(id))
+            .map(|t| t.principal.clone()))
+    }
+
+    async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError> {
+        let tokens = read(&self.tokens);
+        let start = match query.after {
+            Some(after) => Bound::Excluded(after),
+            None => Bound::Unbounded,
+        };
+        Ok(tokens
+            .by_id
+            .range((start, Bound::Unbounded))
+            .map(|(_, t)| t)
+            .filter(|t| query.within.covers(&t.principal))
+            .take(query.limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {
+        Ok(read(&self.tokens).by_id.get(&id).cloned())
+    }
+
+    async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
+        let mut tokens = write(&self.tokens);
+        if tokens.by_id.remove(&id).is_none() {
+            return Ok(false);
+        }
+        tokens.by_hash.retain(|_, token| *token != id);
+        Ok(true)
     }
 }
 
@@ -331,4 +502,70 @@ impl TelemetryStore for MemoryStore {
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    async fn history(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<HistoryRow>, StoreError> {
+        let telemetry = read(&self.telemetry);
+        Ok(telemetry
+            .get(&mower)
+            .map(|rows| in_window(&rows.history, window))
+            .unwrap_or_default())
+    }
+
+    async fn track(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<PositionRow>, StoreError> {
+        let telemetry = read(&self.telemetry);
+        Ok(telemetry
+            .get(&mower)
+            .map(|rows| in_window(&rows.positions, window))
+            .unwrap_or_default())
+    }
+
+    async fn days(
+        &self,
+        mower: MowerId,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<DayTotals>, StoreError> {
+        if from > to {
+            return Ok(Vec::new());
+        }
+        let telemetry = read(&self.telemetry);
+        Ok(telemetry
+            .get(&mower)
+            .map(|rows| rows.days.range(from..=to).map(|(_, d)| d.clone()).collect())
+            .unwrap_or_default())
+    }
+}
+
+/// The rows of `window` (see [`TimeWindow`]) from one mower's rows keyed by `observed_at`.
+fn in_window<T: Clone>(rows: &BTreeMap<DateTime<Utc>, T>, window: &TimeWindow) -> Vec<T> {
+    // The lower bound is the later of `from` (inclusive) and `after` (exclusive).
+    let lower = match (window.from, window.after) {
+        (Some(from), Some(after)) if after >= from => Bound::Excluded(after),
+        (Some(from), _) => Bound::Included(from),
+        (None, Some(after)) => Bound::Excluded(after),
+        (None, None) => Bound::Unbounded,
+    };
+    let upper = window.to.map_or(Bound::Unbounded, Bound::Excluded);
+    // BTreeMap::range panics on an empty or inverted range: answer nothing instead.
+    let empty = match (lower, upper) {
+        (Bound::Included(l), Bound::Excluded(u)) | (Bound::Excluded(l), Bound::Excluded(u)) => {
+            l >= u
+        }
+        _ => false,
+    };
+    if empty {
+        return Vec::new();
+    }
+    rows.range((lower, upper))
+        .take(window.limit)
+        .map(|(_, row)| row.clone())
+        .collect()
 }

@@ -1,20 +1,47 @@
 //! The directory (accounts, sites, mowers) and API tokens, through SeaORM entities.
+//!
+//! Lists are constant SQL read into the entities (`from_raw_sql`): a keyset page needs a row
+//! comparison, `(display_order, name COLLATE "C", id) > (…)`, that matches the index of the
+//! second migration, which the query builder cannot express. Names order byte by byte, as in the
+//! memory store. A missing cursor is the smallest key, `(-2^31, '', nil uuid)`, so that there is
+//! one statement text per list (no id is the nil uuid: the API refuses it and Swath makes v7 ids).
 
 use crate::entities::{account, api_token, mower, site};
 use crate::PostgresStore;
 use async_trait::async_trait;
 use chrono::Utc;
 use chrono_tz::Tz;
-use sea_orm::sea_query::OnConflict;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    SqlErr, Statement, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, SqlErr, Statement, TransactionTrait, Value,
 };
 use swath_application::ports::{
-    Account, Directory, DirectoryError, Mower, Principal, Scope, Site, TokenError, TokenHash,
-    TokenStore,
+    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, NewToken, OrderKey,
+    Principal, Scope, Site, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
 };
 use swath_domain::{AccountId, MowerId, SiteId};
+use uuid::Uuid;
+
+/// A page of sites: `$1` account, `$2` only these sites (NULL: all), `$3..$5` the key after which
+/// the page starts, `$6` the limit.
+const LIST_SITES: &str = "SELECT id, account_id, name, time_zone, display_order, created_at \
+    FROM sites WHERE account_id = $1 AND ($2::uuid[] IS NULL OR id = ANY($2)) \
+    AND (display_order, name COLLATE \"C\", id) > ($3, $4 COLLATE \"C\", $5) \
+    ORDER BY display_order, name COLLATE \"C\", id LIMIT $6";
+
+/// A page of mowers: the parameters of [`LIST_SITES`], `$2` filtering the mowers' sites.
+const LIST_MOWERS: &str = "SELECT id, account_id, site_id, name, model, serial, display_order, \
+    blade_threshold_ms, created_at FROM mowers \
+    WHERE account_id = $1 AND ($2::uuid[] IS NULL OR site_id = ANY($2)) \
+    AND (display_order, name COLLATE \"C\", id) > ($3, $4 COLLATE \"C\", $5) \
+    ORDER BY display_order, name COLLATE \"C\", id LIMIT $6";
+
+/// A page of the tokens a principal covers: `$1` account, `$2` id after which the page starts,
+/// `$3` the principal's scopes, `$4` its sites (NULL: unlimited), `$5` the limit.
+const LIST_TOKENS: &str = "SELECT token_hash, id, name, account_id, scopes, sites, created_at \
+    FROM api_tokens WHERE account_id = $1 AND id > $2 AND scopes <@ $3::text[] \
+    AND ($4::uuid[] IS NULL OR (sites IS NOT NULL AND sites <@ $4::uuid[])) \
+    ORDER BY id LIMIT $5";
 
 fn directory_error(e: DbErr, what: String) -> DirectoryError {
     match e.sql_err() {
@@ -42,6 +69,32 @@ fn site_from(model: site::Model) -> Result<Site, DirectoryError> {
         time_zone,
         display_order: model.display_order,
     })
+}
+
+/// The parameters of [`LIST_SITES`] and [`LIST_MOWERS`].
+fn list_values(query: &ListQuery) -> Vec<Value> {
+    let after = query.after.clone().unwrap_or(OrderKey {
+        display_order: i32::MIN,
+        name: String::new(),
+        id: Uuid::nil(),
+    });
+    vec![
+        query.account.0.into(),
+        query
+            .sites
+            .as_ref()
+            .map(|s| s.iter().map(|id| id.0).collect::<Vec<Uuid>>())
+            .into(),
+        after.display_order.into(),
+        after.name.into(),
+        after.id.into(),
+        limit_value(query.limit),
+    ]
+}
+
+/// A `LIMIT` for PostgreSQL (a bigint).
+fn limit_value(limit: usize) -> Value {
+    i64::try_from(limit).unwrap_or(i64::MAX).into()
 }
 
 fn mower_from(model: mower::Model) -> Mower {
@@ -147,24 +200,44 @@ impl Directory for PostgresStore {
     }
 
     async fn sites(&self, account: AccountId) -> Result<Vec<Site>, DirectoryError> {
-        site::Entity::find()
-            .filter(site::Column::AccountId.eq(account.0))
-            .order_by_asc(site::Column::DisplayOrder)
-            .order_by_asc(site::Column::Name)
-            .order_by_asc(site::Column::Id)
-            .all(&self.orm)
-            .await
-            .map_err(unavailable)?
-            .into_iter()
-            .map(site_from)
-            .collect()
+        self.list_sites(&ListQuery {
+            account,
+            sites: None,
+            after: None,
+            limit: usize::MAX,
+        })
+        .await
     }
 
     async fn mowers(&self, account: AccountId) -> Result<Vec<Mower>, DirectoryError> {
+        self.list_mowers(&ListQuery {
+            account,
+            sites: None,
+            after: None,
+            limit: usize::MAX,
+        })
+        .await
+    }
+}
+
+fn statement(sql: &str, values: Vec<Value>) -> Statement {
+    Statement::from_sql_and_values(DatabaseBackend::Postgres, sql, values)
+}
+
+#[async_trait]
+impl DirectoryAdmin for PostgresStore {
+    async fn site(&self, id: SiteId) -> Result<Option<Site>, DirectoryError> {
+        site::Entity::find_by_id(id.0)
+            .one(&self.orm)
+            .await
+            .map_err(unavailable)?
+            .map(site_from)
+            .transpose()
+    }
+
+    async fn mowers_by_id(&self, ids: &[MowerId]) -> Result<Vec<Mower>, DirectoryError> {
         Ok(mower::Entity::find()
-            .filter(mower::Column::AccountId.eq(account.0))
-            .order_by_asc(mower::Column::DisplayOrder)
-            .order_by_asc(mower::Column::Name)
+            .filter(mower::Column::Id.is_in(ids.iter().map(|m| m.0)))
             .order_by_asc(mower::Column::Id)
             .all(&self.orm)
             .await
@@ -173,65 +246,267 @@ impl Directory for PostgresStore {
             .map(mower_from)
             .collect())
     }
-}
 
-fn scope_name(scope: Scope) -> &'static str {
-    match scope {
-        Scope::Read => "read",
-        Scope::Write => "write",
-        Scope::Admin => "admin",
-    }
-}
-
-fn scope_from(name: &str) -> Option<Scope> {
-    [Scope::Read, Scope::Write, Scope::Admin]
-        .into_iter()
-        .find(|s| scope_name(*s) == name)
-}
-
-#[async_trait]
-impl TokenStore for PostgresStore {
-    async fn store_token(&self, hash: TokenHash, principal: Principal) -> Result<(), TokenError> {
-        let model = api_token::ActiveModel {
-            token_hash: Set(hash.0),
-            account_id: Set(principal.account_id.0),
-            scopes: Set(principal
-                .scopes
-                .iter()
-                .map(|s| scope_name(*s).to_owned())
-                .collect()),
-            sites: Set(principal
-                .sites
-                .map(|s| s.into_iter().map(|id| id.0).collect())),
-            created_at: Set(Utc::now().into()),
-        };
-        let inserted = api_token::Entity::insert(model)
-            .on_conflict(
-                OnConflict::column(api_token::Column::TokenHash)
-                    .do_nothing()
-                    .to_owned(),
-            )
-            .exec_without_returning(&self.orm)
+    async fn list_sites(&self, query: &ListQuery) -> Result<Vec<Site>, DirectoryError> {
+        site::Entity::find()
+            .from_raw_sql(statement(LIST_SITES, list_values(query)))
+            .all(&self.orm)
             .await
-            .map_err(|e| TokenError::Unavailable(e.to_string()))?;
-        if inserted == 0 {
-            return Err(TokenError::Conflict);
+            .map_err(unavailable)?
+            .into_iter()
+            .map(site_from)
+            .collect()
+    }
+
+    async fn list_mowers(&self, query: &ListQuery) -> Result<Vec<Mower>, DirectoryError> {
+        Ok(mower::Entity::find()
+            .from_raw_sql(statement(LIST_MOWERS, list_values(query)))
+            .all(&self.orm)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .map(mower_from)
+            .collect())
+    }
+
+    async fn update_site(&self, s: Site) -> Result<(), DirectoryError> {
+        let updated = site::Entity::update_many()
+            .col_expr(site::Column::Name, s.name.into())
+            .col_expr(site::Column::TimeZone, s.time_zone.name().into())
+            .col_expr(site::Column::DisplayOrder, s.display_order.into())
+            .filter(site::Column::Id.eq(s.id.0))
+            .filter(site::Column::AccountId.eq(s.account_id.0))
+            .exec(&self.orm)
+            .await
+            .map_err(unavailable)?;
+        if updated.rows_affected == 0 {
+            return Err(DirectoryError::NotFound(format!("site {}", s.id)));
         }
         Ok(())
     }
 
+    async fn delete_site(&self, account: AccountId, id: SiteId) -> Result<(), DirectoryError> {
+        let txn = self.orm.begin().await.map_err(unavailable)?;
+        // FOR UPDATE conflicts with the KEY SHARE lock a mower insert (or move) takes on its site
+        // through the foreign key: a mower added concurrently either commits first (and is seen by
+        // the check below, a new snapshot in READ COMMITTED) or fails its foreign key after us.
+        let locked = txn
+            .query_one(statement(
+                "SELECT id FROM sites WHERE id = $1 AND account_id = $2 FOR UPDATE",
+                vec![id.0.into(), account.0.into()],
+            ))
+            .await
+            .map_err(unavailable)?;
+        if locked.is_none() {
+            return Err(DirectoryError::NotFound(format!("site {id}")));
+        }
+        let in_use = txn
+            .query_one(statement(
+                "SELECT 1 AS one FROM mowers WHERE site_id = $1 LIMIT 1",
+                vec![id.0.into()],
+            ))
+            .await
+            .map_err(unavailable)?;
+        if in_use.is_some() {
+            return Err(DirectoryError::InUse(format!("site {id}")));
+        }
+        txn.execute(statement(
+            "DELETE FROM sites WHERE id = $1",
+            vec![id.0.into()],
+        ))
+        .await
+        .map_err(|e| directory_error(e, format!("site {id}")))?;
+        txn.commit().await.map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn update_mower(&self, m: Mower) -> Result<(), DirectoryError> {
+        // One statement: the site check and the update see the same snapshot, and the foreign key
+        // catches a site deleted concurrently.
+        let updated = self
+            .orm
+            .execute(statement(
+                "UPDATE mowers SET site_id = $3, name = $4, model = $5, serial = $6, \
+                 display_order = $7, blade_threshold_ms = $8 \
+                 WHERE id = $1 AND account_id = $2 \
+                 AND EXISTS (SELECT 1 FROM sites s WHERE s.id = $3 AND s.account_id = $2)",
+                vec![
+                    m.id.0.into(),
+                    m.account_id.0.into(),
+                    m.site_id.0.into(),
+                    m.name.into(),
+                    m.model.into(),
+                    m.serial.into(),
+                    m.display_order.into(),
+                    m.blade_threshold_ms.into(),
+                ],
+            ))
+            .await
+            .map_err(|e| directory_error(e, format!("site {}", m.site_id)))?;
+        if updated.rows_affected() == 0 {
+            return Err(DirectoryError::NotFound(format!(
+                "mower {} or site {}",
+                m.id, m.site_id
+            )));
+        }
+        Ok(())
+    }
+
+    async fn delete_mower(&self, account: AccountId, id: MowerId) -> Result<(), DirectoryError> {
+        let txn = self.orm.begin().await.map_err(unavailable)?;
+        // The health row is the row every ingest batch of this mower locks (see telemetry.rs):
+        // taking it first waits for a running batch and makes later ones wait for this delete;
+        // they then find the row gone and drop their states as `unknown_mower`.
+        txn.execute(statement(
+            "SELECT mower_id FROM health_totals WHERE mower_id = $1 FOR UPDATE",
+            vec![id.0.into()],
+        ))
+        .await
+        .map_err(unavailable)?;
+        let owned = txn
+            .query_one(statement(
+                "SELECT id FROM mowers WHERE id = $1 AND account_id = $2",
+                vec![id.0.into(), account.0.into()],
+            ))
+            .await
+            .map_err(unavailable)?;
+        if owned.is_none() {
+            return Err(DirectoryError::NotFound(format!("mower {id}")));
+        }
+        for sql in [
+            "DELETE FROM positions WHERE mower_id = $1",
+            "DELETE FROM state_history WHERE mower_id = $1",
+            "DELETE FROM day_totals WHERE mower_id = $1",
+            "DELETE FROM latest_states WHERE mower_id = $1",
+            "DELETE FROM health_totals WHERE mower_id = $1",
+            "DELETE FROM mowers WHERE id = $1",
+        ] {
+            txn.execute(statement(sql, vec![id.0.into()]))
+                .await
+                .map_err(unavailable)?;
+        }
+        txn.commit().await.map_err(unavailable)?;
+        Ok(())
+    }
+}
+
+fn token_error(e: DbErr, account: AccountId) -> TokenError {
+    match e.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => TokenError::Conflict,
+        Some(SqlErr::ForeignKeyConstraintViolation(_)) => TokenError::UnknownAccount(account),
+        _ => TokenError::Unavailable(e.to_string()),
+    }
+}
+
+fn token_unavailable(e: DbErr) -> TokenError {
+    TokenError::Unavailable(e.to_string())
+}
+
+fn principal_from(token: &api_token::Model) -> Principal {
+    Principal {
+        account_id: AccountId(token.account_id),
+        // An unknown name (written by a newer version) grants nothing.
+        scopes: token
+            .scopes
+            .iter()
+            .filter_map(|s| Scope::parse(s))
+            .collect(),
+        sites: token
+            .sites
+            .as_ref()
+            .map(|s| s.iter().copied().map(SiteId).collect()),
+    }
+}
+
+fn token_from(token: api_token::Model) -> TokenInfo {
+    TokenInfo {
+        id: TokenId(token.id),
+        principal: principal_from(&token),
+        name: token.name,
+        created_at: token.created_at.into(),
+    }
+}
+
+#[async_trait]
+impl TokenStore for PostgresStore {
+    async fn create_token(&self, hash: TokenHash, token: NewToken) -> Result<(), TokenError> {
+        let account = token.principal.account_id;
+        let model = api_token::ActiveModel {
+            token_hash: Set(hash.0),
+            id: Set(token.id.0),
+            name: Set(token.name),
+            account_id: Set(account.0),
+            scopes: Set(token
+                .principal
+                .scopes
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect()),
+            sites: Set(token
+                .principal
+                .sites
+                .map(|s| s.into_iter().map(|id| id.0).collect())),
+            created_at: Set(Utc::now().into()),
+        };
+        api_token::Entity::insert(model)
+            .exec_without_returning(&self.orm)
+            .await
+            .map_err(|e| token_error(e, account))?;
+        Ok(())
+    }
+
     async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError> {
-        let Some(token) = api_token::Entity::find_by_id(hash.0.clone())
+        Ok(api_token::Entity::find_by_id(hash.0.clone())
             .one(&self.orm)
             .await
-            .map_err(|e| TokenError::Unavailable(e.to_string()))?
-        else {
-            return Ok(None);
-        };
-        Ok(Some(Principal {
-            account_id: AccountId(token.account_id),
-            scopes: token.scopes.iter().filter_map(|s| scope_from(s)).collect(),
-            sites: token.sites.map(|s| s.into_iter().map(SiteId).collect()),
-        }))
+            .map_err(token_unavailable)?
+            .as_ref()
+            .map(principal_from))
+    }
+
+    async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError> {
+        let within = &query.within;
+        let values: Vec<Value> = vec![
+            within.account_id.0.into(),
+            query.after.map_or(Uuid::nil(), |id| id.0).into(),
+            within
+                .scopes
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect::<Vec<String>>()
+                .into(),
+            within
+                .sites
+                .as_ref()
+                .map(|s| s.iter().map(|id| id.0).collect::<Vec<Uuid>>())
+                .into(),
+            limit_value(query.limit),
+        ];
+        Ok(api_token::Entity::find()
+            .from_raw_sql(statement(LIST_TOKENS, values))
+            .all(&self.orm)
+            .await
+            .map_err(token_unavailable)?
+            .into_iter()
+            .map(token_from)
+            .collect())
+    }
+
+    async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {
+        Ok(api_token::Entity::find()
+            .filter(api_token::Column::Id.eq(id.0))
+            .one(&self.orm)
+            .await
+            .map_err(token_unavailable)?
+            .map(token_from))
+    }
+
+    async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
+        let deleted = api_token::Entity::delete_many()
+            .filter(api_token::Column::Id.eq(id.0))
+            .exec(&self.orm)
+            .await
+            .map_err(token_unavailable)?;
+        Ok(deleted.rows_affected > 0)
     }
 }

@@ -14,12 +14,12 @@
 
 use crate::{unavailable, PostgresStore};
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Duration, NaiveDate, SubsecRound, TimeZone, Utc};
 use chrono_tz::Tz;
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
-use swath_application::ports::{StoreError, TelemetryBatch, TelemetryStore};
+use swath_application::ports::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow};
 use swath_domain::{
     AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
     LatestKey, LatestRow, MowerId, MowerSnapshot, PositionRow, StateReport, TelemetryRows,
@@ -81,6 +81,93 @@ const UPSERT_DAYS: &str = "INSERT INTO day_totals \
     error_count = day_totals.error_count + EXCLUDED.error_count, \
     charge_count = day_totals.charge_count + EXCLUDED.charge_count, \
     state_count = day_totals.state_count + EXCLUDED.state_count";
+
+/// A page of history: `$1` mower, rows with `$2 < observed_at < $3`, `$4` the limit. Both bounds
+/// are always given (see [`bounds`]), so the statement has one text and PostgreSQL prunes the
+/// monthly partitions and walks the primary key in order.
+const READ_HISTORY: &str = "SELECT mower_id, observed_at, activity, battery_percent, error_code, \
+    blade_on FROM state_history WHERE mower_id = $1 AND observed_at > $2 AND observed_at < $3 \
+    ORDER BY observed_at LIMIT $4";
+
+/// A page of positions, with the parameters of [`READ_HISTORY`].
+const READ_TRACK: &str = "SELECT mower_id, observed_at, lat, lon, accuracy_m, heading_deg \
+    FROM positions WHERE mower_id = $1 AND observed_at > $2 AND observed_at < $3 \
+    ORDER BY observed_at LIMIT $4";
+
+const READ_DAYS: &str = "SELECT mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, \
+    charge_count, state_count FROM day_totals WHERE mower_id = $1 AND day >= $2 AND day <= $3 \
+    ORDER BY day";
+
+/// `t` rounded up to the microsecond, the precision PostgreSQL keeps (sqlx truncates finer
+/// digits when it sends a timestamp, which would move a bound the wrong way).
+fn ceil_micros(t: DateTime<Utc>) -> DateTime<Utc> {
+    let truncated = t.trunc_subsecs(6);
+    if truncated == t {
+        t
+    } else {
+        truncated + Duration::microseconds(1)
+    }
+}
+
+/// The window as two exclusive bounds on stored (microsecond) instants: `lower < observed_at <
+/// upper`. `from` (inclusive) becomes the microsecond before it; an open bound becomes an instant
+/// before or after every storable one.
+fn bounds(window: &TimeWindow) -> (DateTime<Utc>, DateTime<Utc>) {
+    let from = window
+        .from
+        .map(|from| ceil_micros(from) - Duration::microseconds(1));
+    let lower = match (from, window.after) {
+        (Some(from), Some(after)) => from.max(after),
+        (Some(bound), None) | (None, Some(bound)) => bound,
+        (None, None) => Utc.with_ymd_and_hms(-4000, 1, 1, 0, 0, 0).unwrap(),
+    };
+    let upper = window
+        .to
+        .map(ceil_micros)
+        .unwrap_or_else(|| Utc.with_ymd_and_hms(100_000, 1, 1, 0, 0, 0).unwrap());
+    (lower, upper)
+}
+
+fn history_from(row: &PgRow) -> Result<HistoryRow, StoreError> {
+    let battery: Option<i16> = row.try_get("battery_percent").map_err(corrupt)?;
+    let name: String = row.try_get("activity").map_err(corrupt)?;
+    Ok(HistoryRow {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        observed_at: row.try_get("observed_at").map_err(corrupt)?,
+        activity: activity(&name)?,
+        battery_percent: battery.map(|b| b as u8),
+        error_code: row.try_get("error_code").map_err(corrupt)?,
+        blade_on: row.try_get("blade_on").map_err(corrupt)?,
+    })
+}
+
+fn position_from(row: &PgRow) -> Result<PositionRow, StoreError> {
+    Ok(PositionRow {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        observed_at: row.try_get("observed_at").map_err(corrupt)?,
+        lat: row.try_get("lat").map_err(corrupt)?,
+        lon: row.try_get("lon").map_err(corrupt)?,
+        accuracy_m: row.try_get("accuracy_m").map_err(corrupt)?,
+        heading_deg: row.try_get("heading_deg").map_err(corrupt)?,
+    })
+}
+
+fn day_from(row: &PgRow) -> Result<DayTotals, StoreError> {
+    Ok(DayTotals {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        day: row.try_get("day").map_err(corrupt)?,
+        mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
+        blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
+        distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
+        error_count: row.try_get("error_count").map_err(corrupt)?,
+        charge_count: row.try_get("charge_count").map_err(corrupt)?,
+        state_count: row.try_get("state_count").map_err(corrupt)?,
+    })
+}
+
+fn limit(limit: usize) -> i64 {
+    i64::try_from(limit).unwrap_or(i64::MAX)
+}
 
 fn corrupt(what: impl std::fmt::Display) -> StoreError {
     StoreError::Corrupt(what.to_string())
@@ -328,16 +415,7 @@ impl TelemetryStore for PostgresStore {
         .await
         .map_err(unavailable)?
         {
-            let battery: Option<i16> = row.try_get("battery_percent").map_err(corrupt)?;
-            let name: String = row.try_get("activity").map_err(corrupt)?;
-            out.history.push(HistoryRow {
-                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-                observed_at: row.try_get("observed_at").map_err(corrupt)?,
-                activity: activity(&name)?,
-                battery_percent: battery.map(|b| b as u8),
-                error_code: row.try_get("error_code").map_err(corrupt)?,
-                blade_on: row.try_get("blade_on").map_err(corrupt)?,
-            });
+            out.history.push(history_from(&row)?);
         }
         for row in sqlx::query(
             "SELECT mower_id, observed_at, lat, lon, accuracy_m, heading_deg FROM positions \
@@ -348,14 +426,7 @@ impl TelemetryStore for PostgresStore {
         .await
         .map_err(unavailable)?
         {
-            out.positions.push(PositionRow {
-                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-                observed_at: row.try_get("observed_at").map_err(corrupt)?,
-                lat: row.try_get("lat").map_err(corrupt)?,
-                lon: row.try_get("lon").map_err(corrupt)?,
-                accuracy_m: row.try_get("accuracy_m").map_err(corrupt)?,
-                heading_deg: row.try_get("heading_deg").map_err(corrupt)?,
-            });
+            out.positions.push(position_from(&row)?);
         }
         out.latest = self.latest(mowers).await?;
         for row in sqlx::query(&format!(
@@ -378,16 +449,7 @@ impl TelemetryStore for PostgresStore {
         .await
         .map_err(unavailable)?
         {
-            out.days.push(DayTotals {
-                mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-                day: row.try_get("day").map_err(corrupt)?,
-                mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
-                blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
-                distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
-                error_count: row.try_get("error_count").map_err(corrupt)?,
-                charge_count: row.try_get("charge_count").map_err(corrupt)?,
-                state_count: row.try_get("state_count").map_err(corrupt)?,
-            });
+            out.days.push(day_from(&row)?);
         }
         Ok(out)
     }
@@ -398,5 +460,67 @@ impl TelemetryStore for PostgresStore {
             .await
             .map_err(unavailable)?;
         Ok(())
+    }
+
+    async fn history(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<HistoryRow>, StoreError> {
+        let (lower, upper) = bounds(window);
+        if lower >= upper || window.limit == 0 {
+            return Ok(Vec::new());
+        }
+        sqlx::query(READ_HISTORY)
+            .bind(mower.0)
+            .bind(lower)
+            .bind(upper)
+            .bind(limit(window.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .iter()
+            .map(history_from)
+            .collect()
+    }
+
+    async fn track(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<PositionRow>, StoreError> {
+        let (lower, upper) = bounds(window);
+        if lower >= upper || window.limit == 0 {
+            return Ok(Vec::new());
+        }
+        sqlx::query(READ_TRACK)
+            .bind(mower.0)
+            .bind(lower)
+            .bind(upper)
+            .bind(limit(window.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .iter()
+            .map(position_from)
+            .collect()
+    }
+
+    async fn days(
+        &self,
+        mower: MowerId,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<DayTotals>, StoreError> {
+        sqlx::query(READ_DAYS)
+            .bind(mower.0)
+            .bind(from)
+            .bind(to)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .iter()
+            .map(day_from)
+            .collect()
     }
 }

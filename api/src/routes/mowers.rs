@@ -1,20 +1,23 @@
-//! `/v1/mowers`: the fleet with its latest states, one mower's latest state, its health totals.
-//!
-//! Visibility is decided once, in [`visible_mower`] (and the same filter in [`list_mowers`]): a
-//! mower of another account, or of a site the principal may not see, answers exactly what an
-//! unknown id answers, so that ids of other tenants cannot be probed.
+//! `/v1/mowers`: the fleet with its latest states, and the mowers of the directory (create,
+//! read, change, delete). A mower's telemetry is under [`super::telemetry`].
 
-use crate::auth::Reader;
-use crate::dto::{MowerHealth, MowerList, MowerState, MowerSummary};
-use crate::error::{ApiError, Problem};
+use super::{location, referenced_site, visible_mower, PageParams};
+use crate::auth::{Reader, Writer};
+use crate::dto::directory::{
+    blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
+};
+use crate::dto::{MowerList, MowerSummary};
+use crate::error::{ApiError, Problem, Resource};
 use crate::etag::json_with_etag;
-use crate::extract::ApiPath;
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
 use std::collections::HashMap;
-use swath_application::ports::{Mower, Principal};
+use swath_application::ports::{DirectoryError, ListQuery, Mower};
 use swath_domain::{LatestRow, MowerId};
 use uuid::Uuid;
 
@@ -28,44 +31,49 @@ pub const TAG: &str = "mowers";
     tag = TAG,
     operation_id = "list_mowers",
     summary = "List the mowers with their latest states",
-    description = "Every mower of the token's account (only those of its sites when the token is \
+    description = "The mowers of the token's account (only those of its sites when the token is \
         limited to some sites), ordered by display order, then name, then id, each with its \
-        directory fields and its latest state (`null` while it has not reported). One call gives \
-        the whole fleet. Answers `304 Not Modified` when `If-None-Match` names the current `ETag`.",
+        directory fields and its latest state (`null` while it has not reported): up to 1000 \
+        mowers with their states in one call. Page with `limit` and `cursor`. Answers \
+        `304 Not Modified` when `If-None-Match` names the current `ETag` of the page.",
     security(("bearer" = ["read"])),
     params(
+        PageParams,
         ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
             when it is still current, the answer is `304 Not Modified` without a body."),
     ),
     responses(
-        (status = 200, description = "The mowers with their latest states.", body = MowerList,
+        (status = 200, description = "A page of mowers with their latest states.", body = MowerList,
             headers(
                 ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
         (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        (status = 401, description = "The bearer token is missing, unknown or revoked.", body = Problem,
-            content_type = "application/problem+json",
-            headers(("WWW-Authenticate" = String, description = "`Bearer`, with the reason the token failed."))),
-        (status = 403, description = "The token lacks the `read` scope.", body = Problem,
+        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
             content_type = "application/problem+json"),
     ),
 )]
 pub async fn list_mowers(
     Reader(principal): Reader,
     State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mowers: Vec<Mower> = state
+    let limit = page::limit(params.limit)?;
+    let after = page::order_after(List::Mowers, params.cursor.as_deref())?;
+    let rows = state
         .directory
-        .mowers(principal.account_id)
-        .await?
-        .into_iter()
-        .filter(|m| principal.sees_site(m.site_id))
-        .collect();
+        .list_mowers(&ListQuery {
+            account: principal.account_id,
+            sites: principal.sites.clone(),
+            after,
+            limit: limit + 1,
+        })
+        .await?;
+    let (mowers, truncated) = page::cut(rows, limit);
     let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
-    // One read for the whole fleet: the store answers it with one statement.
+    // One read for the whole page: the store answers it with one statement.
     let latest: HashMap<MowerId, LatestRow> = state
         .telemetry
         .latest(&ids)
@@ -74,24 +82,107 @@ pub async fn list_mowers(
         .map(|row| (row.mower_id, row))
         .collect();
     let list = MowerList {
+        next_cursor: truncated
+            .then(|| mowers.last())
+            .flatten()
+            .map(|m| page::order_cursor(List::Mowers, &m.order_key())),
         items: mowers
             .iter()
             .map(|m| MowerSummary::new(m, latest.get(&m.id)))
             .collect(),
+        limit: limit as u32,
+        truncated,
     };
     json_with_etag(&headers, &list)
 }
 
-/// Get a mower's latest state
+/// Add a mower
+#[utoipa::path(
+    post,
+    path = "/v1/mowers",
+    tag = TAG,
+    operation_id = "create_mower",
+    summary = "Add a mower",
+    description = "Adds a mower to a site of the token's account. Give it the `id` its gateway \
+        reports with (states of a mower that is not in the directory are dropped as \
+        `unknown_mower`); without one, Swath makes one. The answer is the mower, without a state.",
+    security(("bearer" = ["write"])),
+    request_body(content = NewMower, description = "The mower.", content_type = "application/json"),
+    responses(
+        (status = 201, description = "The mower was added.", body = MowerSummary,
+            headers(("Location" = String, description = "The path of the new mower."))),
+        (status = 400, description = "The body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 409, description = "A mower with this id exists already (in this account or \
+            another).", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema, a value is out of range, \
+            or `site_id` names no site visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_mower(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<NewMower>,
+) -> Result<Response, ApiError> {
+    let id = match body.id {
+        Some(id) if id.is_nil() => {
+            return Err(ApiError::Validation(
+                "`id` must not be the nil UUID.".to_owned(),
+            ))
+        }
+        Some(id) => MowerId(id),
+        None => MowerId::new(),
+    };
+    let mower = Mower {
+        id,
+        account_id: principal.account_id,
+        site_id: referenced_site(&state, &principal, body.site_id).await?.id,
+        name: text("name", body.name)?,
+        model: text("model", body.model)?,
+        serial: text("serial", body.serial)?,
+        display_order: body.display_order,
+        blade_threshold_ms: blade_threshold_ms(
+            body.blade_threshold_seconds
+                .unwrap_or(DEFAULT_BLADE_THRESHOLD_SECONDS),
+        )?,
+    };
+    match state.directory.create_mower(mower.clone()).await {
+        Ok(()) => {}
+        Err(DirectoryError::Conflict(_)) => {
+            return Err(ApiError::Conflict(format!(
+                "A mower with the id {id} exists already."
+            )))
+        }
+        // The site was deleted between the check and the insert.
+        Err(DirectoryError::NotFound(_)) => {
+            return Err(ApiError::Validation(
+                "`site_id` names no site visible to this token.".to_owned(),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    }
+    tracing::info!(mower_id = %id, account_id = %principal.account_id, "Added a mower.");
+    Ok((
+        StatusCode::CREATED,
+        location(format!("/v1/mowers/{id}"))?,
+        Json(MowerSummary::new(&mower, None)),
+    )
+        .into_response())
+}
+
+/// Get a mower with its latest state
 #[utoipa::path(
     get,
-    path = "/v1/mowers/{id}/state",
+    path = "/v1/mowers/{id}",
     tag = TAG,
-    operation_id = "get_mower_state",
-    summary = "Get a mower's latest state",
-    description = "The newest state the mower reported, as its gateway sent it (unknown fields \
-        included), with when Swath received it and the Home Assistant `lawn_mower` activity. \
-        Poll it with `If-None-Match`: the answer is `304 Not Modified` until a newer state arrives.",
+    operation_id = "get_mower",
+    summary = "Get a mower with its latest state",
+    description = "The mower's directory fields and its latest state (`null` while it has not \
+        reported), as in the list. Answers `304 Not Modified` when `If-None-Match` names the \
+        current `ETag`.",
     security(("bearer" = ["read"])),
     params(
         ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
@@ -99,26 +190,20 @@ pub async fn list_mowers(
             when it is still current, the answer is `304 Not Modified` without a body."),
     ),
     responses(
-        (status = 200, description = "The mower's latest state.", body = MowerState,
+        (status = 200, description = "The mower with its latest state.", body = MowerSummary,
             headers(
-                ("ETag" = String, description = "The entity tag of this state document."),
+                ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "No newer state since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current state document."))),
+        (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current document."))),
         (status = 400, description = "The id is not a UUID.", body = Problem,
             content_type = "application/problem+json"),
-        (status = 401, description = "The bearer token is missing, unknown or revoked.", body = Problem,
-            content_type = "application/problem+json",
-            headers(("WWW-Authenticate" = String, description = "`Bearer`, with the reason the token failed."))),
-        (status = 403, description = "The token lacks the `read` scope.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token (type `not-found`), or it \
-            has not reported a state yet (type `no-state-yet`).", body = Problem,
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
             content_type = "application/problem+json"),
     ),
 )]
-pub async fn get_mower_state(
+pub async fn get_mower(
     Reader(principal): Reader,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
@@ -126,69 +211,110 @@ pub async fn get_mower_state(
 ) -> Result<Response, ApiError> {
     let mower = visible_mower(&state, &principal, id).await?;
     let latest = state.telemetry.latest(&[mower.id]).await?;
-    let row = latest
-        .iter()
-        .find(|r| r.mower_id == mower.id)
-        .ok_or(ApiError::NoStateYet)?;
-    json_with_etag(&headers, &MowerState::from(row))
+    json_with_etag(&headers, &MowerSummary::new(&mower, latest.first()))
 }
 
-/// Get a mower's health totals
+/// Change a mower
 #[utoipa::path(
-    get,
-    path = "/v1/mowers/{id}/health",
+    patch,
+    path = "/v1/mowers/{id}",
     tag = TAG,
-    operation_id = "get_mower_health",
-    summary = "Get a mower's health totals",
-    description = "Running totals since the mower first reported: mowing and blade time in \
-        seconds, distance in metres, error and charge counts, blade time since the last blade \
-        reset and whether the blade is due. A mower that has not reported yet has zero totals and \
-        `counted_until` `null`.",
-    security(("bearer" = ["read"])),
+    operation_id = "update_mower",
+    summary = "Change a mower",
+    description = "Replaces the fields given (site, name, model, serial, display order, blade \
+        threshold); the others stay. The mower keeps its id, its account and its telemetry. A new \
+        site must be visible to the token; a new site's time zone applies to the days of states \
+        counted from then on.",
+    security(("bearer" = ["write"])),
     params(
         ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
+    request_body(content = MowerPatch, description = "The fields to change.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The changed mower with its latest state.", body = MowerSummary),
+        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema, a value is out of range, \
+            or `site_id` names no site visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn update_mower(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(patch): ApiJson<MowerPatch>,
+) -> Result<Json<MowerSummary>, ApiError> {
+    let mut mower = visible_mower(&state, &principal, id).await?;
+    if let Some(site_id) = patch.site_id {
+        mower.site_id = referenced_site(&state, &principal, site_id).await?.id;
+    }
+    if let Some(name) = patch.name {
+        mower.name = text("name", name)?;
+    }
+    if let Some(model) = patch.model {
+        mower.model = text("model", model)?;
+    }
+    if let Some(serial) = patch.serial {
+        mower.serial = text("serial", serial)?;
+    }
+    if let Some(order) = patch.display_order {
+        mower.display_order = order;
+    }
+    if let Some(seconds) = patch.blade_threshold_seconds {
+        mower.blade_threshold_ms = blade_threshold_ms(seconds)?;
+    }
+    match state.directory.update_mower(mower.clone()).await {
+        Ok(()) => {}
+        // Deleted (or its new site deleted) since the checks above.
+        Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
+        Err(e) => return Err(e.into()),
+    }
+    let latest = state.telemetry.latest(&[mower.id]).await?;
+    Ok(Json(MowerSummary::new(&mower, latest.first())))
+}
+
+/// Delete a mower and its telemetry
+#[utoipa::path(
+    delete,
+    path = "/v1/mowers/{id}",
+    tag = TAG,
+    operation_id = "delete_mower",
+    summary = "Delete a mower and its telemetry",
+    description = "Removes the mower from the directory together with everything stored of it: \
+        latest state, history, track, health and day totals. Its states that arrive afterwards \
+        are dropped as `unknown_mower`. Cannot be undone.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
     ),
     responses(
-        (status = 200, description = "The mower's health totals.", body = MowerHealth,
-            headers(
-                ("ETag" = String, description = "The entity tag of this document."),
-                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
-            )),
-        (status = 304, description = "The totals have not changed since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        (status = 204, description = "The mower and its telemetry are deleted."),
         (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 401, description = "The bearer token is missing, unknown or revoked.", body = Problem,
-            content_type = "application/problem+json",
-            headers(("WWW-Authenticate" = String, description = "`Bearer`, with the reason the token failed."))),
-        (status = 403, description = "The token lacks the `read` scope.", body = Problem,
             content_type = "application/problem+json"),
         (status = 404, description = "No such mower is visible to this token.", body = Problem,
             content_type = "application/problem+json"),
     ),
 )]
-pub async fn get_mower_health(
-    Reader(principal): Reader,
+pub async fn delete_mower(
+    Writer(principal): Writer,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
+) -> Result<StatusCode, ApiError> {
     let mower = visible_mower(&state, &principal, id).await?;
-    let totals = state.telemetry.health(mower.id).await?;
-    json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
-}
-
-/// The mower `id` if the principal may see it. Unknown, another account's and a hidden site's
-/// mower are one and the same error.
-async fn visible_mower(
-    state: &AppState,
-    principal: &Principal,
-    id: Uuid,
-) -> Result<Mower, ApiError> {
-    match state.directory.mower(MowerId(id)).await? {
-        Some(m) if m.account_id == principal.account_id && principal.sees_site(m.site_id) => Ok(m),
-        _ => Err(ApiError::MowerNotFound),
+    match state
+        .directory
+        .delete_mower(principal.account_id, mower.id)
+        .await
+    {
+        Ok(()) => {}
+        Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
+        Err(e) => return Err(e.into()),
     }
+    tracing::info!(mower_id = %mower.id, account_id = %principal.account_id, "Deleted a mower and its telemetry.");
+    Ok(StatusCode::NO_CONTENT)
 }

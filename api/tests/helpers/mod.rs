@@ -22,8 +22,8 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_api::{router, AppState, Problem};
 use swath_application::ports::{
-    hash_token, Account, Clock, Directory, EventBus, ManualClock, Mower, Principal, Scope, Site,
-    TokenStore,
+    hash_token, Account, Clock, Directory, EventBus, ManualClock, Mower, NewToken, Principal,
+    Scope, Site, TokenId, TokenStore,
 };
 use swath_application::Ingest;
 use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport};
@@ -37,8 +37,12 @@ pub const TOKEN_A: &str = "token-a";
 pub const TOKEN_A_SOUTH: &str = "token-a-south";
 /// Account A's token without the `read` scope.
 pub const TOKEN_A_WRITE_ONLY: &str = "token-a-write-only";
-/// Account B's read token.
+/// Account B's token with every scope.
 pub const TOKEN_B: &str = "token-b";
+/// Account A's token with every scope (every site).
+pub const TOKEN_A_ADMIN: &str = "token-a-admin";
+/// Account A's token with every scope, limited to its second site ("South").
+pub const TOKEN_A_SOUTH_ADMIN: &str = "token-a-south-admin";
 
 /// The instant the seeded states were observed at (the clock starts a minute later).
 pub fn t0() -> DateTime<Utc> {
@@ -58,11 +62,15 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub store: MemoryStore,
     pub ingest: Arc<Ingest>,
+    /// The memory bus the app publishes on.
+    pub bus: Arc<dyn EventBus>,
     /// "Acme Parks": Bravo (North, reported twice), Charlie (South, never reported), Alpha
     /// (North, in error) — listed in that order: display order, then name.
     pub a: Tenant,
     /// "Borough Lawns": Delta (reported once).
     pub b: Tenant,
+    /// The ids of the seeded tokens, by token.
+    pub token_ids: std::collections::HashMap<&'static str, TokenId>,
 }
 
 /// A fixed id, so that snapshots and orderings are the same on every run.
@@ -72,9 +80,12 @@ fn id(n: u128) -> Uuid {
 
 impl TestApp {
     pub async fn spawn() -> TestApp {
-        let store = MemoryStore::new(MemoryStoreSettings {
-            history_per_mower: 100,
-        });
+        Self::spawn_with_history(100).await
+    }
+
+    /// The test app with a memory store keeping `history_per_mower` history rows per mower.
+    pub async fn spawn_with_history(history_per_mower: usize) -> TestApp {
+        let store = MemoryStore::new(MemoryStoreSettings { history_per_mower });
         let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
@@ -101,8 +112,17 @@ impl TestApp {
         )
         .await;
 
-        for (token, account, scopes, sites) in [
+        let all = vec![Scope::Read, Scope::Write, Scope::Admin];
+        let mut token_ids = std::collections::HashMap::new();
+        for (n, (token, account, scopes, sites)) in [
             (TOKEN_A, a.account_id, vec![Scope::Read], None),
+            (TOKEN_A_ADMIN, a.account_id, all.clone(), None),
+            (
+                TOKEN_A_SOUTH_ADMIN,
+                a.account_id,
+                all.clone(),
+                Some(vec![a.sites[1]]),
+            ),
             (
                 TOKEN_A_SOUTH,
                 a.account_id,
@@ -110,31 +130,35 @@ impl TestApp {
                 Some(vec![a.sites[1]]),
             ),
             (TOKEN_A_WRITE_ONLY, a.account_id, vec![Scope::Write], None),
-            (
-                TOKEN_B,
-                b.account_id,
-                vec![Scope::Read, Scope::Write, Scope::Admin],
-                None,
-            ),
-        ] {
-            TokenStore::store_token(
+            (TOKEN_B, b.account_id, all.clone(), None),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let token_id = TokenId(id(0xc000 | n as u128));
+            TokenStore::create_token(
                 &store,
                 hash_token(token),
-                Principal {
-                    account_id: account,
-                    scopes,
-                    sites,
+                NewToken {
+                    id: token_id,
+                    name: format!("{token} ({n})"),
+                    principal: Principal {
+                        account_id: account,
+                        scopes,
+                        sites,
+                    },
                 },
             )
             .await
             .unwrap();
+            token_ids.insert(token, token_id);
         }
 
         let state = AppState::new(
             Arc::new(store.clone()),
             Arc::new(store.clone()),
             Arc::new(store.clone()),
-            bus,
+            Arc::clone(&bus),
             dyn_clock,
             Arc::clone(&ingest),
         );
@@ -143,8 +167,10 @@ impl TestApp {
             clock,
             store,
             ingest,
+            bus,
             a,
             b,
+            token_ids,
         };
         app.seed_states().await;
         app
@@ -241,6 +267,19 @@ impl TestApp {
         token: Option<&str>,
         headers: &[(&str, &str)],
     ) -> TestResponse {
+        self.send_body(method, path, token, headers, Body::empty())
+            .await
+    }
+
+    /// A request with a body (give the content type in `headers`).
+    pub async fn send_body(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+        body: impl Into<Body>,
+    ) -> TestResponse {
         let mut builder = Request::builder().method(method).uri(path);
         if let Some(token) = token {
             builder = builder.header(header::AUTHORIZATION, format!("Bearer {token}"));
@@ -248,7 +287,40 @@ impl TestApp {
         for (name, value) in headers {
             builder = builder.header(*name, *value);
         }
-        self.request(builder.body(Body::empty()).unwrap()).await
+        self.request(builder.body(body.into()).unwrap()).await
+    }
+
+    /// `method path` with a JSON body.
+    pub async fn json(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: &Value,
+    ) -> TestResponse {
+        self.send_body(
+            method,
+            path,
+            token,
+            &[("content-type", "application/json")],
+            body.to_string(),
+        )
+        .await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(&self, path: &str, token: Option<&str>, body: &Value) -> TestResponse {
+        self.json(Method::POST, path, token, body).await
+    }
+
+    /// `PATCH path` with a JSON body.
+    pub async fn patch(&self, path: &str, token: Option<&str>, body: &Value) -> TestResponse {
+        self.json(Method::PATCH, path, token, body).await
+    }
+
+    /// `DELETE path`.
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> TestResponse {
+        self.send(Method::DELETE, path, token, &[]).await
     }
 }
 
@@ -343,4 +415,41 @@ impl TestResponse {
         assert!(problem.type_uri.starts_with("https://swath.dev/problems/"));
         problem
     }
+}
+
+/// A JSON snapshot with ids, instants, cursors and tokens redacted: they say nothing about the
+/// shape of an answer and change from run to run.
+#[macro_export]
+macro_rules! redacted_snapshot {
+    ($name:expr, $value:expr) => {
+        insta::assert_json_snapshot!($name, $value, {
+            ".**.id" => "[id]",
+            ".**.mower_id" => "[id]",
+            ".**.site_id" => "[id]",
+            ".**.account_id" => "[id]",
+            ".**.sites[]" => "[id]",
+            ".**.observed_at" => "[time]",
+            ".**.last_seen_at" => "[time]",
+            ".**.counted_until" => "[time]",
+            ".**.created_at" => "[time]",
+            ".**.times[]" => "[time]",
+            // A cursor, not `null` (which says it is the last page).
+            ".**.next_cursor" => insta::dynamic_redaction(|value, _| {
+                if value.as_str().is_some() {
+                    insta::internals::Content::from("[cursor]")
+                } else {
+                    value
+                }
+            }),
+            // A created token's secret; `token` is also the object of a created account's token.
+            ".**.token" => insta::dynamic_redaction(|value, _| {
+                if value.as_str().is_some() {
+                    insta::internals::Content::from("[token]")
+                } else {
+                    value
+                }
+            }),
+            ".token.token" => "[token]",
+        })
+    };
 }

@@ -1,6 +1,10 @@
 use async_trait::async_trait;
+use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
-use swath_domain::{BatchChanges, HealthTotals, LatestRow, MowerId, MowerSnapshot, TelemetryRows};
+use swath_domain::{
+    BatchChanges, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
+    PositionRow, TelemetryRows,
+};
 
 /// Errors of the [`TelemetryStore`] port.
 #[derive(Debug, thiserror::Error)]
@@ -30,6 +34,8 @@ pub enum StoreError {
 /// - keep for every mower at least the newest history and position rows (the memory store may cap
 ///   older rows, configurably); never cap latest, health or day rows.
 /// - answer reads with what was committed: never a half-written batch.
+/// - `history`, `track`: answer exactly the rows of [`TimeWindow`]'s definition (the memory store
+///   from the rows it kept); `days`: the day rows of `from..=to` as stored.
 #[async_trait]
 pub trait TelemetryStore: Send + Sync {
     /// Reads and locks the rows of `mowers` (sorted, without duplicates).
@@ -49,6 +55,44 @@ pub trait TelemetryStore: Send + Sync {
 
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;
+
+    /// A page of a mower's history rows: those in `window`, in `observed_at` order.
+    async fn history(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<HistoryRow>, StoreError>;
+
+    /// A page of a mower's position rows: those in `window`, in `observed_at` order.
+    async fn track(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<Vec<PositionRow>, StoreError>;
+
+    /// A mower's day rows of the local days `from..=to`, in day order (days without a row are
+    /// absent).
+    async fn days(
+        &self,
+        mower: MowerId,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<DayTotals>, StoreError>;
+}
+
+/// A page of a mower's history or positions: the rows with `from <= observed_at < to` (either
+/// bound may be open) and `observed_at > after` (the last key of the previous page), in
+/// `observed_at` order, at most `limit` of them.
+///
+/// A keyset, not an offset: a page boundary is a key, so rows committed while a client pages
+/// never shift the pages. A row committed behind the boundary (a late state, older than the last
+/// key read) is not seen by that walk; every other row is seen exactly once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeWindow {
+    pub from: Option<DateTime<Utc>>,
+    pub to: Option<DateTime<Utc>>,
+    pub after: Option<DateTime<Utc>>,
+    pub limit: usize,
 }
 
 /// One open batch: the locks taken by [`TelemetryStore::begin`], released on commit or drop.

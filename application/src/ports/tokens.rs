@@ -1,7 +1,10 @@
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::fmt;
 use swath_domain::{AccountId, SiteId};
+use uuid::Uuid;
 
 /// What a token may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -21,6 +24,31 @@ pub struct Principal {
     pub sites: Option<Vec<SiteId>>,
 }
 
+impl Scope {
+    /// Every scope, in order.
+    pub const ALL: [Scope; 3] = [Scope::Read, Scope::Write, Scope::Admin];
+
+    /// The wire name (`read`, `write`, `admin`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Write => "write",
+            Scope::Admin => "admin",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(name: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl Principal {
     pub fn has_scope(&self, scope: Scope) -> bool {
         self.scopes.contains(&scope)
@@ -29,6 +57,72 @@ impl Principal {
     pub fn sees_site(&self, site: SiteId) -> bool {
         self.sites.as_ref().is_none_or(|s| s.contains(&site))
     }
+
+    /// Whether `other` can do nothing that `self` cannot: same account, every scope of `other` is
+    /// one of `self`, and `other` sees no site that `self` does not (an unlimited `other` only
+    /// under an unlimited `self`). A principal creates, sees and revokes only tokens within its
+    /// own powers, so that no token can mint or remove a stronger one.
+    pub fn covers(&self, other: &Principal) -> bool {
+        self.account_id == other.account_id
+            && other.scopes.iter().all(|s| self.has_scope(*s))
+            && match (&self.sites, &other.sites) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(mine), Some(theirs)) => theirs.iter().all(|s| mine.contains(s)),
+            }
+    }
+}
+
+/// A token's id: what lists show and revocation names. Never the token, never its hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TokenId(pub Uuid);
+
+impl TokenId {
+    /// A new id that sorts by creation time (UUID v7).
+    pub fn new() -> Self {
+        Self(Uuid::now_v7())
+    }
+}
+
+impl Default for TokenId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for TokenId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A token to store: who it is, and what it may do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewToken {
+    pub id: TokenId,
+    /// A label for people ("CI", "Home Assistant"); may be empty.
+    pub name: String,
+    pub principal: Principal,
+}
+
+/// A stored token as lists show it: never the token or its hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenInfo {
+    pub id: TokenId,
+    pub name: String,
+    pub principal: Principal,
+    /// When the store recorded it.
+    pub created_at: DateTime<Utc>,
+}
+
+/// Which tokens of an account to list: those `within` may see ([`Principal::covers`]), in id
+/// order, strictly after `after`, at most `limit`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenQuery {
+    pub within: Principal,
+    pub after: Option<TokenId>,
+    pub limit: usize,
 }
 
 /// The SHA-256 of a bearer token, hex encoded. Tokens are random (high entropy), so a plain
@@ -40,22 +134,63 @@ pub fn hash_token(token: &str) -> TokenHash {
     TokenHash(hex::encode(Sha256::digest(token.as_bytes())))
 }
 
+/// The prefix of every token Swath generates: lets people and secret scanners recognise one.
+pub const TOKEN_PREFIX: &str = "swath_";
+
+/// A new random bearer token: [`TOKEN_PREFIX`] and 32 random bytes (256 bits), hex encoded.
+/// Shown once to whoever creates it; only its [`hash_token`] is stored.
+pub fn generate_token() -> String {
+    use rand::RngCore;
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("{TOKEN_PREFIX}{}", hex::encode(bytes))
+}
+
 /// Errors of the [`TokenStore`] port.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
+    /// The hash (or the id) is stored already.
     #[error("token hash already stored")]
     Conflict,
+    /// The token's account does not exist (a store that can check it, PostgreSQL by its foreign
+    /// key, refuses such a token).
+    #[error("account {0} does not exist")]
+    UnknownAccount(AccountId),
     #[error("token store unavailable: {0}")]
     Unavailable(String),
 }
 
 /// Bearer API tokens, stored hashed.
 ///
-/// An implementation MUST store only the [`TokenHash`], never the token; resolve a hash to its
-/// principal or `None` (unknown or revoked); refuse a hash stored already with
-/// [`TokenError::Conflict`]; return [`TokenError::Unavailable`] when its backing store fails.
+/// An implementation MUST:
+/// - store only the [`TokenHash`], never the token; refuse a hash or an id stored already with
+///   [`TokenError::Conflict`];
+/// - resolve a hash to its principal, or `None` (unknown or revoked);
+/// - `tokens`: list the tokens of `query.within`'s account that it covers
+///   ([`Principal::covers`]; applied before the limit), in id order, strictly after
+///   `query.after`, at most `query.limit`; never another account's;
+/// - `token`: answer the token with this id whatever its account (callers decide visibility);
+/// - `revoke_token`: delete the token with this id: from then on its hash resolves to `None`;
+///   answer whether it existed;
+/// - return [`TokenError::Unavailable`] when its backing store fails.
 #[async_trait]
 pub trait TokenStore: Send + Sync {
-    async fn store_token(&self, hash: TokenHash, principal: Principal) -> Result<(), TokenError>;
+    async fn create_token(&self, hash: TokenHash, token: NewToken) -> Result<(), TokenError>;
     async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError>;
+    async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError>;
+    async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError>;
+    async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError>;
+
+    /// Stores an unnamed token with a new id (the demo token, tests).
+    async fn store_token(&self, hash: TokenHash, principal: Principal) -> Result<(), TokenError> {
+        self.create_token(
+            hash,
+            NewToken {
+                id: TokenId::new(),
+                name: String::new(),
+                principal,
+            },
+        )
+        .await
+    }
 }

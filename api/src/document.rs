@@ -1,0 +1,253 @@
+//! The last touches of the OpenAPI document, applied after the routes are in (a `Modify` on the
+//! derive would run before their schemas exist):
+//!
+//! - every operation of `/v1` gets the answers all of them share and that no route states
+//!   itself: `401` and `403` when it needs a token (derived from its `security`, the scope the
+//!   route's extractor enforces), `500` and `503`; `400` when it reads parameters or a body (the
+//!   extractors of [`crate::extract`] refuse what they cannot read with it); `413`, `415` and
+//!   `422` when it reads a JSON body (the body limit and `ApiJson`'s refusals);
+//! - every problem answer gets the example of its status, built by [`ApiError::problem`] itself,
+//!   so the documented problems are byte for byte what the service answers;
+//! - every other body (request or answer) without an example gets one built from the examples of
+//!   its schema's properties, so SDK generators and fuzzers start from realistic documents (a
+//!   property without an example gets a plain value of its type: `null` when it is nullable).
+//!
+//! The edits are made on the JSON form of the document and read back, which keeps them short.
+
+use crate::error::{ApiError, Resource, PROBLEM_JSON};
+use serde_json::{json, Map, Value};
+use utoipa::openapi::OpenApi;
+
+/// Completes `doc` (see the module). A document that does not survive the round trip through JSON
+/// is returned unchanged (never seen; the test of the committed document would show it).
+pub fn complete(doc: OpenApi) -> OpenApi {
+    let Ok(mut value) = serde_json::to_value(&doc) else {
+        return doc;
+    };
+    let schemas = value["components"]["schemas"].clone();
+    if let Some(paths) = value["paths"].as_object_mut() {
+        for (path, item) in paths.iter_mut() {
+            let Some(item) = item.as_object_mut() else {
+                continue;
+            };
+            for (method, operation) in item.iter_mut() {
+                if !matches!(method.as_str(), "get" | "post" | "put" | "patch" | "delete") {
+                    continue;
+                }
+                complete_operation(path, operation, &schemas);
+            }
+        }
+    }
+    serde_json::from_value(value).unwrap_or(doc)
+}
+
+fn problem_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    })
+}
+
+fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
+    let scope = operation["security"][0]["bearer"][0]
+        .as_str()
+        .map(str::to_owned);
+    let has_body = operation.get("requestBody").is_some();
+    let has_parameters = operation["parameters"]
+        .as_array()
+        .is_some_and(|p| p.iter().any(|p| p["in"] == "path" || p["in"] == "query"));
+    let responses = operation["responses"]
+        .as_object_mut()
+        .expect("every operation has responses");
+    if let Some(scope) = &scope {
+        responses.entry("401").or_insert_with(|| {
+            let mut r = problem_response("The bearer token is missing, unknown or revoked.");
+            r["headers"] = json!({"WWW-Authenticate": {
+                "description": "`Bearer`, with the reason the token failed.",
+                "schema": {"type": "string"}
+            }});
+            r
+        });
+        responses.entry("403").or_insert_with(|| {
+            problem_response(&format!(
+                "The token lacks the `{scope}` scope, or may not do this (a token limited to some \
+                 sites, a token stronger than the caller's)."
+            ))
+        });
+    }
+    if path.starts_with("/v1/") && (has_body || has_parameters) {
+        responses.entry("400").or_insert_with(|| {
+            problem_response(
+                "A path or query parameter, or the body, could not be read (not a UUID, not a \
+                 number, not JSON, …).",
+            )
+        });
+    }
+    if path.starts_with("/v1/") && has_body {
+        responses.entry("413").or_insert_with(|| {
+            problem_response("The body is larger than the 2 MiB this service accepts.")
+        });
+        responses
+            .entry("415")
+            .or_insert_with(|| problem_response("The body is not `application/json`."));
+        responses.entry("422").or_insert_with(|| {
+            problem_response("The body is JSON but does not fit the operation's schema.")
+        });
+    }
+    if path.starts_with("/v1/") {
+        responses.entry("500").or_insert_with(|| {
+            problem_response("Swath failed to answer (a bug); the cause is logged, not shown.")
+        });
+        responses.entry("503").or_insert_with(|| {
+            problem_response(
+                "A service Swath depends on (the store) is unavailable; nothing was changed, try \
+                 again later.",
+            )
+        });
+    }
+    // `get_mut`, not indexing: indexing a missing key of a mutable object inserts a `null`.
+    for (status, response) in responses.iter_mut() {
+        let Some(content) = response.get_mut("content").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        for (media, body) in content.iter_mut() {
+            if body.get("example").is_some() {
+                continue;
+            }
+            let example = if media == PROBLEM_JSON {
+                problem_example(path, status)
+            } else {
+                example_of(&body["schema"], schemas, 0)
+            };
+            if let Some(example) = example {
+                body["example"] = example;
+            }
+        }
+    }
+    if let Some(content) = operation
+        .get_mut("requestBody")
+        .and_then(|body| body.get_mut("content"))
+        .and_then(Value::as_object_mut)
+    {
+        for body in content.values_mut() {
+            if body.get("example").is_none() {
+                if let Some(example) = example_of(&body["schema"], schemas, 0) {
+                    body["example"] = example;
+                }
+            }
+        }
+    }
+}
+
+/// The problem the service answers with this status on this path.
+fn problem_example(path: &str, status: &str) -> Option<Value> {
+    let resource = match path.split('/').nth(2) {
+        Some("sites") => Resource::Site,
+        Some("tokens") => Resource::Token,
+        Some("accounts") => Resource::Account,
+        _ => Resource::Mower,
+    };
+    let error = match status {
+        "400" => ApiError::BadRequest("A path parameter is not valid: UUID parsing failed.".into()),
+        "401" => ApiError::InvalidToken,
+        "403" => ApiError::MissingScope("read"),
+        "404" => ApiError::NotFound(resource),
+        "409" => ApiError::Conflict(
+            "The site still has mowers; move them to another site or \
+            delete them first."
+                .into(),
+        ),
+        "413" => ApiError::PayloadTooLarge(format!(
+            "The body is larger than the {} bytes this service accepts.",
+            crate::BODY_LIMIT_BYTES
+        )),
+        "415" => ApiError::UnsupportedMediaType(
+            "Send the body as JSON, with `Content-Type: application/json`.".into(),
+        ),
+        "422" => ApiError::Validation(
+            "`time_zone` is \"Mars/Olympus\", which is not an IANA time zone name (like \
+             `Europe/Berlin`)."
+                .into(),
+        ),
+        "500" => ApiError::Internal(String::new()),
+        "503" => ApiError::Unavailable(String::new()),
+        _ => return None,
+    };
+    serde_json::to_value(error.problem()).ok()
+}
+
+/// An example document for `schema`, from the examples of its properties (following references);
+/// a plain value of the type where there is none. `None` for a schema without a type.
+fn example_of(schema: &Value, schemas: &Value, depth: usize) -> Option<Value> {
+    if depth > 16 {
+        return None;
+    }
+    if let Some(example) = schema.get("example") {
+        return Some(example.clone());
+    }
+    if let Some(first) = schema["examples"].as_array().and_then(|e| e.first()) {
+        return Some(first.clone());
+    }
+    if let Some(reference) = schema["$ref"].as_str() {
+        let name = reference.strip_prefix("#/components/schemas/")?;
+        return example_of(&schemas[name], schemas, depth + 1);
+    }
+    for key in ["oneOf", "anyOf"] {
+        if let Some(members) = schema[key].as_array() {
+            return members
+                .iter()
+                .filter(|m| m["type"] != "null")
+                .find_map(|m| example_of(m, schemas, depth + 1));
+        }
+    }
+    if let Some(members) = schema["allOf"].as_array() {
+        let mut merged = Map::new();
+        for member in members {
+            match example_of(member, schemas, depth + 1)? {
+                Value::Object(fields) => merged.extend(fields),
+                other => return Some(other),
+            }
+        }
+        return Some(Value::Object(merged));
+    }
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return Some(first.clone());
+    }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if types.contains(&"array") {
+        return Some(json!([example_of(&schema["items"], schemas, depth + 1)?]));
+    }
+    if types.contains(&"object") || schema.get("properties").is_some() {
+        let mut fields = Map::new();
+        for (name, property) in schema["properties"].as_object().into_iter().flatten() {
+            fields.insert(name.clone(), example_of(property, schemas, depth + 1)?);
+        }
+        return Some(Value::Object(fields));
+    }
+    if types.contains(&"null") {
+        return Some(Value::Null);
+    }
+    let plain = match (types.first().copied()?, schema["format"].as_str()) {
+        ("string", Some("uuid")) => json!("0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        ("string", Some("date-time")) => json!("2026-06-01T12:00:00Z"),
+        ("string", Some("date")) => json!("2026-06-01"),
+        ("string", _) => json!("string"),
+        ("integer", _) => minimum_or(schema, json!(0)),
+        ("number", _) => minimum_or(schema, json!(0.0)),
+        ("boolean", _) => json!(false),
+        _ => return None,
+    };
+    Some(plain)
+}
+
+/// The schema's minimum, or `default` when it has none.
+fn minimum_or(schema: &Value, default: Value) -> Value {
+    match schema.get("minimum") {
+        Some(minimum) if !minimum.is_null() => minimum.clone(),
+        _ => default,
+    }
+}

@@ -1,0 +1,403 @@
+//! Accounts, sites, mowers and tokens: what the directory and token routes answer and accept.
+//!
+//! Request bodies refuse unknown fields (`422`): a misspelt field in a `PATCH` would otherwise be
+//! ignored without a word. Text fields must contain something else than spaces.
+
+use crate::error::ApiError;
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+use swath_application::ports::{self as ports, Scope as PortScope, TokenInfo};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// The longest name, model or serial accepted, in characters.
+pub const MAX_TEXT_CHARS: usize = 100;
+/// The largest blade threshold accepted: ten years of blade time, in seconds.
+pub const MAX_BLADE_THRESHOLD_SECONDS: f64 = 315_360_000.0;
+/// The blade threshold of a mower created without one: 100 hours (DESIGN §3, W6).
+pub const DEFAULT_BLADE_THRESHOLD_SECONDS: f64 = 360_000.0;
+
+/// A text field of a request: 1 to 100 characters, not only spaces.
+pub fn text(field: &str, value: String) -> Result<String, ApiError> {
+    let chars = value.chars().count();
+    if value.trim().is_empty() || chars > MAX_TEXT_CHARS {
+        return Err(ApiError::Validation(format!(
+            "`{field}` must have 1 to {MAX_TEXT_CHARS} characters, not only spaces."
+        )));
+    }
+    Ok(value)
+}
+
+/// An IANA time zone name, as `chrono-tz` knows them.
+pub fn time_zone(value: &str) -> Result<Tz, ApiError> {
+    value.parse().map_err(|_| {
+        ApiError::Validation(format!(
+            "`time_zone` is {value:?}, which is not an IANA time zone name (like `Europe/Berlin`)."
+        ))
+    })
+}
+
+/// A blade threshold in seconds, to milliseconds.
+pub fn blade_threshold_ms(seconds: f64) -> Result<i64, ApiError> {
+    if !seconds.is_finite() || !(1.0..=MAX_BLADE_THRESHOLD_SECONDS).contains(&seconds) {
+        return Err(ApiError::Validation(format!(
+            "`blade_threshold_seconds` is {seconds}; it must be between 1 and \
+             {MAX_BLADE_THRESHOLD_SECONDS}."
+        )));
+    }
+    Ok((seconds * 1000.0).round() as i64)
+}
+
+/// An account (tenant). Every site, mower and token belongs to exactly one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Account)]
+pub struct AccountDto {
+    /// The account's id.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-0000000000a0")]
+    pub id: Uuid,
+    /// The account's display name.
+    #[schema(example = "Acme Parks")]
+    pub name: String,
+}
+
+impl From<&ports::Account> for AccountDto {
+    fn from(a: &ports::Account) -> Self {
+        Self {
+            id: a.id.0,
+            name: a.name.clone(),
+        }
+    }
+}
+
+/// The accounts the token may see: its own.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AccountList {
+    /// The token's own account (a token sees no other).
+    pub items: Vec<AccountDto>,
+}
+
+/// A new account.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewAccount {
+    /// The account's display name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "Borough Lawns",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub name: String,
+}
+
+/// A created account with the first token of it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CreatedAccount {
+    /// The new account.
+    pub account: AccountDto,
+    /// A token of the new account with every scope: the only way into it. Shown once.
+    pub token: CreatedToken,
+}
+
+/// A site (a garden, a park) of the account.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Site)]
+pub struct SiteDto {
+    /// The site's id.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000a001")]
+    pub id: Uuid,
+    /// The site's display name.
+    #[schema(example = "North park")]
+    pub name: String,
+    /// The site's IANA time zone: it decides which local day a state counts for in day totals.
+    #[schema(example = "Europe/Berlin")]
+    pub time_zone: String,
+    /// Where the site comes in lists; lists are ordered by display order, then name, then id.
+    #[schema(example = 0)]
+    pub display_order: i32,
+}
+
+impl From<&ports::Site> for SiteDto {
+    fn from(s: &ports::Site) -> Self {
+        Self {
+            id: s.id.0,
+            name: s.name.clone(),
+            time_zone: s.time_zone.name().to_owned(),
+            display_order: s.display_order,
+        }
+    }
+}
+
+/// A page of sites.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SitePage {
+    /// The sites, ordered by display order, then name (byte by byte), then id.
+    pub items: Vec<SiteDto>,
+    /// The most items this page could have had (the request's `limit`).
+    #[schema(example = 100)]
+    pub limit: u32,
+    /// Whether more sites follow this page.
+    #[schema(example = false)]
+    pub truncated: bool,
+    /// Pass it as `cursor` to get the next page; `null` on the last page.
+    #[schema(required = true, example = json!(null))]
+    pub next_cursor: Option<String>,
+}
+
+/// A new site.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSite {
+    /// The site's display name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "North park",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub name: String,
+    /// An IANA time zone name, like `Europe/Berlin`.
+    #[schema(example = "Europe/Berlin")]
+    pub time_zone: String,
+    /// Where the site comes in lists (default 0).
+    #[serde(default)]
+    #[schema(example = 0)]
+    pub display_order: i32,
+}
+
+/// Changes to a site: the fields given replace the stored ones; absent (or `null`) fields stay.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SitePatch {
+    /// A new display name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "North park",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub name: Option<String>,
+    /// A new IANA time zone. Day totals already counted keep the days they were counted for.
+    #[schema(example = "Europe/Berlin")]
+    pub time_zone: Option<String>,
+    /// A new place in lists.
+    #[schema(example = 2)]
+    pub display_order: Option<i32>,
+}
+
+/// A new mower.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewMower {
+    /// The id the mower's gateway reports with (not the nil UUID); a new one when absent.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub id: Option<Uuid>,
+    /// The site the mower works on: a site of the account, visible to the token.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000a001")]
+    pub site_id: Uuid,
+    /// The mower's display name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "Front lawn",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub name: String,
+    /// The vendor's model name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "Automower 450X",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub model: String,
+    /// The vendor's serial number: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "SN-000042",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub serial: String,
+    /// Where the mower comes in lists (default 0).
+    #[serde(default)]
+    #[schema(example = 0)]
+    pub display_order: i32,
+    /// Blade time after which the blade is due, in seconds: 1 to 315 360 000 (default 360 000,
+    /// 100 hours). Kept to the millisecond.
+    #[schema(example = 360000.0, minimum = 1.0, maximum = 315360000.0)]
+    pub blade_threshold_seconds: Option<f64>,
+}
+
+/// Changes to a mower: the fields given replace the stored ones; absent (or `null`) fields stay.
+/// Its stored telemetry is kept, also when it moves to another site.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MowerPatch {
+    /// A new site: a site of the account, visible to the token.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000a001")]
+    pub site_id: Option<Uuid>,
+    /// A new display name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "Back lawn",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub name: Option<String>,
+    /// A new model name: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "Automower 450X",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub model: Option<String>,
+    /// A new serial number: 1 to 100 characters, not only spaces.
+    #[schema(
+        example = "SN-000042",
+        min_length = 1,
+        max_length = 100,
+        pattern = r"\S"
+    )]
+    pub serial: Option<String>,
+    /// A new place in lists.
+    #[schema(example = 1)]
+    pub display_order: Option<i32>,
+    /// A new blade threshold in seconds, 1 to 315 360 000.
+    #[schema(example = 180000.0, minimum = 1.0, maximum = 315360000.0)]
+    pub blade_threshold_seconds: Option<f64>,
+}
+
+/// What a token may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "read")]
+pub enum Scope {
+    Read,
+    Write,
+    Admin,
+}
+
+impl From<PortScope> for Scope {
+    fn from(s: PortScope) -> Self {
+        match s {
+            PortScope::Read => Scope::Read,
+            PortScope::Write => Scope::Write,
+            PortScope::Admin => Scope::Admin,
+        }
+    }
+}
+
+impl From<Scope> for PortScope {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::Read => PortScope::Read,
+            Scope::Write => PortScope::Write,
+            Scope::Admin => PortScope::Admin,
+        }
+    }
+}
+
+/// An API token as lists show it: never the token itself.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Token)]
+pub struct TokenDto {
+    /// The token's id: what revocation names.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000c001")]
+    pub id: Uuid,
+    /// A label for people; may be empty.
+    #[schema(example = "Home Assistant")]
+    pub name: String,
+    /// What the token may do: `read` for `GET`s, `write` for ingestion and directory changes,
+    /// `admin` for accounts and tokens.
+    #[schema(example = json!(["read"]))]
+    pub scopes: Vec<Scope>,
+    /// The only sites the token sees (their mowers, everywhere), or `null` for every site.
+    #[schema(required = true, example = json!(null))]
+    pub sites: Option<Vec<Uuid>>,
+    /// When the token was created (UTC, RFC 3339).
+    #[schema(example = "2026-06-01T12:00:00Z")]
+    pub created_at: DateTime<Utc>,
+}
+
+/// A principal's scopes, sorted, each once.
+pub fn scopes(principal: &ports::Principal) -> Vec<Scope> {
+    let mut scopes: Vec<Scope> = principal.scopes.iter().map(|s| (*s).into()).collect();
+    scopes.sort();
+    scopes.dedup();
+    scopes
+}
+
+impl From<&TokenInfo> for TokenDto {
+    fn from(t: &TokenInfo) -> Self {
+        Self {
+            id: t.id.0,
+            name: t.name.clone(),
+            scopes: scopes(&t.principal),
+            sites: t
+                .principal
+                .sites
+                .as_ref()
+                .map(|s| s.iter().map(|id| id.0).collect()),
+            created_at: t.created_at,
+        }
+    }
+}
+
+/// A page of tokens.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TokenPage {
+    /// The tokens, oldest first.
+    pub items: Vec<TokenDto>,
+    /// The most items this page could have had (the request's `limit`).
+    #[schema(example = 100)]
+    pub limit: u32,
+    /// Whether more tokens follow this page.
+    #[schema(example = false)]
+    pub truncated: bool,
+    /// Pass it as `cursor` to get the next page; `null` on the last page.
+    #[schema(required = true, example = json!(null))]
+    pub next_cursor: Option<String>,
+}
+
+/// A new token of the caller's account. It can do no more than the caller's token: its scopes
+/// are some of the caller's, and a caller limited to sites can only create tokens limited to
+/// some of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewTokenRequest {
+    /// A label for people (at most 100 characters; default empty).
+    #[serde(default)]
+    #[schema(example = "Home Assistant", max_length = 100)]
+    pub name: String,
+    /// What the token may do; at least one scope.
+    #[schema(example = json!(["read"]), min_items = 1)]
+    pub scopes: Vec<Scope>,
+    /// Limit the token to these sites of the account (at least one); absent or `null`: every
+    /// site.
+    #[schema(example = json!(null), min_items = 1)]
+    pub sites: Option<Vec<Uuid>>,
+}
+
+/// A created token: the only answer that shows the token. Store it now; Swath keeps only its
+/// hash.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct CreatedToken {
+    /// The bearer token, for `Authorization: Bearer <token>`. Shown once.
+    #[schema(example = "swath_3f1c0e6a9b2d4f8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f")]
+    pub token: String,
+    /// The token's id: what lists show and revocation names.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000c001")]
+    pub id: Uuid,
+    /// A label for people; may be empty.
+    #[schema(example = "Home Assistant")]
+    pub name: String,
+    /// What the token may do.
+    #[schema(example = json!(["read"]))]
+    pub scopes: Vec<Scope>,
+    /// The only sites the token sees, or `null` for every site.
+    #[schema(required = true, example = json!(null))]
+    pub sites: Option<Vec<Uuid>>,
+}

@@ -1,0 +1,141 @@
+//! `POST /v1/states`: the reports a client sends and what became of each.
+
+use super::Activity;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use swath_domain::DropReason as DomainReason;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// A position in a state report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportedPosition {
+    /// Latitude in degrees, -90 to 90.
+    #[schema(example = 52.5163, minimum = -90.0, maximum = 90.0)]
+    pub lat: f64,
+    /// Longitude in degrees, -180 to 180.
+    #[schema(example = 13.3777, minimum = -180.0, maximum = 180.0)]
+    pub lon: f64,
+    /// Radius of the 1-sigma accuracy circle in metres, 0 or more.
+    #[schema(example = 0.4, minimum = 0.0)]
+    pub accuracy_m: Option<f64>,
+    /// Heading in degrees clockwise from north, 0 to 360.
+    #[schema(example = 270.0, minimum = 0.0, maximum = 360.0)]
+    pub heading_deg: Option<f64>,
+}
+
+/// A state report, exactly as a gateway publishes it on `telemetry.mower.<mower_id>` (DESIGN
+/// §2). Fields Swath does not know are kept in the state document; the whole report may have at
+/// most 16 KiB of JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct StateReportIn {
+    /// The mower, as the directory knows it.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub mower_id: Uuid,
+    /// The mower's account: must be the token's account.
+    #[schema(example = "0190a2b4-5c3e-7d21-9f00-0000000000a0")]
+    pub account_id: Uuid,
+    /// When the mower observed this state (RFC 3339); at most 5 minutes after its receipt.
+    /// Kept to the microsecond.
+    #[schema(example = "2026-06-01T12:00:00Z")]
+    pub observed_at: DateTime<Utc>,
+    /// What the mower is doing.
+    pub activity: Activity,
+    /// Battery charge in percent, 0 to 100.
+    #[schema(example = 87, minimum = 0, maximum = 100)]
+    pub battery_percent: Option<u8>,
+    /// Where the mower is.
+    pub position: Option<ReportedPosition>,
+    /// Whether the blade is turning (default `false`).
+    #[schema(example = true)]
+    pub blade_on: Option<bool>,
+    /// The vendor's error code, at most 64 characters.
+    #[schema(example = "BLADE_BLOCKED", max_length = 64)]
+    pub error_code: Option<String>,
+    /// The vendor's raw state name, at most 64 characters.
+    #[schema(example = "MOWING_LANE", max_length = 64)]
+    pub vendor_state: Option<String>,
+    /// Anything else, kept in the state document.
+    #[schema(value_type = Option<Object>, example = json!({"zone": "front lawn"}))]
+    pub extra: Option<Map<String, Value>>,
+}
+
+/// Why a report was not stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "future_observed_at")]
+pub enum DropReason {
+    /// Not an object, a required field missing or of the wrong type.
+    Malformed,
+    /// More than 16 KiB of JSON.
+    TooLarge,
+    /// `observed_at` more than 5 minutes after its receipt.
+    FutureObservedAt,
+    /// `battery_percent` outside 0 to 100.
+    InvalidBattery,
+    /// A latitude, longitude, accuracy or heading out of range.
+    InvalidPosition,
+    /// `error_code` or `vendor_state` longer than 64 characters.
+    FieldTooLong,
+    /// No such mower is visible to this token.
+    UnknownMower,
+    /// `account_id` is not the token's account.
+    AccountMismatch,
+}
+
+impl From<DomainReason> for DropReason {
+    fn from(r: DomainReason) -> Self {
+        match r {
+            DomainReason::Malformed => DropReason::Malformed,
+            DomainReason::TooLarge => DropReason::TooLarge,
+            DomainReason::FutureObservedAt => DropReason::FutureObservedAt,
+            DomainReason::InvalidBattery => DropReason::InvalidBattery,
+            DomainReason::InvalidPosition => DropReason::InvalidPosition,
+            DomainReason::FieldTooLong => DropReason::FieldTooLong,
+            DomainReason::UnknownMower => DropReason::UnknownMower,
+            DomainReason::AccountMismatch => DropReason::AccountMismatch,
+        }
+    }
+}
+
+/// Stored or dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "stored")]
+pub enum Outcome {
+    /// Stored, or stored already (a report sent twice changes nothing the second time).
+    Stored,
+    /// Not stored, for `reason`; sending it again gives the same answer.
+    Dropped,
+}
+
+/// What became of one report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ReportOutcome {
+    /// The report's position in the request's array, from 0.
+    #[schema(example = 0)]
+    pub index: u32,
+    /// Stored or dropped.
+    pub outcome: Outcome,
+    /// Why it was dropped; `null` when stored.
+    #[schema(required = true)]
+    pub reason: Option<DropReason>,
+    /// What was wrong, for people; `null` when stored.
+    #[schema(required = true, example = json!(null))]
+    pub detail: Option<String>,
+}
+
+/// What became of each report, in request order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct IngestResult {
+    /// One outcome per report, in the order of the request.
+    pub items: Vec<ReportOutcome>,
+    /// How many reports were stored.
+    #[schema(example = 1)]
+    pub stored: u32,
+    /// How many reports were dropped.
+    #[schema(example = 0)]
+    pub dropped: u32,
+}

@@ -1,0 +1,149 @@
+//! `/v1/accounts` (admin): the token's own account, and new accounts.
+//!
+//! A token sees its own account only: accounts are tenants, and no tenant sees another. Creating
+//! an account makes a new, separate tenant and answers the first (admin) token of it, the only way
+//! into it; the creating token cannot see the new account afterwards (see docs/decisions.md).
+
+use super::location;
+use super::tokens::issue;
+use crate::auth::Admin;
+use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, NewAccount};
+use crate::error::{ApiError, Problem, Resource};
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use swath_application::ports::{Account, Principal, Scope};
+use swath_domain::AccountId;
+use uuid::Uuid;
+
+/// The OpenAPI tag of these routes.
+pub const TAG: &str = "accounts";
+
+/// The name of the first token of a new account.
+const FIRST_TOKEN_NAME: &str = "first admin token";
+
+/// List the accounts
+#[utoipa::path(
+    get,
+    path = "/v1/accounts",
+    tag = TAG,
+    operation_id = "list_accounts",
+    summary = "List the accounts",
+    description = "The accounts the token may see: its own, and no other (accounts are tenants). \
+        A list, so that clients need not change if a token ever sees more than one.",
+    security(("bearer" = ["admin"])),
+    responses(
+        (status = 200, description = "The token's account.", body = AccountList),
+    ),
+)]
+pub async fn list_accounts(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+) -> Result<Json<AccountList>, ApiError> {
+    let own = state.directory.account(principal.account_id).await?;
+    Ok(Json(AccountList {
+        items: own.iter().map(AccountDto::from).collect(),
+    }))
+}
+
+/// Create an account
+#[utoipa::path(
+    post,
+    path = "/v1/accounts",
+    tag = TAG,
+    operation_id = "create_account",
+    summary = "Create an account",
+    description = "Creates a new account (a separate tenant, with no sites or mowers) and a first \
+        token of it with every scope, shown once in the answer: the only way into the new \
+        account. The calling token does not see the new account. A token limited to some sites \
+        cannot create accounts.",
+    security(("bearer" = ["admin"])),
+    request_body(content = NewAccount, description = "The account.", content_type = "application/json"),
+    responses(
+        (status = 201, description = "The account was created, with its first token.", body = CreatedAccount,
+            headers(("Location" = String, description = "The path of the new account."))),
+        (status = 400, description = "The body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_account(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<NewAccount>,
+) -> Result<Response, ApiError> {
+    if principal.sites.is_some() {
+        return Err(ApiError::Forbidden(
+            "A token limited to some sites cannot create accounts.".to_owned(),
+        ));
+    }
+    let account = Account {
+        id: AccountId::new(),
+        name: text("name", body.name)?,
+    };
+    state.directory.create_account(account.clone()).await?;
+    let token = issue(
+        &state,
+        FIRST_TOKEN_NAME.to_owned(),
+        Principal {
+            account_id: account.id,
+            scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
+            sites: None,
+        },
+    )
+    .await?;
+    tracing::info!(
+        account_id = %account.id,
+        created_by = %principal.account_id,
+        "Created an account with its first token."
+    );
+    Ok((
+        StatusCode::CREATED,
+        location(format!("/v1/accounts/{}", account.id))?,
+        Json(CreatedAccount {
+            account: AccountDto::from(&account),
+            token,
+        }),
+    )
+        .into_response())
+}
+
+/// Get an account
+#[utoipa::path(
+    get,
+    path = "/v1/accounts/{id}",
+    tag = TAG,
+    operation_id = "get_account",
+    summary = "Get an account",
+    description = "The token's own account. Any other id answers `404`, like an unknown one.",
+    security(("bearer" = ["admin"])),
+    params(
+        ("id" = Uuid, Path, description = "The account's id.", example = "0190a2b4-5c3e-7d21-9f00-0000000000a0"),
+    ),
+    responses(
+        (status = 200, description = "The account.", body = AccountDto),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such account is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_account(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<AccountDto>, ApiError> {
+    if AccountId(id) != principal.account_id {
+        return Err(ApiError::NotFound(Resource::Account));
+    }
+    match state.directory.account(principal.account_id).await? {
+        Some(account) => Ok(Json(AccountDto::from(&account))),
+        None => Err(ApiError::NotFound(Resource::Account)),
+    }
+}

@@ -1,0 +1,240 @@
+//! `/v1/sites`: the sites of the account (create, list, read, change, delete). A token limited to
+//! some sites sees and changes only those, and cannot create sites.
+
+use super::{location, visible_site, PageParams};
+use crate::auth::{Reader, Writer};
+use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
+use crate::error::{ApiError, Problem, Resource};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::page::{self, List};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use swath_application::ports::{DirectoryError, ListQuery, Site};
+use swath_domain::SiteId;
+use uuid::Uuid;
+
+/// The OpenAPI tag of these routes.
+pub const TAG: &str = "sites";
+
+/// List the sites
+#[utoipa::path(
+    get,
+    path = "/v1/sites",
+    tag = TAG,
+    operation_id = "list_sites",
+    summary = "List the sites",
+    description = "The sites of the token's account (only its own sites when the token is limited \
+        to some), ordered by display order, then name (byte by byte), then id. Page with `limit` \
+        and `cursor`.",
+    security(("bearer" = ["read"])),
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of sites.", body = SitePage),
+        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list_sites(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<SitePage>, ApiError> {
+    let limit = page::limit(params.limit)?;
+    let after = page::order_after(List::Sites, params.cursor.as_deref())?;
+    let rows = state
+        .directory
+        .list_sites(&ListQuery {
+            account: principal.account_id,
+            sites: principal.sites.clone(),
+            after,
+            limit: limit + 1,
+        })
+        .await?;
+    let (sites, truncated) = page::cut(rows, limit);
+    Ok(Json(SitePage {
+        next_cursor: truncated
+            .then(|| sites.last())
+            .flatten()
+            .map(|s| page::order_cursor(List::Sites, &s.order_key())),
+        items: sites.iter().map(SiteDto::from).collect(),
+        limit: limit as u32,
+        truncated,
+    }))
+}
+
+/// Add a site
+#[utoipa::path(
+    post,
+    path = "/v1/sites",
+    tag = TAG,
+    operation_id = "create_site",
+    summary = "Add a site",
+    description = "Adds a site to the token's account. Its IANA time zone decides which local day \
+        each state of its mowers counts for. A token limited to some sites cannot add sites.",
+    security(("bearer" = ["write"])),
+    request_body(content = NewSite, description = "The site.", content_type = "application/json"),
+    responses(
+        (status = 201, description = "The site was added.", body = SiteDto,
+            headers(("Location" = String, description = "The path of the new site."))),
+        (status = 400, description = "The body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
+            IANA time zone name.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_site(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<NewSite>,
+) -> Result<Response, ApiError> {
+    if principal.sites.is_some() {
+        return Err(ApiError::Forbidden(
+            "A token limited to some sites cannot add sites.".to_owned(),
+        ));
+    }
+    let site = Site {
+        id: SiteId::new(),
+        account_id: principal.account_id,
+        name: text("name", body.name)?,
+        time_zone: time_zone(&body.time_zone)?,
+        display_order: body.display_order,
+    };
+    state.directory.create_site(site.clone()).await?;
+    tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Added a site.");
+    Ok((
+        StatusCode::CREATED,
+        location(format!("/v1/sites/{}", site.id))?,
+        Json(SiteDto::from(&site)),
+    )
+        .into_response())
+}
+
+/// Get a site
+#[utoipa::path(
+    get,
+    path = "/v1/sites/{id}",
+    tag = TAG,
+    operation_id = "get_site",
+    summary = "Get a site",
+    description = "The site's name, time zone and display order.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
+    ),
+    responses(
+        (status = 200, description = "The site.", body = SiteDto),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such site is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_site(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<SiteDto>, ApiError> {
+    let site = visible_site(&state, &principal, id).await?;
+    Ok(Json(SiteDto::from(&site)))
+}
+
+/// Change a site
+#[utoipa::path(
+    patch,
+    path = "/v1/sites/{id}",
+    tag = TAG,
+    operation_id = "update_site",
+    summary = "Change a site",
+    description = "Replaces the fields given (name, time zone, display order); the others stay. \
+        A new time zone applies to the days of states counted from then on; day totals counted \
+        before keep their days.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
+    ),
+    request_body(content = SitePatch, description = "The fields to change.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The changed site.", body = SiteDto),
+        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such site is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
+            IANA time zone name.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn update_site(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(patch): ApiJson<SitePatch>,
+) -> Result<Json<SiteDto>, ApiError> {
+    let mut site = visible_site(&state, &principal, id).await?;
+    if let Some(name) = patch.name {
+        site.name = text("name", name)?;
+    }
+    if let Some(zone) = patch.time_zone {
+        site.time_zone = time_zone(&zone)?;
+    }
+    if let Some(order) = patch.display_order {
+        site.display_order = order;
+    }
+    match state.directory.update_site(site.clone()).await {
+        Ok(()) => Ok(Json(SiteDto::from(&site))),
+        Err(DirectoryError::NotFound(_)) => Err(ApiError::NotFound(Resource::Site)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Delete a site without mowers
+#[utoipa::path(
+    delete,
+    path = "/v1/sites/{id}",
+    tag = TAG,
+    operation_id = "delete_site",
+    summary = "Delete a site without mowers",
+    description = "Deletes the site. A site that still has mowers is not deleted (`409`): move \
+        them to another site or delete them first.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
+    ),
+    responses(
+        (status = 204, description = "The site is deleted."),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such site is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 409, description = "The site still has mowers.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn delete_site(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let site = visible_site(&state, &principal, id).await?;
+    match state
+        .directory
+        .delete_site(principal.account_id, site.id)
+        .await
+    {
+        Ok(()) => {
+            tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Deleted a site.");
+            Ok(StatusCode::NO_CONTENT)
+        }
+        Err(DirectoryError::InUse(_)) => Err(ApiError::Conflict(
+            "The site still has mowers; move them to another site or delete them first.".to_owned(),
+        )),
+        Err(DirectoryError::NotFound(_)) => Err(ApiError::NotFound(Resource::Site)),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,384 @@
+//! A mower's telemetry: latest state, health totals, history, track (JSON and GeoJSON) and day
+//! totals.
+//!
+//! History and track are paged by a keyset on `observed_at` (see [`crate::page`]): oldest first,
+//! a page starts strictly after the last instant of the previous one, so states stored while a
+//! client pages never shift or repeat the pages.
+
+use super::visible_mower;
+use crate::auth::Reader;
+use crate::dto::reads::{
+    DayItem, DayList, HistoryItem, HistoryPage, TrackFeatureCollection, TrackPage, TrackPoint,
+};
+use crate::dto::{MowerHealth, MowerState};
+use crate::error::{ApiError, Problem};
+use crate::etag::json_with_etag;
+use crate::extract::{ApiPath, ApiQuery};
+use crate::page::{self, List};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Deserialize;
+use swath_application::ports::TimeWindow;
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+/// The OpenAPI tag of these routes.
+pub const TAG: &str = "telemetry";
+
+/// The media type of GeoJSON (RFC 7946).
+pub const GEO_JSON: &str = "application/geo+json";
+
+/// The longest range of days one request may ask for.
+pub const MAX_DAYS: i64 = 366;
+
+/// Get a mower's latest state
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/state",
+    tag = TAG,
+    operation_id = "get_mower_state",
+    summary = "Get a mower's latest state",
+    description = "The newest state the mower reported, as its gateway sent it (unknown fields \
+        included), with when Swath received it and the Home Assistant `lawn_mower` activity. \
+        Poll it with `If-None-Match`: the answer is `304 Not Modified` until a newer state arrives.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
+            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
+    responses(
+        (status = 200, description = "The mower's latest state.", body = MowerState,
+            headers(
+                ("ETag" = String, description = "The entity tag of this state document."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            )),
+        (status = 304, description = "No newer state since the `ETag` given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current state document."))),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token (type `not-found`), or it \
+            has not reported a state yet (type `no-state-yet`).", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_state(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mower = visible_mower(&state, &principal, id).await?;
+    let latest = state.telemetry.latest(&[mower.id]).await?;
+    let row = latest
+        .iter()
+        .find(|r| r.mower_id == mower.id)
+        .ok_or(ApiError::NoStateYet)?;
+    json_with_etag(&headers, &MowerState::from(row))
+}
+
+/// Get a mower's health totals
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/health",
+    tag = TAG,
+    operation_id = "get_mower_health",
+    summary = "Get a mower's health totals",
+    description = "Running totals since the mower first reported: mowing and blade time in \
+        seconds, distance in metres, error and charge counts, blade time since the last blade \
+        reset and whether the blade is due. A mower that has not reported yet has zero totals and \
+        `counted_until` `null`.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
+            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
+    responses(
+        (status = 200, description = "The mower's health totals.", body = MowerHealth,
+            headers(
+                ("ETag" = String, description = "The entity tag of this document."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            )),
+        (status = 304, description = "The totals have not changed since the `ETag` given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_health(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let mower = visible_mower(&state, &principal, id).await?;
+    let totals = state.telemetry.health(mower.id).await?;
+    json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
+}
+
+/// The window and page of a history or track request.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WindowParams {
+    /// Only states observed at or after this instant (RFC 3339). Absent: from the oldest kept.
+    #[param(example = "2026-06-01T00:00:00Z")]
+    pub from: Option<DateTime<Utc>>,
+    /// Only states observed before this instant (RFC 3339; exclusive). Absent: up to the newest.
+    #[param(example = "2026-06-02T00:00:00Z")]
+    pub to: Option<DateTime<Utc>>,
+    /// The most items to return, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, example = 100)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
+    /// `from` and `to`). Absent (or empty) for the first page.
+    #[param(example = "aGlzdG9yeToxNzgwMzE1MjMwMDAwMDAw")]
+    pub cursor: Option<String>,
+}
+
+impl WindowParams {
+    /// The store's window, with one sentinel row beyond the limit.
+    fn window(&self, list: List) -> Result<(TimeWindow, usize), ApiError> {
+        let limit = page::limit(self.limit)?;
+        if let (Some(from), Some(to)) = (self.from, self.to) {
+            if from > to {
+                return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
+            }
+        }
+        let window = TimeWindow {
+            from: self.from,
+            to: self.to,
+            after: page::time_after(list, self.cursor.as_deref())?,
+            limit: limit + 1,
+        };
+        Ok((window, limit))
+    }
+}
+
+/// Read a mower's history
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/history",
+    tag = TAG,
+    operation_id = "get_mower_history",
+    summary = "Read a mower's history",
+    description = "The states the mower reported in `[from, to)`, oldest first: activity, battery, \
+        error code, blade. One entry per distinct `observed_at`. Page with `limit` and `cursor`: \
+        each page says whether more follow (`truncated`) and where the next starts \
+        (`next_cursor`). Pages are a keyset on `observed_at`, so states stored meanwhile never \
+        shift them: a walk sees every state once, except states older than the page it has reached \
+        when they arrive. The embedded memory store keeps the newest \
+        `SWATH_MEMORY_HISTORY_PER_MOWER` states per mower; PostgreSQL keeps them all.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        WindowParams,
+    ),
+    responses(
+        (status = 200, description = "A page of the mower's history.", body = HistoryPage),
+        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
+            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_history(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<WindowParams>,
+) -> Result<Json<HistoryPage>, ApiError> {
+    let (window, limit) = params.window(List::History)?;
+    let mower = visible_mower(&state, &principal, id).await?;
+    let rows = state.telemetry.history(mower.id, &window).await?;
+    let (rows, truncated) = page::cut(rows, limit);
+    Ok(Json(HistoryPage {
+        mower_id: mower.id.0,
+        next_cursor: truncated
+            .then(|| rows.last())
+            .flatten()
+            .map(|r| page::time_cursor(List::History, r.observed_at)),
+        items: rows.iter().map(HistoryItem::from).collect(),
+        limit: limit as u32,
+        truncated,
+    }))
+}
+
+/// How to answer a track.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackFormat {
+    /// `application/json`: a page of positions.
+    #[default]
+    Json,
+    /// `application/geo+json`: a GeoJSON `FeatureCollection` with one `LineString`.
+    Geojson,
+}
+
+/// The window and page of a track request, and its format.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TrackParams {
+    /// Only positions observed at or after this instant (RFC 3339). Absent: from the oldest kept.
+    #[param(example = "2026-06-01T00:00:00Z")]
+    pub from: Option<DateTime<Utc>>,
+    /// Only positions observed before this instant (RFC 3339; exclusive). Absent: up to the
+    /// newest.
+    #[param(example = "2026-06-02T00:00:00Z")]
+    pub to: Option<DateTime<Utc>>,
+    /// The most positions to return, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, example = 100)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
+    /// `from`, `to` and `format`). Absent (or empty) for the first page.
+    #[param(example = "dHJhY2s6MTc4MDMxNTIzMDAwMDAwMA")]
+    pub cursor: Option<String>,
+    /// `json` (default): a page of positions; `geojson`: a GeoJSON `FeatureCollection`
+    /// (`application/geo+json`) whose feature is a `LineString` through the page's positions.
+    #[param(inline, example = "geojson")]
+    pub format: Option<TrackFormat>,
+}
+
+/// Read a mower's track
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/track",
+    tag = TAG,
+    operation_id = "get_mower_track",
+    summary = "Read a mower's track",
+    description = "The positions the mower reported in `[from, to)`, oldest first, paged like the \
+        history. With `format=geojson` the page is a GeoJSON `FeatureCollection` \
+        (`application/geo+json`, RFC 7946) with one `Feature`: a `LineString` through the page's \
+        positions (a `Point` when the page has one, no feature when it has none), the time of each \
+        coordinate in its properties, and the paging members next to `features`.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        TrackParams,
+    ),
+    responses(
+        (status = 200, description = "A page of the mower's track: positions (`format=json`) or a \
+            GeoJSON `FeatureCollection` (`format=geojson`).",
+            content(
+                (TrackPage = "application/json"),
+                (TrackFeatureCollection = "application/geo+json"),
+            )),
+        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
+            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_track(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<TrackParams>,
+) -> Result<Response, ApiError> {
+    let window = WindowParams {
+        from: params.from,
+        to: params.to,
+        limit: params.limit,
+        cursor: params.cursor,
+    };
+    let (window, limit) = window.window(List::Track)?;
+    let mower = visible_mower(&state, &principal, id).await?;
+    let rows = state.telemetry.track(mower.id, &window).await?;
+    let (rows, truncated) = page::cut(rows, limit);
+    let track = TrackPage {
+        mower_id: mower.id.0,
+        next_cursor: truncated
+            .then(|| rows.last())
+            .flatten()
+            .map(|r| page::time_cursor(List::Track, r.observed_at)),
+        items: rows.iter().map(TrackPoint::from).collect(),
+        limit: limit as u32,
+        truncated,
+    };
+    Ok(match params.format.unwrap_or_default() {
+        TrackFormat::Json => Json(track).into_response(),
+        TrackFormat::Geojson => {
+            let mut response = Json(TrackFeatureCollection::new(track)).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static(GEO_JSON));
+            response
+        }
+    })
+}
+
+/// The range of a day totals request.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DayParams {
+    /// The first local day (`YYYY-MM-DD`, inclusive).
+    #[param(example = "2026-06-01")]
+    pub from: NaiveDate,
+    /// The last local day (`YYYY-MM-DD`, inclusive); at most 365 days after `from`.
+    #[param(example = "2026-06-07")]
+    pub to: NaiveDate,
+}
+
+/// Read a mower's day totals
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/days",
+    tag = TAG,
+    operation_id = "get_mower_days",
+    summary = "Read a mower's day totals",
+    description = "Per local day of the mower's site (its time zone decides the day of each \
+        state): mowing and blade time in seconds, distance in metres, error and charge counts and \
+        how many states counted. Days `from` to `to`, both included, at most 366 days; days on \
+        which nothing was counted are left out.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        DayParams,
+    ),
+    responses(
+        (status = 200, description = "The mower's day totals of the range.", body = DayList),
+        (status = 400, description = "The id is not a UUID, a date is missing or not valid, `from` \
+            is after `to`, or the range has more than 366 days.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_days(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<DayParams>,
+) -> Result<Json<DayList>, ApiError> {
+    if params.from > params.to {
+        return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
+    }
+    if (params.to - params.from).num_days() >= MAX_DAYS {
+        return Err(ApiError::BadRequest(format!(
+            "The range has more than {MAX_DAYS} days; ask for fewer."
+        )));
+    }
+    let mower = visible_mower(&state, &principal, id).await?;
+    let site = state.directory.site(mower.site_id).await?;
+    let days = state
+        .telemetry
+        .days(mower.id, params.from, params.to)
+        .await?;
+    Ok(Json(DayList {
+        mower_id: mower.id.0,
+        from: params.from,
+        to: params.to,
+        time_zone: site
+            .map(|s| s.time_zone.name().to_owned())
+            .unwrap_or_default(),
+        items: days.iter().map(DayItem::from).collect(),
+    }))
+}

@@ -1,0 +1,266 @@
+//! `/v1/tokens`: the API tokens of the account (admin). A token is shown once, when it is
+//! created; lists show its id, name, scopes and sites, never the token or its hash.
+//!
+//! A token manages only tokens within its own powers ([`Principal::covers`]): it creates, sees
+//! and revokes tokens whose scopes are some of its own and whose sites are some of its own. So an
+//! admin token limited to a site cannot mint an unlimited token, nor revoke one.
+
+use super::{location, PageParams};
+use crate::auth::Admin;
+use crate::dto::directory::{
+    scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
+};
+use crate::error::{ApiError, Problem, Resource};
+use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::page;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use swath_application::ports::{
+    generate_token, hash_token, NewToken, Principal, Scope, TokenId, TokenInfo, TokenQuery,
+};
+use swath_domain::SiteId;
+use uuid::Uuid;
+
+/// The OpenAPI tag of these routes.
+pub const TAG: &str = "tokens";
+
+/// List the API tokens
+#[utoipa::path(
+    get,
+    path = "/v1/tokens",
+    tag = TAG,
+    operation_id = "list_tokens",
+    summary = "List the API tokens",
+    description = "The tokens of the account that the calling token could have created itself \
+        (scopes and sites within its own), oldest first: id, name, scopes, sites. Never the token \
+        or its hash. Page with `limit` and `cursor`.",
+    security(("bearer" = ["admin"])),
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of tokens.", body = TokenPage),
+        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list_tokens(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<TokenPage>, ApiError> {
+    let limit = page::limit(params.limit)?;
+    let after = page::token_after(params.cursor.as_deref())?;
+    let rows = state
+        .tokens
+        .tokens(&TokenQuery {
+            within: principal,
+            after,
+            limit: limit + 1,
+        })
+        .await?;
+    let (tokens, truncated) = page::cut(rows, limit);
+    Ok(Json(TokenPage {
+        next_cursor: truncated
+            .then(|| tokens.last())
+            .flatten()
+            .map(|t| page::token_cursor(t.id)),
+        items: tokens.iter().map(TokenDto::from).collect(),
+        limit: limit as u32,
+        truncated,
+    }))
+}
+
+/// Create an API token
+#[utoipa::path(
+    post,
+    path = "/v1/tokens",
+    tag = TAG,
+    operation_id = "create_token",
+    summary = "Create an API token",
+    description = "Creates a token of the account with some of the calling token's scopes, \
+        optionally limited to some sites (a calling token limited to sites must limit the new one \
+        to some of its own). The answer is the only time the token is shown: Swath stores its \
+        SHA-256 only.",
+    security(("bearer" = ["admin"])),
+    request_body(content = NewTokenRequest, description = "The token's name, scopes and sites.",
+        content_type = "application/json"),
+    responses(
+        (status = 201, description = "The token was created; the answer shows it once.", body = CreatedToken,
+            headers(("Location" = String, description = "The path of the new token."))),
+        (status = 400, description = "The body is not valid JSON.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 422, description = "The body does not fit the schema, has no scope, an empty \
+            site list, or names a site not visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_token(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<NewTokenRequest>,
+) -> Result<Response, ApiError> {
+    if body.name.chars().count() > MAX_TEXT_CHARS {
+        return Err(ApiError::Validation(format!(
+            "`name` has more than {MAX_TEXT_CHARS} characters."
+        )));
+    }
+    let mut scopes: Vec<Scope> = body.scopes.iter().map(|s| (*s).into()).collect();
+    scopes.sort();
+    scopes.dedup();
+    if scopes.is_empty() {
+        return Err(ApiError::Validation(
+            "`scopes` must name at least one scope.".to_owned(),
+        ));
+    }
+    let sites = match body.sites {
+        None => None,
+        Some(ids) if ids.is_empty() => {
+            return Err(ApiError::Validation(
+                "`sites` must name at least one site, or be absent for every site.".to_owned(),
+            ))
+        }
+        Some(mut ids) => {
+            ids.sort();
+            ids.dedup();
+            for id in &ids {
+                super::referenced_site(&state, &principal, *id)
+                    .await
+                    .map_err(|e| match e {
+                        ApiError::Validation(_) => ApiError::Validation(format!(
+                            "`sites` names {id}, which is no site visible to this token."
+                        )),
+                        other => other,
+                    })?;
+            }
+            Some(ids.into_iter().map(SiteId).collect())
+        }
+    };
+    let new = Principal {
+        account_id: principal.account_id,
+        scopes,
+        sites,
+    };
+    if !principal.covers(&new) {
+        return Err(ApiError::Forbidden(
+            "A token can only create tokens with some of its own scopes and sites.".to_owned(),
+        ));
+    }
+    let created = issue(&state, body.name, new).await?;
+    tracing::info!(token_id = %created.id, account_id = %principal.account_id, "Created an API token.");
+    Ok((
+        StatusCode::CREATED,
+        location(format!("/v1/tokens/{}", created.id))?,
+        Json(created),
+    )
+        .into_response())
+}
+
+/// Generates a token for `principal`, stores its hash, and answers it (the only time it is shown).
+pub(crate) async fn issue(
+    state: &AppState,
+    name: String,
+    principal: Principal,
+) -> Result<CreatedToken, ApiError> {
+    let token = generate_token();
+    let id = TokenId::new();
+    state
+        .tokens
+        .create_token(
+            hash_token(&token),
+            NewToken {
+                id,
+                name: name.clone(),
+                principal: principal.clone(),
+            },
+        )
+        .await?;
+    Ok(CreatedToken {
+        token,
+        id: id.0,
+        name,
+        scopes: scopes(&principal),
+        sites: principal
+            .sites
+            .as_ref()
+            .map(|s| s.iter().map(|id| id.0).collect()),
+    })
+}
+
+/// The token `id` if the principal covers it; otherwise the one error of every invisible token.
+async fn visible_token(
+    state: &AppState,
+    principal: &Principal,
+    id: Uuid,
+) -> Result<TokenInfo, ApiError> {
+    match state.tokens.token(TokenId(id)).await? {
+        Some(t) if principal.covers(&t.principal) => Ok(t),
+        _ => Err(ApiError::NotFound(Resource::Token)),
+    }
+}
+
+/// Get an API token
+#[utoipa::path(
+    get,
+    path = "/v1/tokens/{id}",
+    tag = TAG,
+    operation_id = "get_token",
+    summary = "Get an API token",
+    description = "The token's id, name, scopes and sites; never the token or its hash.",
+    security(("bearer" = ["admin"])),
+    params(
+        ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),
+    ),
+    responses(
+        (status = 200, description = "The token.", body = TokenDto),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such token is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_token(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<TokenDto>, ApiError> {
+    let token = visible_token(&state, &principal, id).await?;
+    Ok(Json(TokenDto::from(&token)))
+}
+
+/// Revoke an API token
+#[utoipa::path(
+    delete,
+    path = "/v1/tokens/{id}",
+    tag = TAG,
+    operation_id = "revoke_token",
+    summary = "Revoke an API token",
+    description = "Deletes the token: from the next request on, it answers `401`. A token may \
+        revoke itself.",
+    security(("bearer" = ["admin"])),
+    params(
+        ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),
+    ),
+    responses(
+        (status = 204, description = "The token is revoked."),
+        (status = 400, description = "The id is not a UUID.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such token is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn revoke_token(
+    Admin(principal): Admin,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let token = visible_token(&state, &principal, id).await?;
+    if !state.tokens.revoke_token(token.id).await? {
+        return Err(ApiError::NotFound(Resource::Token));
+    }
+    tracing::info!(token_id = %token.id, account_id = %principal.account_id, "Revoked an API token.");
+    Ok(StatusCode::NO_CONTENT)
+}
