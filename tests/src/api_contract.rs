@@ -704,92 +704,75 @@ pub async fn reads_answer_the_window(factory: &dyn ApiStoreFactory) {
 }
 
 /// Paging through 10 000 history rows with a keyset cursor while ingestion goes on returns each
-/// of them exactly once, in order: rows committed meanwhile (newer ones) never shift or repeat
-/// a page.
+/// of them exactly once, in order. Every page is read while a batch is being ingested: newer rows,
+/// and rows between stored ones ahead of the cursor; those are seen once too, never a row twice.
 pub async fn paging_while_ingesting_returns_each_row_once(factory: &dyn ApiStoreFactory) {
     const ROWS: i64 = 10_000;
+    const PAGE: usize = 500;
     let h = ApiHarness::new(factory).await;
     let m = h.fleet.mowers[0];
     for chunk in (0..ROWS).collect::<Vec<_>>().chunks(1000) {
         let batch: Vec<Value> = chunk.iter().map(|i| h.report(0, i * 100)).collect();
         h.ingest(&batch).await;
     }
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let writer = {
-        let ingest = h.ingest.clone();
-        let stop = stop.clone();
-        let reports: Vec<Value> = (0..200)
-            .map(|b| {
-                Value::Array(
-                    (0..25)
-                        .map(|i| h.report(0, (ROWS + b * 25 + i) * 100))
-                        .collect(),
-                )
-            })
-            .collect();
-        tokio::spawn(async move {
-            let mut batches = 0;
-            for batch in reports {
-                if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    break;
-                }
-                let parsed = batch
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|r| ingest.parse(r.to_string().as_bytes()))
-                    .collect();
-                ingest.record_states(parsed).await.expect("batch");
-                batches += 1;
-                tokio::task::yield_now().await;
-            }
-            batches
-        })
-    };
     let mut seen: Vec<DateTime<Utc>> = Vec::new();
+    let mut inserted_ahead: Vec<DateTime<Utc>> = Vec::new();
     let mut after = None;
-    let mut pages = 0;
+    let mut round = 0i64;
     loop {
-        let page = h
-            .store
-            .telemetry
-            .history(
-                m,
-                &TimeWindow {
-                    from: None,
-                    to: None,
-                    after,
-                    limit: 501,
-                },
-            )
-            .await
-            .unwrap();
-        pages += 1;
-        let more = page.len() > 500;
-        let page = &page[..page.len().min(500)];
+        // Newer rows, and rows half-way between stored rows well ahead of the cursor.
+        let next = seen.len() as i64;
+        let mut batch: Vec<Value> = (0..20)
+            .map(|i| h.report(0, (ROWS + round * 20 + i) * 100))
+            .collect();
+        for k in 0..5 {
+            let index = next + 1_000 + k * 37;
+            if index < ROWS {
+                batch.push(h.report(0, index * 100 + 50));
+                inserted_ahead.push(at(index * 100 + 50));
+            }
+        }
+        let window = TimeWindow {
+            from: None,
+            to: None,
+            after,
+            limit: PAGE + 1,
+        };
+        let (page, outcomes) =
+            tokio::join!(h.store.telemetry.history(m, &window), h.ingest(&batch));
+        assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored));
+        round += 1;
+        let page = page.unwrap();
+        let more = page.len() > PAGE;
+        let page = &page[..page.len().min(PAGE)];
         seen.extend(page.iter().map(|r| r.observed_at));
         after = page.last().map(|r| r.observed_at);
-        // Stop once the rows stored before the walk are behind us (the writer may go on for ever).
-        if !more || seen.len() as i64 >= ROWS + 100 {
+        // Stop once the rows stored before the walk are behind us (new ones keep coming).
+        if !more || seen.last().is_some_and(|t| *t >= at(ROWS * 100)) {
             break;
         }
-        tokio::task::yield_now().await;
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let batches = writer.await.unwrap();
-    assert!(pages >= 20, "{pages} pages");
-    assert!(batches > 0, "ingestion went on during the walk");
+    assert!(round >= 20, "{round} pages");
     assert!(
         seen.windows(2).all(|w| w[0] < w[1]),
         "strictly increasing: no row twice"
     );
-    let first: Vec<DateTime<Utc>> = (0..ROWS).map(|i| at(i * 100)).collect();
+    let initial: Vec<DateTime<Utc>> = seen
+        .iter()
+        .copied()
+        .filter(|t| *t < at(ROWS * 100) && (*t - trace_start()).num_milliseconds() % 100 == 0)
+        .collect();
+    let expected: Vec<DateTime<Utc>> = (0..ROWS).map(|i| at(i * 100)).collect();
     assert_eq!(
-        &seen[..ROWS as usize],
-        &first[..],
-        "each stored row once, in order"
+        initial, expected,
+        "each row stored before the walk once, in order"
     );
-    assert!(seen[ROWS as usize..].iter().all(|t| *t >= at(ROWS * 100)));
+    for t in &inserted_ahead {
+        assert!(
+            seen.binary_search(t).is_ok(),
+            "a row stored ahead of the cursor is seen: {t}"
+        );
+    }
 }
 
 /// Every scenario of this suite.
