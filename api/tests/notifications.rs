@@ -1,0 +1,288 @@
+//! The notification routes through the real router on the memory adapters: geofence, zones,
+//! blade reset, the events feed, open alerts and the busy check, with scopes and tenant isolation.
+
+mod helpers;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use helpers::{t0, TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_WRITE_ONLY, TOKEN_B};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use swath_api::{router, AppState};
+use swath_application::ports::{Clock, WatchStore};
+use swath_application::{Ingest, SchedulerStatus, Watcher};
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_memory::MemoryBus;
+
+/// The test application with the notification store wired, and a watcher over the same store.
+async fn app() -> (TestApp, Arc<Watcher>, Arc<SchedulerStatus>) {
+    let mut app = TestApp::spawn().await;
+    let watch: Arc<dyn WatchStore> = Arc::new(app.store.clone());
+    let clock: Arc<dyn Clock> = app.clock.clone();
+    let bus = Arc::new(MemoryBus::default());
+    let ingest = Arc::new(
+        Ingest::new(Arc::new(app.store.clone()), bus.clone(), clock.clone())
+            .with_zones(watch.clone()),
+    );
+    let state = AppState::new(
+        Arc::new(app.store.clone()),
+        Arc::new(app.store.clone()),
+        Arc::new(app.store.clone()),
+        bus.clone(),
+        clock.clone(),
+        ingest.clone(),
+    )
+    .with_watch(watch.clone());
+    app.router = router(state);
+    app.ingest = ingest;
+    let watcher = Arc::new(Watcher::new(
+        watch.clone(),
+        bus,
+        clock.clone(),
+        DEFAULT_OFFLINE_AFTER,
+    ));
+    (app, watcher, Arc::new(SchedulerStatus::new(watch, clock)))
+}
+
+fn square(from: f64, to: f64) -> Value {
+    let lat = |d: f64| 52.5 + d * 1e-5;
+    let lon = |d: f64| 13.4 + d * 1e-5;
+    json!({"type": "Polygon", "coordinates": [[
+        [lon(from), lat(from)], [lon(to), lat(from)], [lon(to), lat(to)],
+        [lon(from), lat(to)], [lon(from), lat(from)]
+    ]]})
+}
+
+async fn watch(app: &TestApp, watcher: &Watcher, scheduler: &SchedulerStatus, reports: &[Value]) {
+    let parsed: Vec<_> = reports
+        .iter()
+        .map(|r| watcher.parse(r.to_string().as_bytes()))
+        .collect();
+    watcher.on_states(&parsed).await.unwrap();
+    let ok: Vec<_> = parsed.into_iter().filter_map(Result::ok).collect();
+    scheduler.record(&ok).await.unwrap();
+    for r in reports {
+        app.record(r.clone()).await;
+    }
+}
+
+fn state(app: &TestApp, seconds: i64, activity: &str, north: f64) -> Value {
+    json!({
+        "mower_id": app.a.mowers[0],
+        "account_id": app.a.account_id,
+        "observed_at": (t0() + Duration::seconds(seconds)).to_rfc3339(),
+        "activity": activity,
+        "battery_percent": 60,
+        "position": {"lat": 52.5 + north * 1e-5, "lon": 13.4 + 50e-5, "accuracy_m": 1.0},
+    })
+}
+
+#[tokio::test]
+async fn the_geofence_is_set_read_and_raises_the_theft_alarm() {
+    let (app, watcher, scheduler) = app().await;
+    let mower = app.a.mowers[0];
+    let path = format!("/v1/mowers/{mower}/geofence");
+    assert_eq!(
+        app.get(&path, Some(TOKEN_A)).await.status,
+        StatusCode::NOT_FOUND,
+        "no geofence yet"
+    );
+    let put = app
+        .json(Method::PUT, &path, Some(TOKEN_A), &square(0.0, 100.0))
+        .await;
+    assert_eq!(
+        put.status,
+        StatusCode::FORBIDDEN,
+        "a read token cannot write"
+    );
+    let put = app
+        .json(Method::PUT, &path, Some(TOKEN_A_ADMIN), &square(0.0, 100.0))
+        .await;
+    assert_eq!(put.status, StatusCode::OK, "{:?}", put.json());
+    let bad = app
+        .json(
+            Method::PUT,
+            &path,
+            Some(TOKEN_A_ADMIN),
+            &json!({"type": "Polygon", "coordinates": [[[0, 0], [1, 1]]]}),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    bad.problem();
+    let got = app.get(&path, Some(TOKEN_A)).await.json();
+    assert_eq!(got["version"], put.json()["version"]);
+
+    watch(
+        &app,
+        &watcher,
+        &scheduler,
+        &[
+            state(&app, 100, "mowing", 50.0),
+            state(&app, 110, "mowing", 300.0),
+        ],
+    )
+    .await;
+    let events = app.get("/v1/events", Some(TOKEN_A)).await.json();
+    assert_eq!(events["items"][0]["kind"], "geofence_left");
+    assert_eq!(events["items"][0]["mower_id"], json!(mower));
+    let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
+    assert_eq!(alerts["items"][0]["kind"], "geofence");
+    assert_eq!(alerts["items"][0]["severity"], "critical");
+    assert_eq!(alerts["truncated"], false);
+
+    // Another account sees none of it, and gets the 404 of an unknown mower.
+    let b_events = app.get("/v1/events", Some(TOKEN_B)).await.json();
+    assert!(b_events["items"].as_array().unwrap().is_empty());
+    let foreign = app.get(&path, Some(TOKEN_B)).await;
+    let unknown = app
+        .get(
+            &format!("/v1/mowers/{}/geofence", uuid::Uuid::now_v7()),
+            Some(TOKEN_B),
+        )
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    assert_eq!(foreign.body, unknown.body);
+    let filtered = app
+        .get(&format!("/v1/events?mower_id={mower}"), Some(TOKEN_B))
+        .await
+        .json();
+    assert!(filtered["items"].as_array().unwrap().is_empty());
+
+    let busy = app
+        .get(&format!("/v1/mowers/{mower}/busy"), Some(TOKEN_A))
+        .await
+        .json();
+    assert_eq!(busy["busy"], true);
+    assert_eq!(busy["activity"], "mowing");
+
+    let deleted = app.delete(&path, Some(TOKEN_A_WRITE_ONLY)).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+}
+
+#[tokio::test]
+async fn zones_are_managed_and_report_occupancy() {
+    let (app, _watcher, _scheduler) = app().await;
+    let mower = app.a.mowers[0];
+    let zones = format!("/v1/mowers/{mower}/zones");
+    let created = app
+        .post(
+            &zones,
+            Some(TOKEN_A_ADMIN),
+            &json!({"name": "Roses", "polygon": square(0.0, 100.0)}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{:?}", created.json());
+    let zone_id = created.json()["id"].as_str().unwrap().to_owned();
+    let nameless = app
+        .post(
+            &zones,
+            Some(TOKEN_A_ADMIN),
+            &json!({"name": " ", "polygon": square(0.0, 100.0)}),
+        )
+        .await;
+    assert_eq!(nameless.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    app.record(state(&app, 100, "mowing", 50.0)).await;
+    let list = app.get(&zones, Some(TOKEN_A)).await.json();
+    assert_eq!(list["items"][0]["name"], "Roses");
+    assert_eq!(list["items"][0]["occupied"], true);
+    let events = app
+        .get("/v1/events?kind=zone_entered", Some(TOKEN_A))
+        .await
+        .json();
+    assert_eq!(events["items"][0]["details"]["zone_name"], "Roses");
+
+    let renamed = app
+        .json(
+            Method::PUT,
+            &format!("{zones}/{zone_id}"),
+            Some(TOKEN_A_ADMIN),
+            &json!({"name": "Tulips", "polygon": square(0.0, 100.0)}),
+        )
+        .await;
+    assert_eq!(renamed.status, StatusCode::OK);
+    assert_eq!(renamed.json()["name"], "Tulips");
+    let unknown_zone = app
+        .delete(
+            &format!("{zones}/{}", uuid::Uuid::now_v7()),
+            Some(TOKEN_A_ADMIN),
+        )
+        .await;
+    assert_eq!(unknown_zone.status, StatusCode::NOT_FOUND);
+    let foreign = app
+        .delete(&format!("{zones}/{zone_id}"), Some(TOKEN_B))
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.delete(&format!("{zones}/{zone_id}"), Some(TOKEN_A_ADMIN))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+}
+
+#[tokio::test]
+async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
+    let (app, _watcher, _scheduler) = app().await;
+    let mower = app.a.mowers[0];
+    let reset = app
+        .post(
+            &format!("/v1/mowers/{mower}/blade-reset"),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(reset.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        app.post(
+            &format!("/v1/mowers/{mower}/blade-reset"),
+            Some(TOKEN_A),
+            &json!({})
+        )
+        .await
+        .status,
+        StatusCode::FORBIDDEN
+    );
+    // Zones entered and left, to fill the feed.
+    app.post(
+        &format!("/v1/mowers/{mower}/zones"),
+        Some(TOKEN_A_ADMIN),
+        &json!({"name": "Strip", "polygon": square(0.0, 100.0)}),
+    )
+    .await;
+    for i in 0..6 {
+        let north = if i % 2 == 0 { 50.0 } else { 200.0 };
+        app.record(state(&app, 100 + i, "mowing", north)).await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let path = match &cursor {
+            Some(c) => format!("/v1/events?limit=4&cursor={c}"),
+            None => "/v1/events?limit=4".to_owned(),
+        };
+        let page = app.get(&path, Some(TOKEN_A)).await.json();
+        for item in page["items"].as_array().unwrap() {
+            seen.push(item["id"].as_str().unwrap().to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen.len(), 6, "each event once");
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.reverse();
+    assert_eq!(seen, sorted, "newest first");
+    let bad = app.get("/v1/events?cursor=nope", Some(TOKEN_A)).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    bad.problem();
+    let busy = app
+        .get(
+            &format!("/v1/mowers/{}/busy", app.a.mowers[1]),
+            Some(TOKEN_A),
+        )
+        .await;
+    assert_eq!(busy.status, StatusCode::NOT_FOUND, "never reported");
+}
