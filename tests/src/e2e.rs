@@ -156,6 +156,11 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// The server's process id (0 when stopped).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
     /// Stops the server the way an operator restarts it (`SIGTERM`: JetStream flushes its
     /// state), or crashes it (`SIGKILL`) when `crash`.
     pub fn stop(&mut self, crash: bool) {
