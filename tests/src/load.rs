@@ -350,6 +350,32 @@ pub async fn wait_stored(
     }
 }
 
+/// Waits until PostgreSQL holds at least `count` history rows of the plan's mowers. Fails after
+/// `stall` without progress.
+pub async fn wait_at_least(
+    pool: &PgPool,
+    plan: &Plan,
+    count: usize,
+    stall: std::time::Duration,
+) -> anyhow::Result<()> {
+    let mowers = plan.mower_ids();
+    let mut last = (0, Instant::now());
+    loop {
+        let stored = stored_count(pool, &mowers).await.unwrap_or(last.0);
+        if stored >= count {
+            return Ok(());
+        }
+        if stored != last.0 {
+            last = (stored, Instant::now());
+        }
+        anyhow::ensure!(
+            last.1.elapsed() < stall,
+            "stuck at {stored} stored states (waiting for {count}) for {stall:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 /// Which tables [`compare`] checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Checked {
