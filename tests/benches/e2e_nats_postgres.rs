@@ -20,6 +20,8 @@
 //! SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
 //!   cargo bench -p swath-tests --bench e2e_nats_postgres -- --states 1000000 --window 60
 //! ```
+//! `--steady` publishes a usual fleet (10-minute activity runs) instead of states whose activity,
+//! battery and blade are drawn anew every time (the default: the most work for the rules).
 //! Extra `SWATH_*` settings of the service are passed through from the environment of the bench
 //! (e.g. `SWATH_TELEMETRY_INGEST_BATCH_MAX=256`).
 
@@ -36,6 +38,7 @@ struct Args {
     window: u64,
     verify: bool,
     drain: bool,
+    steady: bool,
 }
 
 fn args() -> Args {
@@ -46,6 +49,7 @@ fn args() -> Args {
         window: 60,
         verify: false,
         drain: false,
+        steady: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -57,6 +61,7 @@ fn args() -> Args {
             "--window" => args.window = value().expect("--window S"),
             "--verify" => args.verify = true,
             "--drain" => args.drain = true,
+            "--steady" => args.steady = true,
             _ => {} // `--bench` and the like, from cargo
         }
     }
@@ -78,6 +83,20 @@ fn machine_cpu() -> (u64, u64) {
     // idle and iowait
     let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
     (total - idle, total)
+}
+
+/// CPU time of the PostgreSQL backends serving the database (the service's pooled connections,
+/// alive for the whole window), by pid.
+async fn backends_cpu(pool: &sqlx::PgPool) -> std::collections::HashMap<u32, Duration> {
+    let pids: Vec<i32> = sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default();
+    pids.into_iter()
+        .filter_map(|pid| Some((pid as u32, cpu_time(pid as u32).ok()?)))
+        .collect()
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -104,7 +123,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
-    let plan = Plan::new(0xbe7c, args.mowers, args.states);
+    let plan = Plan::new(0xbe7c, args.mowers, args.states).with_steady(args.steady);
     let nats = NatsServer::start()?;
     let db = TestDatabase::create(&server).await?;
     swath_migrations::migrate(&db.url).await?;
@@ -124,9 +143,14 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
         .publish(&bus, 0..plan.states, None, 1024, Duration::from_secs(60))
         .await?;
     println!(
-        "Backlog: {} states of {} mowers published in {:.1} s ({:.0}/s), no consumer running.",
+        "Backlog: {} states of {} mowers ({}) published in {:.1} s ({:.0}/s), no consumer running.",
         plan.states,
         plan.mowers,
+        if plan.steady {
+            "steady: 10-minute activity runs"
+        } else {
+            "volatile: activity drawn at every state"
+        },
         published.elapsed.as_secs_f64(),
         published.per_second()
     );
@@ -164,10 +188,12 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
     );
     let commits0 = service.metric("swath_postgres_commits_total").await?;
     let machine0 = machine_cpu();
+    let pg0 = backends_cpu(store.pool()).await;
     let mut reached_end = false;
     while t0.elapsed() < Duration::from_secs(args.window) {
         tokio::time::sleep(Duration::from_millis(500)).await;
-        if stored_count(store.pool(), &mowers).await? >= plan.states {
+        // The service's counter, not a `count(*)`: the window's PostgreSQL CPU is the service's.
+        if service.metric("swath_states_stored_total").await? >= plan.states as f64 {
             reached_end = true;
             break;
         }
@@ -180,6 +206,13 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
     );
     let commits1 = service.metric("swath_postgres_commits_total").await?;
     let machine1 = machine_cpu();
+    let pg1 = backends_cpu(store.pool()).await;
+    // Backends alive at both ends (those of the bench's own pool are excluded by pid only when
+    // they are the querying one; they are idle and cost nothing).
+    let pg_cpu: Duration = pg1
+        .iter()
+        .filter_map(|(pid, end)| pg0.get(pid).map(|start| end.saturating_sub(*start)))
+        .sum();
     let rss_window_end = resident_bytes(pid)?;
     let stored = (count1 - count0) as f64;
     let metrics = service.get("/metrics").await?.1;
@@ -211,6 +244,10 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
     println!(
         "Machine CPU busy over the window (2 cores = 200 %):      {:>8.0} %",
         200.0 * (machine1.0 - machine0.0) as f64 / (machine1.1 - machine0.1).max(1) as f64
+    );
+    println!(
+        "PostgreSQL backends' CPU per state:                      {:>8.1} µs",
+        pg_cpu.as_secs_f64() * 1e6 / stored
     );
     println!(
         "NATS server CPU per state:                               {:>8.1} µs",

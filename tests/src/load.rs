@@ -40,6 +40,18 @@ const ACTIVITIES: [(&str, u64); 8] = [
     ("error", 3),
 ];
 
+/// An activity drawn from [`ACTIVITIES`] by the low bits of `r`.
+fn pick_activity(r: u64) -> &'static str {
+    let mut pick = r % 100;
+    for (name, weight) in ACTIVITIES {
+        if pick < weight {
+            return name;
+        }
+        pick -= weight;
+    }
+    "mowing"
+}
+
 /// What one run publishes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Plan {
@@ -48,6 +60,11 @@ pub struct Plan {
     pub states: usize,
     /// When the first states were observed (see [`Plan::default_start`]).
     pub start: DateTime<Utc>,
+    /// `false` (the default): every state draws its activity, battery and blade anew, so that
+    /// the write and notification rules have as much to do as possible (the tests). `true`: a
+    /// fleet as it usually is: each mower keeps its activity for 10-minute runs (staggered
+    /// between mowers), its battery moves slowly, a mowing mower always reports a position.
+    pub steady: bool,
 }
 
 /// SplitMix64: a fixed, well-mixed function of its input (no dependency, the same everywhere).
@@ -66,7 +83,14 @@ impl Plan {
             mowers,
             states,
             start: Self::default_start(),
+            steady: false,
         }
+    }
+
+    /// The same plan with steady activities (see [`Plan::steady`](Plan)).
+    pub fn with_steady(mut self, steady: bool) -> Self {
+        self.steady = steady;
+        self
     }
 
     /// Two days ago at 22:55 UTC: recent enough that no retention rule touches the rows
@@ -107,18 +131,13 @@ impl Plan {
 
     /// State `n` as JSON: mower `n % M`, observed `n / M` seconds after [`Plan::start`](Plan).
     pub fn state(&self, n: usize) -> Value {
+        if self.steady {
+            return self.steady_state(n);
+        }
         let i = n % self.mowers;
         let tick = (n / self.mowers) as u64;
         let r = mix(self.seed ^ mix((i as u64) << 32 ^ tick));
-        let mut pick = r % 100;
-        let mut activity = "mowing";
-        for (name, weight) in ACTIVITIES {
-            if pick < weight {
-                activity = name;
-                break;
-            }
-            pick -= weight;
-        }
+        let activity = pick_activity(r);
         let observed_at = self.start + Duration::seconds(tick as i64);
         let mut report = json!({
             "mower_id": self.mower(i),
@@ -143,6 +162,39 @@ impl Plan {
         report
     }
 
+    /// State `n` of a steady plan: runs of 600 reports (10 minutes) per activity.
+    fn steady_state(&self, n: usize) -> Value {
+        const RUN: u64 = 600;
+        let i = n % self.mowers;
+        let tick = (n / self.mowers) as u64;
+        let shifted = tick + mix(self.seed ^ i as u64) % RUN;
+        let (run, in_run) = (shifted / RUN, shifted % RUN);
+        let r = mix(self.seed ^ mix((i as u64) << 32 ^ run ^ 0x5747_4541_4459));
+        let activity = pick_activity(r);
+        let observed_at = self.start + Duration::seconds(tick as i64);
+        let mut report = json!({
+            "mower_id": self.mower(i),
+            "account_id": self.account(),
+            "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "activity": activity,
+            "battery_percent": 90 - in_run / 20,
+            "blade_on": activity == "mowing" && !(r >> 16).is_multiple_of(10),
+            "vendor_state": activity.to_ascii_uppercase(),
+            "load_seq": n,
+        });
+        if matches!(activity, "mowing" | "leaving" | "returning") {
+            report["position"] = json!({
+                "lat": 52.0 + i as f64 * 1e-3 + tick as f64 * 1e-5,
+                "lon": 13.0 + ((r >> 32) % 1000) as f64 * 1e-6,
+                "accuracy_m": 0.5,
+            });
+        }
+        if activity == "error" {
+            report["error_code"] = json!(format!("E{}", (r >> 40) % 4));
+        }
+        report
+    }
+
     /// State `n` as published: subject, payload, de-duplication id.
     pub fn message(&self, n: usize) -> (String, Bytes, String) {
         let i = n % self.mowers;
@@ -150,7 +202,12 @@ impl Plan {
         (
             subjects::telemetry(self.mower(i)),
             Bytes::from(payload),
-            format!("load-{:016x}-{}-{n}", self.seed, self.mowers),
+            format!(
+                "load-{:016x}-{}{}-{n}",
+                self.seed,
+                self.mowers,
+                if self.steady { "s" } else { "" }
+            ),
         )
     }
 
@@ -517,4 +574,83 @@ pub fn summary(rows: &TelemetryRows) -> String {
         rows.health.len(),
         rows.days.len()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_is_fixed_by_its_seed() {
+        let (a, b) = (Plan::new(1, 50, 500), Plan::new(1, 50, 500));
+        assert_eq!(a.mower_ids(), b.mower_ids());
+        assert_eq!(a.state(123), b.state(123));
+        assert_eq!(a.message(7), b.message(7));
+        let mut ids = a.mower_ids();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 50, "mower ids are distinct");
+        let other = Plan::new(2, 50, 500);
+        assert!(other.mower_ids().iter().all(|m| !a.mower_ids().contains(m)));
+        assert_ne!(other.account(), a.account());
+    }
+
+    #[test]
+    fn each_mower_reports_in_turn_one_second_apart() {
+        let plan = Plan::new(3, 4, 12);
+        let at = |n| plan.state(n)["observed_at"].as_str().unwrap().to_owned();
+        assert_eq!(plan.state(1)["mower_id"], json!(plan.mower(1)));
+        assert_eq!(plan.state(5)["mower_id"], json!(plan.mower(1)));
+        assert_eq!(at(0), at(3));
+        let (t0, t1): (DateTime<Utc>, DateTime<Utc>) =
+            (at(1).parse().unwrap(), at(5).parse().unwrap());
+        assert_eq!(t1 - t0, Duration::seconds(1));
+    }
+
+    #[test]
+    fn a_steady_plan_keeps_activities_for_runs() {
+        let plan = Plan::new(4, 10, 10 * 1200).with_steady(true);
+        let changes = (10..plan.states)
+            .filter(|n| plan.state(*n)["activity"] != plan.state(n - 10)["activity"])
+            .count();
+        // Ten mowers, 1 200 reports each: about two run boundaries per mower.
+        assert!(changes <= 30, "{changes} activity changes");
+        let volatile = Plan::new(4, 10, 10 * 1200);
+        let churn = (10..volatile.states)
+            .filter(|n| volatile.state(*n)["activity"] != volatile.state(n - 10)["activity"])
+            .count();
+        assert!(churn > 1000, "{churn}");
+    }
+
+    #[tokio::test]
+    async fn the_reference_stores_every_state_and_compare_finds_differences() {
+        let plan = Plan::new(5, 3, 90);
+        let reference = plan.reference().await.unwrap();
+        assert_eq!(reference.history.len(), 90);
+        assert_eq!(reference.latest.len(), 3);
+        assert!(compare(&reference, &reference, Checked::Everything).is_empty());
+
+        let mut changed = reference.clone();
+        changed.history.remove(10);
+        changed.health[0].mowing_ms += 1;
+        changed.latest[1].last_seen_at = Utc::now();
+        let found = compare(&reference, &changed, Checked::Everything);
+        assert!(
+            found.iter().any(|l| l.starts_with("history: missing")),
+            "{found:?}"
+        );
+        assert!(
+            found.iter().any(|l| l.starts_with("health: differs")),
+            "{found:?}"
+        );
+        assert!(
+            !found.iter().any(|l| l.starts_with("latest")),
+            "last_seen_at is not compared"
+        );
+        let order_free = compare(&reference, &changed, Checked::OrderFree);
+        assert!(
+            !order_free.iter().any(|l| l.starts_with("health")),
+            "{order_free:?}"
+        );
+    }
 }

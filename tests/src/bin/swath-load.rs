@@ -53,6 +53,10 @@ struct Args {
     /// same all day, so that a publishing and a verifying run agree.
     #[arg(long)]
     start: Option<chrono::DateTime<chrono::Utc>>,
+    /// Mowers keep their activity for 10-minute runs (a usual fleet) instead of drawing it
+    /// anew at every state (the default, which gives the rules the most to do).
+    #[arg(long)]
+    steady: bool,
     /// Publish only states `first..states` (to resume, or to split a run in parts).
     #[arg(long, default_value_t = 0)]
     first: usize,
@@ -105,7 +109,7 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let mut plan = Plan::new(args.seed, args.mowers, args.states);
+    let mut plan = Plan::new(args.seed, args.mowers, args.states).with_steady(args.steady);
     if let Some(start) = args.start {
         plan.start = start;
     }
