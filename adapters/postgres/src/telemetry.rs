@@ -326,6 +326,34 @@ impl TelemetryBatch for PostgresBatch {
     }
 }
 
+impl PostgresStore {
+    /// One page of a mower's history or track: `sql` takes (mower, lower, upper, limit) and is
+    /// read in key order; an empty window reads nothing.
+    async fn window_rows<T>(
+        &self,
+        sql: &'static str,
+        mower: MowerId,
+        window: &TimeWindow,
+        row: fn(&PgRow) -> Result<T, StoreError>,
+    ) -> Result<Vec<T>, StoreError> {
+        let (lower, upper) = bounds(window);
+        if lower >= upper || window.limit == 0 {
+            return Ok(Vec::new());
+        }
+        sqlx::query(sql)
+            .bind(mower.0)
+            .bind(lower)
+            .bind(upper)
+            .bind(limit(window.limit))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .iter()
+            .map(row)
+            .collect()
+    }
+}
+
 #[async_trait]
 impl TelemetryStore for PostgresStore {
     async fn begin(
@@ -467,21 +495,8 @@ impl TelemetryStore for PostgresStore {
         mower: MowerId,
         window: &TimeWindow,
     ) -> Result<Vec<HistoryRow>, StoreError> {
-        let (lower, upper) = bounds(window);
-        if lower >= upper || window.limit == 0 {
-            return Ok(Vec::new());
-        }
-        sqlx::query(READ_HISTORY)
-            .bind(mower.0)
-            .bind(lower)
-            .bind(upper)
-            .bind(limit(window.limit))
-            .fetch_all(&self.pool)
+        self.window_rows(READ_HISTORY, mower, window, history_from)
             .await
-            .map_err(unavailable)?
-            .iter()
-            .map(history_from)
-            .collect()
     }
 
     async fn track(
@@ -489,21 +504,8 @@ impl TelemetryStore for PostgresStore {
         mower: MowerId,
         window: &TimeWindow,
     ) -> Result<Vec<PositionRow>, StoreError> {
-        let (lower, upper) = bounds(window);
-        if lower >= upper || window.limit == 0 {
-            return Ok(Vec::new());
-        }
-        sqlx::query(READ_TRACK)
-            .bind(mower.0)
-            .bind(lower)
-            .bind(upper)
-            .bind(limit(window.limit))
-            .fetch_all(&self.pool)
+        self.window_rows(READ_TRACK, mower, window, position_from)
             .await
-            .map_err(unavailable)?
-            .iter()
-            .map(position_from)
-            .collect()
     }
 
     async fn days(
