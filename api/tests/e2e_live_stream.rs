@@ -33,6 +33,7 @@ const TOKEN_A_WRITE_ONLY: &str = "live-token-a-write";
 
 struct App {
     router: Router,
+    store: MemoryStore,
     bus: Arc<dyn EventBus>,
     account_a: AccountId,
     account_b: AccountId,
@@ -124,13 +125,14 @@ async fn app() -> App {
     let state = AppState::new(
         Arc::new(store.clone()),
         Arc::new(store.clone()),
-        Arc::new(store),
+        Arc::new(store.clone()),
         Arc::clone(&bus),
         clock,
         ingest,
     );
     App {
         router: router(state),
+        store,
         bus,
         account_a,
         account_b,
@@ -281,6 +283,35 @@ async fn a_token_limited_to_a_site_receives_that_site_only() {
     assert_eq!(data["vendor_state"], "south");
     assert_eq!(data["lawn_mower_activity"], "mowing");
     assert!(south.next(QUIET).await.is_none(), "nothing else");
+}
+
+#[tokio::test(start_paused = true)]
+async fn mowers_added_after_connecting_are_streamed_after_the_refresh() {
+    let app = app().await;
+    let mut a = Client::connect(&app, TOKEN_A).await;
+    let new_mower = MowerId(id(0x4));
+    app.store
+        .create_mower(Mower {
+            id: new_mower,
+            account_id: app.account_a,
+            site_id: SiteId(id(0xa1)),
+            name: "New".into(),
+            model: "M".into(),
+            serial: "S-new".into(),
+            display_order: 0,
+            blade_threshold_ms: i64::MAX,
+        })
+        .await
+        .unwrap();
+    app.publish(new_mower, app.account_a, "before").await;
+    assert!(
+        a.next(QUIET).await.is_none(),
+        "not known at connect: not streamed yet"
+    );
+    tokio::time::advance(swath_api::routes::live::MOWER_REFRESH).await;
+    app.publish(new_mower, app.account_a, "after").await;
+    let (_, data) = a.next(WAIT).await.expect("streamed after the refresh");
+    assert_eq!(data["vendor_state"], "after");
 }
 
 #[tokio::test]

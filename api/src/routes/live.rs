@@ -118,12 +118,14 @@ impl Live {
     /// The next state the principal may see; `None` once the bus ended the subscription.
     async fn next_event(&mut self) -> Option<Event> {
         loop {
+            // A refresh that is due runs before the next message is looked at.
             let message = tokio::select! {
-                message = self.subscription.messages.recv() => message?,
+                biased;
                 () = tokio::time::sleep_until(self.refresh_at) => {
                     self.refresh().await;
                     continue;
                 }
+                message = self.subscription.messages.recv() => message?,
             };
             let now = self.state.clock.now();
             // Invalid reports are never relayed; ingestion logs and counts them.
