@@ -8,11 +8,11 @@ use chrono::Duration;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
-use swath_application::ports::{Account, Directory, ManualClock, Mower, Site};
+use swath_application::ports::ManualClock;
 use swath_application::Ingest;
-use swath_domain::{AccountId, InvalidReport, MowerId, SiteId, StateReport};
+use swath_domain::{InvalidReport, StateReport};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
-use swath_tests::support::{trace_start, RecordingBus};
+use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
 const MOWERS: usize = 200;
@@ -27,43 +27,7 @@ async fn setup(states: usize) -> Bench {
     let store = Arc::new(MemoryStore::new(MemoryStoreSettings {
         history_per_mower: states / MOWERS + 1,
     }));
-    let account = AccountId::new();
-    store
-        .create_account(Account {
-            id: account,
-            name: "Bench".into(),
-        })
-        .await
-        .unwrap();
-    let site = SiteId::new();
-    store
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Bench site".into(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .unwrap();
-    let mut mowers = Vec::new();
-    for i in 0..MOWERS {
-        let id = MowerId::new();
-        store
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: format!("Mower {i}"),
-                model: "B".into(),
-                serial: format!("B{i}"),
-                display_order: 0,
-                blade_threshold_ms: i64::MAX,
-            })
-            .await
-            .unwrap();
-        mowers.push(id);
-    }
+    let (account, mowers) = seed_account_with_mowers(store.as_ref(), MOWERS, i64::MAX).await;
     // Mowers report in turn, each one state a second, mowing with a position: every rule runs.
     let payloads = (0..states)
         .map(|i| {

@@ -11,57 +11,15 @@ use serde_json::json;
 use sqlx::Row;
 use std::sync::Arc;
 use std::time::Instant;
-use swath_application::ports::{Account, Directory, ManualClock, Mower, Site};
+use swath_application::ports::ManualClock;
 use swath_application::Ingest;
-use swath_domain::{AccountId, MowerId, SiteId};
-use swath_postgres::PostgresStore;
+use swath_domain::{AccountId, MowerId};
 use swath_tests::postgres::{test_database_url, PostgresFactory};
-use swath_tests::support::{trace_start, RecordingBus};
+use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
 const MOWERS: usize = 200;
 const BATCH: usize = 64;
-
-async fn fleet(store: &PostgresStore) -> (AccountId, Vec<MowerId>) {
-    let account = AccountId::new();
-    store
-        .create_account(Account {
-            id: account,
-            name: "Bench".into(),
-        })
-        .await
-        .unwrap();
-    let site = SiteId::new();
-    store
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Bench".into(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .unwrap();
-    let mut mowers = Vec::new();
-    for i in 0..MOWERS {
-        let id = MowerId::new();
-        store
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: format!("M{i}"),
-                model: "B".into(),
-                serial: format!("B{i}"),
-                display_order: 0,
-                blade_threshold_ms: i64::MAX,
-            })
-            .await
-            .unwrap();
-        mowers.push(id);
-    }
-    (account, mowers)
-}
 
 fn payloads(account: AccountId, mowers: &[MowerId], states: usize) -> Vec<Vec<u8>> {
     (0..states)
@@ -89,7 +47,7 @@ struct Figures {
 
 async fn run_ingest(factory: &PostgresFactory, states: usize, batch: usize) -> Figures {
     let store = factory.fresh_store().await;
-    let (account, mowers) = fleet(&store).await;
+    let (account, mowers) = seed_account_with_mowers(&store, MOWERS, i64::MAX).await;
     let payloads = payloads(account, &mowers, states);
     let ingest = Ingest::new(
         Arc::new(store.clone()),
@@ -118,7 +76,7 @@ async fn run_ingest(factory: &PostgresFactory, states: usize, batch: usize) -> F
 /// The same history and position rows, written by `COPY ... FROM STDIN` in one transaction.
 async fn run_copy(factory: &PostgresFactory, states: usize) -> f64 {
     let store = factory.fresh_store().await;
-    let (_, mowers) = fleet(&store).await;
+    let (_, mowers) = seed_account_with_mowers(&store, MOWERS, i64::MAX).await;
     let mut history = String::new();
     let mut positions = String::new();
     for i in 0..states {

@@ -123,6 +123,53 @@ impl Default for Fleet {
     }
 }
 
+/// Creates one account with one site (Europe/Berlin) and `count` mowers named `M0`, `M1`, …, for
+/// suites and benchmarks that need many mowers rather than the fixed [`Fleet`].
+pub async fn seed_account_with_mowers(
+    directory: &dyn Directory,
+    count: usize,
+    blade_threshold_ms: i64,
+) -> (AccountId, Vec<MowerId>) {
+    let account = AccountId::new();
+    directory
+        .create_account(Account {
+            id: account,
+            name: "Seeded".into(),
+        })
+        .await
+        .expect("seed account");
+    let site = SiteId::new();
+    directory
+        .create_site(Site {
+            id: site,
+            account_id: account,
+            name: "Seeded site".into(),
+            time_zone: chrono_tz::Europe::Berlin,
+            display_order: 0,
+        })
+        .await
+        .expect("seed site");
+    let mut mowers = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = MowerId::new();
+        directory
+            .create_mower(Mower {
+                id,
+                account_id: account,
+                site_id: site,
+                name: format!("M{i}"),
+                model: "X".into(),
+                serial: format!("S{i}"),
+                display_order: i32::try_from(i).unwrap_or(i32::MAX),
+                blade_threshold_ms,
+            })
+            .await
+            .expect("seed mower");
+        mowers.push(id);
+    }
+    (account, mowers)
+}
+
 /// The default blade threshold, for scenarios that do not care about W6.
 pub const DEFAULT_THRESHOLD: i64 = DEFAULT_BLADE_THRESHOLD_MS;
 

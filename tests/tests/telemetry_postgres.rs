@@ -6,12 +6,13 @@ use chrono::Duration;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_application::ports::{Account, Directory, Mower, Site, TelemetryStore};
-use swath_domain::{apply_states, AccountId, MowerId, SiteId, StateOutcome};
+use swath_application::ports::TelemetryStore;
+use swath_domain::{apply_states, AccountId, MowerId, StateOutcome};
 use swath_memory::MemoryStore;
-use swath_postgres::PostgresStore;
 use swath_tests::postgres::{test_database_url, PostgresFactory};
-use swath_tests::support::{trace_start, StoreFactory, TestStore, DEFAULT_THRESHOLD};
+use swath_tests::support::{
+    seed_account_with_mowers, trace_start, StoreFactory, TestStore, DEFAULT_THRESHOLD,
+};
 use swath_tests::telemetry_contract::{self as contract, Harness};
 use swath_tests::traces::{splits, trace};
 
@@ -89,48 +90,6 @@ fn two_writers_end_with_the_rows_of_one() {
     });
 }
 
-/// Eight mowers of one account, for the statement count.
-async fn eight_mowers(store: &PostgresStore) -> (AccountId, Vec<MowerId>) {
-    let account = AccountId::new();
-    store
-        .create_account(Account {
-            id: account,
-            name: "Count".into(),
-        })
-        .await
-        .unwrap();
-    let site = SiteId::new();
-    store
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Site".into(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .unwrap();
-    let mut mowers = Vec::new();
-    for i in 0..8 {
-        let id = MowerId::new();
-        store
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: format!("M{i}"),
-                model: "X".into(),
-                serial: format!("S{i}"),
-                display_order: i,
-                blade_threshold_ms: DEFAULT_THRESHOLD,
-            })
-            .await
-            .unwrap();
-        mowers.push(id);
-    }
-    (account, mowers)
-}
-
 fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
     json!({
         "mower_id": mower,
@@ -151,7 +110,7 @@ async fn a_batch_costs_the_same_statements_whatever_its_size() {
     };
     let factory = PostgresFactory::new(url);
     let store = Arc::new(factory.fresh_store().await);
-    let (account, mowers) = eight_mowers(&store).await;
+    let (account, mowers) = seed_account_with_mowers(store.as_ref(), 8, DEFAULT_THRESHOLD).await;
     let clock = Arc::new(swath_application::ports::ManualClock::new(
         swath_tests::traces::ingest_clock(),
     ));
