@@ -6,14 +6,12 @@ use chrono::Duration;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_application::ports::{
-    Account, Directory, Geofence, ManualClock, Mower, Site, WatchStore,
-};
+use swath_application::ports::{Geofence, ManualClock, WatchStore};
 use swath_application::Watcher;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{AccountId, MowerId, SiteId, StateOutcome};
+use swath_domain::{AccountId, MowerId, StateOutcome};
 use swath_tests::postgres::{test_database_url, PostgresFactory};
-use swath_tests::support::{RecordingBus, TestStore, DEFAULT_THRESHOLD};
+use swath_tests::support::{seed_account_with_mowers, RecordingBus, TestStore, DEFAULT_THRESHOLD};
 use swath_tests::traces::{ingest_clock, splits, trace};
 use swath_tests::watch_contract::{self as contract, lawn_rectangle, trace_at, WatchFactory};
 
@@ -70,44 +68,11 @@ fn batched_equals_one_at_a_time() {
 
 /// Eight mowers of one account, each with a geofence.
 async fn eight_fenced_mowers(store: &swath_postgres::PostgresStore) -> (AccountId, Vec<MowerId>) {
-    let account = AccountId::new();
-    store
-        .create_account(Account {
-            id: account,
-            name: "Count".into(),
-        })
-        .await
-        .unwrap();
-    let site = SiteId::new();
-    store
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Site".into(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .unwrap();
-    let mut mowers = Vec::new();
-    for i in 0..8 {
-        let id = MowerId::new();
-        store
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: format!("M{i}"),
-                model: "X".into(),
-                serial: format!("S{i}"),
-                display_order: i,
-                blade_threshold_ms: DEFAULT_THRESHOLD,
-            })
-            .await
-            .unwrap();
+    let (account, mowers) = seed_account_with_mowers(store, 8, DEFAULT_THRESHOLD).await;
+    for id in &mowers {
         store
             .put_geofence(Geofence {
-                mower_id: id,
+                mower_id: *id,
                 account_id: account,
                 version: uuid::Uuid::now_v7(),
                 polygon: lawn_rectangle((0, 0), (300, 300)),
@@ -115,7 +80,6 @@ async fn eight_fenced_mowers(store: &swath_postgres::PostgresStore) -> (AccountI
             })
             .await
             .unwrap();
-        mowers.push(id);
     }
     (account, mowers)
 }
