@@ -3,7 +3,7 @@
 //! physical limit: the same history and position rows written by a raw `COPY`.
 //!
 //! Run: `SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
-//!       cargo bench -p swath-tests --bench ingest_postgres` (optional args: states per run, runs).
+//!       cargo bench -p swath-tests --bench ingest_postgres` (optional args: states per run, runs, batch size).
 //! Each run uses a fresh database.
 
 use chrono::Duration;
@@ -19,6 +19,7 @@ use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
 const MOWERS: usize = 200;
+/// The default batch size (`SWATH_TELEMETRY_INGEST_BATCH_MAX`).
 const BATCH: usize = 64;
 
 fn payloads(account: AccountId, mowers: &[MowerId], states: usize) -> Vec<Vec<u8>> {
@@ -118,6 +119,7 @@ fn main() {
         .collect();
     let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(64_000);
     let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let batch: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(BATCH);
     let single_states = (states / 16).max(MOWERS);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -127,7 +129,7 @@ fn main() {
     let factory = PostgresFactory::new(url);
     let (mut batched, mut single, mut copy, mut commits) = (vec![], vec![], vec![], vec![]);
     for _ in 0..runs {
-        let b = rt.block_on(run_ingest(&factory, states, BATCH));
+        let b = rt.block_on(run_ingest(&factory, states, batch));
         batched.push(b.states_per_s);
         commits.push(b.commits_per_state);
         single.push(
@@ -144,7 +146,7 @@ fn main() {
     );
     println!("PostgreSQL, {MOWERS} mowers, median of {runs} runs ({states} states batched, {single_states} one per transaction)");
     println!(
-        "batched ({BATCH}/batch)          : {batched:>10.0} states/s, {commits:.4} commits/state"
+        "batched ({batch}/batch)          : {batched:>10.0} states/s, {commits:.4} commits/state"
     );
     println!("one state per transaction  : {single:>10.0} states/s");
     println!("raw COPY of the same rows  : {copy:>10.0} states/s");

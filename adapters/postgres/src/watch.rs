@@ -5,8 +5,9 @@
 //! The watcher's batch, like ingestion's: `BEGIN`; one statement reading each mower's directory
 //! account, geofence version and watch row, the watch rows locked in mower id order; on a cache
 //! miss, one statement reading the missing geofences; then one constant statement per table with
-//! array parameters (watches, events, alert clears, raised alerts); `COMMIT`. The count of
-//! statements does not depend on the batch, and is counted in [`PostgresStore::watch_counters`].
+//! array parameters (watches, events, alert clears, raised alerts), skipped when it has no rows
+//! (most batches raise no event); `COMMIT`. The count of statements does not depend on the
+//! size of the batch, and is counted in [`PostgresStore::watch_counters`].
 //!
 //! The lock is on `mower_watches`, the row the rules advance (see the migration): in READ
 //! COMMITTED the locked row is re-read after a lock wait, but joined rows (the mower, its
@@ -84,6 +85,11 @@ const INSERT_ALERTS: &str = "INSERT INTO alerts \
     (id, mower_id, account_id, kind, severity, severity_rank, raised_at, cleared_at, code) \
     SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], \
     $6::smallint[], $7::timestamptz[], $8::timestamptz[], $9::text[]) ON CONFLICT DO NOTHING";
+
+/// Which of the batch's mowers have zones, read before any transaction: most batches name none,
+/// and then W7 costs this one statement (no `BEGIN`, lock or `ROLLBACK`).
+const ZONED_MOWERS: &str = "SELECT DISTINCT mower_id FROM zones WHERE mower_id = ANY($1) \
+    ORDER BY mower_id";
 
 /// W7's read: the zone watch and zones of each mower that has zones, one row per zone, the zone
 /// watches locked in mower id order.
@@ -202,12 +208,15 @@ fn zone_watch_from(row: &PgRow) -> Result<ZoneWatch, WatchError> {
     })
 }
 
-/// Inserts events (one statement).
+/// Inserts events (one statement, none when there are no events).
 async fn insert_events(
     tx: &mut Transaction<'static, Postgres>,
     events: &[Event],
     counters: &Counters,
 ) -> Result<(), sqlx::Error> {
+    if events.is_empty() {
+        return Ok(());
+    }
     let documents = events
         .iter()
         .map(|e| serde_json::to_value(e).map_err(|e| sqlx::Error::Encode(Box::new(e))))
@@ -225,21 +234,26 @@ async fn insert_events(
     Ok(())
 }
 
-/// Clears, then inserts alerts (two statements).
+/// Clears, then inserts alerts (two statements; none for an empty side).
 async fn apply_alerts(
     tx: &mut Transaction<'static, Postgres>,
     alerts: &AlertChanges,
     counters: &Counters,
 ) -> Result<(), sqlx::Error> {
     let c = &alerts.clears;
-    sqlx::query(CLEAR_ALERTS)
-        .bind(c.iter().map(|a| a.mower_id.0).collect::<Vec<_>>())
-        .bind(c.iter().map(|a| a.kind.as_str()).collect::<Vec<_>>())
-        .bind(c.iter().map(|a| a.cleared_at).collect::<Vec<_>>())
-        .execute(&mut **tx)
-        .await?;
-    counters.statement();
+    if !c.is_empty() {
+        sqlx::query(CLEAR_ALERTS)
+            .bind(c.iter().map(|a| a.mower_id.0).collect::<Vec<_>>())
+            .bind(c.iter().map(|a| a.kind.as_str()).collect::<Vec<_>>())
+            .bind(c.iter().map(|a| a.cleared_at).collect::<Vec<_>>())
+            .execute(&mut **tx)
+            .await?;
+        counters.statement();
+    }
     let r = &alerts.raised;
+    if r.is_empty() {
+        return Ok(());
+    }
     sqlx::query(INSERT_ALERTS)
         .bind(r.iter().map(|a| a.id).collect::<Vec<_>>())
         .bind(r.iter().map(|a| a.mower_id.0).collect::<Vec<_>>())
@@ -352,6 +366,21 @@ impl ZoneBatch for PostgresZoneBatch {
     }
 }
 
+/// The unit of work of a batch none of whose mowers has zones: nothing to lock or write.
+struct NoZones;
+
+#[async_trait]
+impl ZoneBatch for NoZones {
+    async fn commit(self: Box<Self>, changes: ZoneChanges) -> Result<(), WatchError> {
+        // Without zones the rules change nothing; anything else would be a bug upstream.
+        if changes.watches.is_empty() && changes.events.is_empty() {
+            Ok(())
+        } else {
+            Err(corrupt("zone changes for mowers without zones"))
+        }
+    }
+}
+
 #[async_trait]
 impl WatchStore for PostgresStore {
     async fn begin_watch(
@@ -440,10 +469,21 @@ impl WatchStore for PostgresStore {
         &self,
         mowers: &[MowerId],
     ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError> {
-        let mut tx = self.pool().begin().await.map_err(unavailable)?;
         let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
-        let rows = sqlx::query(READ_FOR_ZONES)
+        let zoned: Vec<Uuid> = sqlx::query_scalar(ZONED_MOWERS)
             .bind(ids)
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)?;
+        self.counters().statement();
+        if zoned.is_empty() {
+            return Ok((ZoneRows::new(), Box::new(NoZones)));
+        }
+        // A zone created after that read is evaluated from the next batch on, as if it had been
+        // created after this batch; one deleted meanwhile is simply not read below.
+        let mut tx = self.pool().begin().await.map_err(unavailable)?;
+        let rows = sqlx::query(READ_FOR_ZONES)
+            .bind(zoned)
             .fetch_all(&mut *tx)
             .await
             .map_err(unavailable)?;
