@@ -166,7 +166,10 @@ async fn a_watcher_batch_costs_the_same_statements_whatever_its_size() {
         .chain(&small)
         .chain(&outcomes)
         .all(|o| *o == StateOutcome::Stored));
-    assert_eq!(quiet_statements, 2, "a quiet batch: the read and the watches");
+    assert_eq!(
+        quiet_statements, 2,
+        "a quiet batch: the read and the watches"
+    );
     assert_eq!(
         s3 - s2,
         5,
