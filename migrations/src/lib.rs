@@ -10,6 +10,7 @@
 //! - `m20261130_000003_watch`: watch rows, geofences, zones, events feed, alerts, busy statuses.
 //! - `m20261130_000004_projections`: operator assignments; the indexes of the live projections.
 //! - `m20261130_000005_retention`: retention's downsampling watermark.
+//! - `m20261130_000006_hot_watches`: watch rows updated in place (no index on `last_seen_at`).
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -19,6 +20,7 @@ mod m20261130_000002_api;
 mod m20261130_000003_watch;
 mod m20261130_000004_projections;
 mod m20261130_000005_retention;
+mod m20261130_000006_hot_watches;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -34,6 +36,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_watch::Migration),
             Box::new(m20261130_000004_projections::Migration),
             Box::new(m20261130_000005_retention::Migration),
+            Box::new(m20261130_000006_hot_watches::Migration),
         ]
     }
 }
