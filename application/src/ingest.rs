@@ -1,6 +1,6 @@
 //! Batched state ingestion (DESIGN §3, ADR 0078): validate each report, read and lock the rows
-//! of the batch's mowers once, apply the write rules in memory, write one statement per table,
-//! publish the derived events after the commit.
+//! of the batch's mowers once, apply the write rules in memory, write every table at once (one
+//! statement on PostgreSQL), publish the derived events after the commit.
 //!
 //! Events of W6 (`blade_due`) are stored, with their alert, by the telemetry commit itself. Virtual
 //! zones (W7) are evaluated after that commit, in a unit of work of their own over the zones of

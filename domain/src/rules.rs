@@ -2,11 +2,11 @@
 //! batch's mowers held in memory.
 //!
 //! A store reads the rows of the batch's mowers once ([`MowerSnapshot`]), calls [`apply_states`]
-//! and writes the resulting [`BatchChanges`] with one statement per table. Because the rules only
-//! ever look at the snapshot they themselves advance, a batch gives exactly the rows that the same
-//! states stored one at a time give. The only rows the snapshot does not hold are history and
-//! position keys stored earlier: for those the store's insert keeps the stored row ("conflict does
-//! nothing"), which is what one-at-a-time storage does too.
+//! and writes the resulting [`BatchChanges`] all at once (one statement on PostgreSQL). Because
+//! the rules only ever look at the snapshot they themselves advance, a batch gives exactly the rows
+//! that the same states stored one at a time give. The only rows the snapshot does not hold are
+//! history and position keys stored earlier: for those the store's insert keeps the stored row
+//! ("conflict does nothing"), which is what one-at-a-time storage does too.
 
 use crate::events::IngestEvent;
 use crate::ids::{AccountId, MowerId};

@@ -4,7 +4,7 @@
 //! index of the table, and a table and indexes that grew with every batch (a 64-row update read
 //! about 12 buffers per row). Without it, and with room left in each page as on the other rows
 //! rewritten per batch, the updates stay on their page and touch no index. The sweep (every
-//! `SWATH_OFFLINE_SWEEP_SECONDS`) walks the watches in mower id order instead (decision 36).
+//! `SWATH_OFFLINE_SWEEP_SECONDS`) reads every watch row instead (decision 36).
 //!
 //! `fillfactor` applies to pages written from now on; a table filled before this migration gets
 //! the room as its rows move (or with `VACUUM FULL`, which this migration does not run: it would
