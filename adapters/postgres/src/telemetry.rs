@@ -46,8 +46,8 @@ const READ_FOR_BATCH: &str = "SELECT m.account_id AS dir_account_id, s.time_zone
 /// row, one health row and one row per touched day per mower. Each sub-statement takes its own
 /// arrays (`UNNEST`) and writes its own table, so they cannot see or depend on each other (all of
 /// them run on the statement's snapshot, which is all they need: the rules computed every value
-/// from the rows the batch's read locked). One statement instead of five: the fixed cost of a
-/// statement (a round trip, the executor's start and end) was most of a 64-state batch's cost
+/// from the rows the batch's read locked). One statement instead of five saves four round trips
+/// and statement starts per batch: about 12 % of a 64-state batch in `ingest_postgres`
 /// (decision 35).
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
