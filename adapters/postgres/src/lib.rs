@@ -80,6 +80,13 @@ impl PostgresStore {
         let pool = PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(Duration::from_secs(10))
+            // sqlx tests a connection when it goes back to the pool (a ping, off the caller's
+            // path) and, by default, again when it is taken out: a second round trip on the
+            // path of every batch and request (4-5 per pair of ingest and watcher batches).
+            // The check on release stays; a connection that broke while idle (a PostgreSQL
+            // restart) fails its next statement instead, the batch is redelivered or the
+            // request answered 503, and the pool replaces the connection (decision 38).
+            .test_before_acquire(false)
             .connect(database_url)
             .await
             .map_err(unavailable)?;
