@@ -257,9 +257,18 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
         "PostgreSQL commits per state (ingest + watcher):        {:>8.4}",
         (commits1 - commits0) / stored
     );
+    // Batch sizes of both consumers, and what was redelivered or dropped, since the start.
     for line in metrics.lines().filter(|l| {
-        l.starts_with("swath_ingest_batch_size_sum")
-            || l.starts_with("swath_ingest_batch_size_count")
+        [
+            "swath_ingest_batch_size_sum",
+            "swath_ingest_batch_size_count",
+            "swath_watch_batch_size_sum",
+            "swath_watch_batch_size_count",
+            "swath_ingest_redeliveries_total",
+            "swath_states_dropped_total",
+        ]
+        .iter()
+        .any(|name| l.starts_with(name))
     }) {
         println!("  {line}");
     }
