@@ -1,6 +1,6 @@
 //! `swath account create` and `swath token create`: the token is printed once on stdout and only
 //! its hash is stored; on the memory store the commands work but say that what they create is
-//! lost. The PostgreSQL part runs when `SWATH_TEST_DATABASE_URL` is set.
+//! lost. The PostgreSQL part runs when `SWATH_TEST_DATABASE_URL` is set (ignored otherwise).
 
 use std::process::{Command, Output};
 use swath_application::ports::{hash_token, Principal, Scope, TokenStore};
@@ -59,11 +59,9 @@ fn on_the_memory_store_a_token_is_printed_with_a_warning() {
 }
 
 #[tokio::test]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn on_postgresql_an_account_and_a_token_are_stored_hashed() {
-    let Ok(server) = std::env::var("SWATH_TEST_DATABASE_URL") else {
-        eprintln!("SWATH_TEST_DATABASE_URL is not set: skipping the PostgreSQL part.");
-        return;
-    };
+    let server = swath_tests::postgres::test_database_url();
     use sqlx::{Connection, Executor};
     let name = format!("swath_cli_{}", Uuid::new_v4().simple());
     let mut admin = sqlx::PgConnection::connect(&server).await.unwrap();

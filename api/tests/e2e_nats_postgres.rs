@@ -87,10 +87,12 @@ async fn wait_for_count(store: &PostgresStore, plan: &Plan, count: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn states_of_200_mowers_are_stored_exactly_once() {
-    let Some(server) = e2e::services() else {
-        return;
-    };
+    let server = e2e::services();
     let _serial = SERIAL.lock().await;
     let plan = Plan::new(100, 200, 100_000);
     let nats = NatsServer::start().expect("a private NATS server");
@@ -119,10 +121,12 @@ async fn states_of_200_mowers_are_stored_exactly_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
-    let Some(server) = e2e::services() else {
-        return;
-    };
+    let server = e2e::services();
     let _serial = SERIAL.lock().await;
     let plan = Plan::new(200, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");
@@ -167,10 +171,12 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn a_nats_restart_during_ingestion_loses_nothing() {
-    let Some(server) = e2e::services() else {
-        return;
-    };
+    let server = e2e::services();
     let _serial = SERIAL.lock().await;
     let plan = Plan::new(300, 200, 40_000);
     let mut nats = NatsServer::start().expect("a private NATS server");
@@ -200,10 +206,12 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn a_postgres_restart_during_ingestion_loses_nothing() {
-    let Some(_server) = e2e::services() else {
-        return;
-    };
+    let _server = e2e::services();
     let _serial = SERIAL.lock().await;
     let plan = Plan::new(400, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");
@@ -232,10 +240,12 @@ async fn a_postgres_restart_during_ingestion_loses_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
-    let Some(server) = e2e::services() else {
-        return;
-    };
+    let server = e2e::services();
     let _serial = SERIAL.lock().await;
     let plan = Plan::new(500, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");

@@ -104,7 +104,8 @@ fn mib(bytes: u64) -> f64 {
 }
 
 fn main() -> anyhow::Result<()> {
-    let Some(server) = swath_tests::postgres::test_database_url() else {
+    let Some(server) = swath_tests::postgres::database_url_from_env() else {
+        eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return Ok(());
     };
     let args = args();

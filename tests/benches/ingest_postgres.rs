@@ -14,7 +14,7 @@ use std::time::Instant;
 use swath_application::ports::ManualClock;
 use swath_application::Ingest;
 use swath_domain::{AccountId, MowerId};
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::{database_url_from_env, PostgresFactory};
 use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
@@ -110,7 +110,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let Some(url) = test_database_url() else {
+    let Some(url) = database_url_from_env() else {
+        eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return;
     };
     let args: Vec<String> = std::env::args()

@@ -15,7 +15,7 @@ use swath_application::ports::{Principal, Scope};
 use swath_application::Projections;
 use swath_domain::AccountId;
 use swath_postgres::PostgresStore;
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::{database_url_from_env, PostgresFactory};
 use uuid::Uuid;
 
 /// Fills an account in a handful of statements: `mowers` mowers on `mowers / 500` sites, a
@@ -151,7 +151,8 @@ fn report(name: &str, f: &Figures) {
 }
 
 fn main() {
-    let Some(url) = test_database_url() else {
+    let Some(url) = database_url_from_env() else {
+        eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return;
     };
     let args: Vec<String> = std::env::args()

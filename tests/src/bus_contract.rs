@@ -49,11 +49,19 @@ pub fn unique_prefix(root: &str, scenario: &str) -> String {
 /// );
 /// ```
 ///
-/// `bus` is a future evaluated once per test; `root` the first tokens of every subject.
+/// `bus` is a future evaluated once per test; `root` the first tokens of every subject. A second
+/// attribute after the test attribute goes on every test too: an adapter that needs a server
+/// passes `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as
+/// passed, when the server's variable is not set.
 #[macro_export]
 macro_rules! bus_contract_suite {
     (#[$test:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
-        $crate::bus_contract_suite!(@each #[$test] $bus, $root;
+        $crate::bus_contract_suite!(
+            #[$test] #[doc = "A scenario of the bus contract."] bus = $bus, root = $root
+        );
+    };
+    (#[$test:meta] #[$gate:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
+        $crate::bus_contract_suite!(@each #[$test] #[$gate] $bus, $root;
             linger_collects_what_arrives_within_max_wait,
             zero_wait_batches_what_queued_during_the_previous_batch,
             max_batch_is_respected,
@@ -73,9 +81,10 @@ macro_rules! bus_contract_suite {
             publish_with_a_seen_dedup_id_is_a_no_op,
         );
     };
-    (@each #[$test:meta] $bus:expr, $root:expr; $($scenario:ident),* $(,)?) => {
+    (@each #[$test:meta] #[$gate:meta] $bus:expr, $root:expr; $($scenario:ident),* $(,)?) => {
         $(
             #[$test]
+            #[$gate]
             async fn $scenario() {
                 let bus: $crate::bus_contract::DynBus = $bus.await;
                 let prefix = $crate::bus_contract::unique_prefix($root, stringify!($scenario));

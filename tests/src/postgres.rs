@@ -2,8 +2,8 @@
 //! cloned from a template migrated once per factory, and dropped when the factory is dropped.
 //!
 //! `SWATH_TEST_DATABASE_URL` names the server (any database on it; e.g.
-//! `postgres://postgres@127.0.0.1:5432/postgres`). Unset: PostgreSQL suites are skipped. Set but
-//! unreachable: they fail.
+//! `postgres://postgres@127.0.0.1:5432/postgres`). Unset at build time: the PostgreSQL tests are
+//! reported as ignored. Set but unreachable: they fail.
 
 use crate::support::{StoreFactory, TestStore};
 use async_trait::async_trait;
@@ -12,15 +12,20 @@ use std::sync::{Arc, Mutex};
 use swath_postgres::PostgresStore;
 use tokio::sync::OnceCell;
 
-/// The server URL of the PostgreSQL suites, if they should run.
-pub fn test_database_url() -> Option<String> {
-    match std::env::var("SWATH_TEST_DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            eprintln!("SWATH_TEST_DATABASE_URL is not set: skipping the PostgreSQL suite.");
-            None
-        }
-    }
+/// The server URL of the PostgreSQL suites. The tests that call it are ignored when the variable
+/// was unset at build time (`tests/build.rs`), so reaching here without it is a mistake worth
+/// failing on, not a skip.
+pub fn test_database_url() -> String {
+    database_url_from_env().unwrap_or_else(|| {
+        panic!("SWATH_TEST_DATABASE_URL is not set: run this test through `cargo test` with it set")
+    })
+}
+
+/// The server URL of `SWATH_TEST_DATABASE_URL`, if set: for the benchmarks, which say so and stop.
+pub fn database_url_from_env() -> Option<String> {
+    std::env::var("SWATH_TEST_DATABASE_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty())
 }
 
 /// `url` with its database name replaced.

@@ -1,8 +1,8 @@
 //! The event bus contract against [`NatsBus`] on a real NATS JetStream server, plus what only the
 //! JetStream bus promises (limits, replicas, provisioning, keep-alive, restarts).
 //!
-//! Runs when `SWATH_TEST_NATS_URL` is set (e.g. `nats://127.0.0.1:4222`); without it every test
-//! prints that it was skipped and passes. With it set, an unreachable server fails the tests.
+//! Runs when `SWATH_TEST_NATS_URL` is set (e.g. `nats://127.0.0.1:4222`); built without it, every
+//! test is reported as ignored (see `tests/build.rs`). With it set, an unreachable server fails.
 //!
 //! Each test gets a stream of its own (`SWATH_TEST_<id>`, file storage) holding a subject root of
 //! its own (`swathtest.<id>.>`), so tests can run in parallel on one server and never see each
@@ -36,13 +36,12 @@ thread_local! {
     static ROOT: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-fn nats_url() -> Option<String> {
+/// The shared server's URL. Every test that calls this is ignored when the variable was unset at
+/// build time (`build.rs`), so reaching here without it is a mistake worth failing on.
+fn nats_url() -> String {
     match std::env::var(URL_VAR) {
-        Ok(url) if !url.trim().is_empty() => Some(url),
-        _ => {
-            eprintln!("{URL_VAR} is not set: skipped.");
-            None
-        }
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => panic!("{URL_VAR} is not set: run this test through `cargo test` with it set"),
     }
 }
 
@@ -135,14 +134,14 @@ impl EventBus for TestBus {
     }
 }
 
-/// The bus of one contract scenario, or `None` (skipped) without `SWATH_TEST_NATS_URL`.
-async fn contract_bus() -> Option<DynBus> {
-    let url = nats_url()?;
+/// The bus of one contract scenario, on the server of `SWATH_TEST_NATS_URL`.
+async fn contract_bus() -> DynBus {
+    let url = nats_url();
     let (stream, root) = fresh_names();
     let settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
     let bus = TestBus::connect(&url, &stream, settings).await;
     ROOT.with(|r| *r.borrow_mut() = root);
-    Some(Arc::new(bus))
+    Arc::new(bus)
 }
 
 fn contract_root() -> String {
@@ -151,10 +150,8 @@ fn contract_root() -> String {
 
 swath_tests::bus_contract_suite!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    bus = match contract_bus().await {
-        Some(bus) => std::future::ready(bus),
-        None => return,
-    },
+    #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
+    bus = contract_bus(),
     root = &contract_root(),
 );
 
@@ -171,23 +168,23 @@ struct Fixture {
 }
 
 impl Fixture {
-    async fn new() -> Option<Fixture> {
+    async fn new() -> Fixture {
         Self::with(|_| {}).await
     }
 
-    async fn with(adjust: impl FnOnce(&mut NatsBusSettings)) -> Option<Fixture> {
-        let url = nats_url()?;
+    async fn with(adjust: impl FnOnce(&mut NatsBusSettings)) -> Fixture {
+        let url = nats_url();
         let (stream, root) = fresh_names();
         let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
         adjust(&mut settings);
         let bus = Arc::new(TestBus::connect(&url, &stream, settings.clone()).await);
-        Some(Fixture {
+        Fixture {
             url,
             stream,
             root,
             settings,
             bus,
-        })
+        }
     }
 
     fn subject(&self, tail: &str) -> String {
@@ -224,10 +221,9 @@ fn refused<T>(result: Result<T, BusError>) -> bool {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn invalid_names_subjects_and_filter_changes_are_refused() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     let bus = f.dyn_bus();
     assert!(refused(publish(&*bus, &f.subject("*"), "a").await));
     assert!(refused(
@@ -266,10 +262,9 @@ async fn invalid_names_subjects_and_filter_changes_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_publish_no_stream_holds_is_unavailable() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     match publish(&*f.bus, "nowhere.swathtest.a", "a").await {
         Err(BusError::Unavailable(_)) => {}
         other => panic!("expected Unavailable, got {other:?}"),
@@ -277,10 +272,9 @@ async fn a_publish_no_stream_holds_is_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_stream_at_its_limit_refuses_publishes_as_full() {
-    let Some(f) = Fixture::with(|s| s.streams[0].max_messages = Some(2)).await else {
-        return;
-    };
+    let f = Fixture::with(|s| s.streams[0].max_messages = Some(2)).await;
     let subject = f.subject("full");
     let mut live = f
         .bus
@@ -307,10 +301,9 @@ async fn a_stream_at_its_limit_refuses_publishes_as_full() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn live_subscribers_never_see_duplicates() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     let subject = f.subject("dup");
     let mut live = f
         .bus
@@ -337,10 +330,9 @@ async fn live_subscribers_never_see_duplicates() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn provisioning_is_idempotent_and_refuses_a_storage_change() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     // Same spec again: nothing to do.
     let again = f.replica().await;
     again.ping().await.unwrap();
@@ -359,10 +351,8 @@ async fn provisioning_is_idempotent_and_refuses_a_storage_change() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn connecting_to_nothing_is_unavailable() {
-    if nats_url().is_none() {
-        return;
-    }
     let port = free_port();
     match NatsBus::connect(
         &format!("nats://127.0.0.1:{port}"),
@@ -376,10 +366,9 @@ async fn connecting_to_nothing_is_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn messages_published_before_the_consumer_exists_are_not_delivered() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     let subject = f.subject("history");
     publish(&*f.bus, &subject, "old").await.unwrap();
     let recorder = Recorder::acking();
@@ -396,10 +385,9 @@ async fn messages_published_before_the_consumer_exists_are_not_delivered() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn replicas_share_one_durable_consumer() {
-    let Some(f) = Fixture::new().await else {
-        return;
-    };
+    let f = Fixture::new().await;
     let replica = f.replica().await;
     let subject = f.subject("replicas");
     let plan = |_: usize, batch: &[Message]| {
@@ -442,10 +430,9 @@ async fn replicas_share_one_durable_consumer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_handler_longer_than_ack_wait_is_not_redelivered_behind_its_back() {
-    let Some(f) = Fixture::with(|s| s.ack_wait = Duration::from_secs(1)).await else {
-        return;
-    };
+    let f = Fixture::with(|s| s.ack_wait = Duration::from_secs(1)).await;
     let subject = f.subject("slow");
     let recorder = Recorder::new(|_, batch| {
         (
@@ -477,13 +464,12 @@ async fn a_handler_longer_than_ack_wait_is_not_redelivered_behind_its_back() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn every_kind_of_settlement_is_confirmed_at_once() {
     // The last settlement of a batch is sent as a request and awaited; were one kind left
     // unanswered by the server, the worker would wait out `request_timeout` before its next
     // pull.
-    let Some(f) = Fixture::with(|s| s.request_timeout = Duration::from_secs(10)).await else {
-        return;
-    };
+    let f = Fixture::with(|s| s.request_timeout = Duration::from_secs(10)).await;
     let subject = f.subject("kinds");
     let recorder = Recorder::new(|_, batch| {
         let outcomes = batch
@@ -617,14 +603,10 @@ fn free_port() -> u16 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_nats_restart_does_not_stall_subscriptions() {
-    if nats_url().is_none() {
-        return;
-    }
-    let Some(binary) = PrivateNats::binary() else {
-        eprintln!("no nats-server binary (set SWATH_TEST_NATS_SERVER): skipped.");
-        return;
-    };
+    let binary = PrivateNats::binary()
+        .expect("no nats-server binary: install one or set SWATH_TEST_NATS_SERVER");
     let mut server = PrivateNats::start(binary).await;
     let (stream, root) = fresh_names();
     let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);

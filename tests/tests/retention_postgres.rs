@@ -39,47 +39,53 @@ impl RetentionFactory for Postgres {
     }
 }
 
-fn factory() -> Option<Postgres> {
-    test_database_url().map(|url| Postgres(PostgresFactory::new(url)))
+fn factory() -> Postgres {
+    Postgres(PostgresFactory::new(test_database_url()))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn boundaries() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     contract::boundaries(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn first_point_of_each_minute() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     contract::first_point_of_each_minute(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn interrupted_runs_resume() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     for stop_after in [1, 26, 40] {
         contract::interrupted_run_resumes(&f, stop_after).await;
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn concurrent_runs_do_the_work_once() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     contract::concurrent_runs_do_the_work_once(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn an_abandoned_run_releases_the_lock() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     contract::an_abandoned_run_releases_the_lock(&f).await;
 }
 
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn whole_months_are_dropped_as_partitions() {
-    let Some(f) = factory() else { return };
+    let f = factory();
     let h = contract::Harness::new(&f).await;
     let (stored, _, _) = contract::boundary_trace();
     h.store_states(h.fleet.mowers[0], &stored).await;

@@ -34,10 +34,9 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn scenarios() {
-    let Some(url) = test_database_url() else {
-        return;
-    };
+    let url = test_database_url();
     contract::run_all(&PostgresFactory::new(url)).await;
 }
 
@@ -46,9 +45,7 @@ fn property(
     cases: u32,
     check: impl Fn(&PostgresFactory, &[swath_tests::traces::Step], &[usize], &tokio::runtime::Runtime),
 ) {
-    let Some(url) = test_database_url() else {
-        return;
-    };
+    let url = test_database_url();
     let rt = runtime();
     let factory = PostgresFactory::new(url);
     let mut runner = TestRunner::new(Config {
@@ -66,6 +63,7 @@ fn property(
 }
 
 #[test]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 fn batched_equals_one_at_a_time() {
     property(12, |factory, steps, sizes, rt| {
         rt.block_on(contract::batched_equals_one_at_a_time(
@@ -75,6 +73,7 @@ fn batched_equals_one_at_a_time() {
 }
 
 #[test]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 fn memory_and_postgres_end_with_identical_rows() {
     property(16, |factory, steps, sizes, rt| {
         rt.block_on(contract::stores_agree(&Memory, factory, steps, sizes))
@@ -82,6 +81,7 @@ fn memory_and_postgres_end_with_identical_rows() {
 }
 
 #[test]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 fn two_writers_end_with_the_rows_of_one() {
     property(8, |factory, steps, sizes, rt| {
         rt.block_on(contract::two_writers_end_with_the_rows_of_one(
@@ -104,10 +104,9 @@ fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn a_batch_costs_the_same_statements_whatever_its_size() {
-    let Some(url) = test_database_url() else {
-        return;
-    };
+    let url = test_database_url();
     let factory = PostgresFactory::new(url);
     let store = Arc::new(factory.fresh_store().await);
     let (account, mowers) = seed_account_with_mowers(store.as_ref(), 8, DEFAULT_THRESHOLD).await;
@@ -190,10 +189,9 @@ fn batches(h: &Harness) -> Vec<Vec<Value>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once() {
-    let Some(url) = test_database_url() else {
-        return;
-    };
+    let url = test_database_url();
     let factory = PostgresFactory::new(url);
     let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
     let batches = batches(&h);
@@ -240,10 +238,9 @@ async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
 async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once() {
-    let Some(url) = test_database_url() else {
-        return;
-    };
+    let url = test_database_url();
     let factory = PostgresFactory::new(url);
     let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
     let batches = batches(&h);
