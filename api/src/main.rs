@@ -26,7 +26,7 @@ use swath_application::ports::{
     ProjectionStore, RetentionStore, Scope, SystemClock, TelemetryStore, TokenError, TokenStore,
     WatchStore,
 };
-use swath_application::simulator::{seed_demo_fleet, Simulator, SimulatorSettings};
+use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
 use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
@@ -72,6 +72,9 @@ enum Command {
     /// Import state reports from an NDJSON file (one report per line), 200 per transaction
     /// through the ingest path, with a progress bar and a summary.
     Import(ImportArgs),
+    /// Print the states the demo fleet (created in the store if missing) would have reported over
+    /// the past hours, as NDJSON for `swath import`: `swath simulate --hours 1 > states.ndjson`.
+    Simulate(SimulateArgs),
     /// API tokens: `swath token create --account <id> --scopes read,write,admin`.
     #[command(subcommand)]
     Token(admin_cli::TokenCommand),
@@ -87,6 +90,22 @@ enum Command {
 struct ImportArgs {
     /// The NDJSON file to import.
     file: std::path::PathBuf,
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+struct SimulateArgs {
+    /// How many hours of history, ending now.
+    #[arg(long, default_value = "1", value_parser = parse_hours)]
+    hours: f64,
+    /// How many demo mowers report.
+    #[arg(long = "sim-mowers", env = "SWATH_SIM_MOWERS", value_name = "SWATH_SIM_MOWERS",
+        default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    sim_mowers: u32,
+    /// Makes the history the same on every run (with the same store and clock).
+    #[arg(long = "sim-seed", env = "SWATH_SIM_SEED", value_name = "SWATH_SIM_SEED")]
+    sim_seed: Option<u64>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -162,6 +181,10 @@ impl StoreArgs {
                     .database_url
                     .as_deref()
                     .context("SWATH_DATABASE_URL is required with SWATH_STORE=postgres")?;
+                // At once and with the cause ("connection refused"), not after a pool's timeout.
+                swath_postgres::probe(url)
+                    .await
+                    .context("could not connect to PostgreSQL (SWATH_DATABASE_URL)")?;
                 swath_migrations::migrate(url)
                     .await
                     .context("could not migrate the database at SWATH_DATABASE_URL")?;
@@ -218,12 +241,22 @@ enum LogFormat {
     Json,
 }
 
+/// The log filter of `swath serve` when `SWATH_LOG` is not set.
+const SERVE_LOG_FILTER: &str = "info,sqlx=warn";
+/// The log filter of the other subcommands when neither `SWATH_LOG` nor `-v` is given: they print
+/// their answer on stdout (often captured by a script), and only warnings and errors on stderr.
+const CLI_LOG_FILTER: &str = "warn";
+
 #[derive(Debug, Args)]
 struct LogArgs {
-    /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …).
-    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG", default_value = "info,sqlx=warn",
+    /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …). Default:
+    /// `info,sqlx=warn` when serving; `warn` for the other subcommands unless `-v` is given.
+    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG",
         value_parser = parse_log_filter, global = true)]
-    filter: String,
+    filter: Option<String>,
+    /// Subcommands other than `serve`: also log what they do (the serve filter).
+    #[arg(short = 'v', long = "verbose", global = true)]
+    verbose: bool,
     /// How to write the logs.
     #[arg(long = "log-format", env = "SWATH_LOG_FORMAT", value_name = "SWATH_LOG_FORMAT",
         value_enum, default_value_t = LogFormat::Pretty, global = true)]
@@ -233,13 +266,15 @@ struct LogArgs {
 #[derive(Clone, Debug, Args)]
 struct ServeArgs {
     /// The address the HTTP server listens on.
+    /// A host name (`localhost:8080`) listens on every address the name resolves to.
     #[arg(
         long = "http-addr",
         env = "SWATH_HTTP_ADDR",
         value_name = "SWATH_HTTP_ADDR",
-        default_value = "127.0.0.1:8080"
+        default_value = "127.0.0.1:8080",
+        value_parser = parse_http_addr
     )]
-    http_addr: SocketAddr,
+    http_addr: String,
     /// The bearer token of the demo account (scopes read, write, admin). Default: a random
     /// 32-byte hex token, printed at start-up.
     #[arg(long = "demo-token", env = "SWATH_DEMO_TOKEN", value_name = "SWATH_DEMO_TOKEN",
@@ -362,6 +397,26 @@ fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
     }
 }
 
+/// A listening address: `host:port`, the host an IP address or a name that resolves (checked now,
+/// so that a typo is named at start-up).
+fn parse_http_addr(value: &str) -> Result<String, String> {
+    use std::net::ToSocketAddrs;
+    let expected = "expected host:port, for example 127.0.0.1:8080, localhost:8080 or [::1]:8080";
+    match value.to_socket_addrs().map(|mut addrs| addrs.next().is_some()) {
+        Ok(true) => Ok(value.to_owned()),
+        Ok(false) => Err(format!("`{value}` resolves to no address; {expected}")),
+        Err(e) => Err(format!("`{value}`: {e}; {expected}")),
+    }
+}
+
+/// Hours of history: more than zero, at most a year.
+fn parse_hours(value: &str) -> Result<f64, String> {
+    match value.trim().parse::<f64>() {
+        Ok(h) if h > 0.0 && h <= 24.0 * 366.0 => Ok(h),
+        _ => Err(format!("`{value}` must be a number of hours > 0 and <= 8784")),
+    }
+}
+
 /// A PostgreSQL URL: checked for its scheme now, so that a typo is named at start-up rather than
 /// as a failed connection.
 fn parse_database_url(value: &str) -> Result<String, String> {
@@ -406,7 +461,8 @@ fn parse_token(value: &str) -> Result<String, String> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = parse_cli();
-    init_tracing(&cli.log);
+    let serving = matches!(cli.command, None | Some(Command::Serve(_)));
+    init_tracing(&cli.log, serving);
     match cli.command {
         Some(Command::Openapi) => {
             let document = swath_api::openapi()
@@ -417,6 +473,7 @@ async fn main() -> anyhow::Result<()> {
         }
         Some(Command::Serve(args)) => serve(args).await,
         Some(Command::Import(args)) => import(args).await,
+        Some(Command::Simulate(args)) => simulate(args).await,
         Some(Command::Token(command)) => admin_cli::token(command).await,
         Some(Command::Account(command)) => admin_cli::account(command).await,
         Some(Command::Maintenance(command)) => maintenance_cli::maintenance(command).await,
@@ -444,11 +501,20 @@ fn parse_cli() -> Cli {
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
-fn init_tracing(log: &LogArgs) {
+/// Logs go to stderr: in colour only when it is a terminal (never escape codes in a file or a
+/// pipe), at the serve filter when serving and at `warn` for the other subcommands unless asked.
+fn init_tracing(log: &LogArgs, serving: bool) {
+    use std::io::IsTerminal;
+    let filter = match &log.filter {
+        Some(filter) => filter.as_str(),
+        None if serving || log.verbose => SERVE_LOG_FILTER,
+        None => CLI_LOG_FILTER,
+    };
     // The filter was validated by clap; the fallback is never used in practice.
-    let filter = EnvFilter::try_new(&log.filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match log.format {
         LogFormat::Pretty => builder.init(),
@@ -584,13 +650,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState::new(admin, tokens, telemetry, bus, clock, ingest)
         .with_watch(watch_store)
         .with_projections(Projections::new(projections), assignments);
-    let listener = TcpListener::bind(args.http_addr)
+    let listener = TcpListener::bind(args.http_addr.as_str())
         .await
         .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
     let addr = listener
         .local_addr()
         .context("could not read the listening address")?;
-    print_banner(addr, &token, generated);
+    print_banner(addr, &token, generated, &fleet);
     tracing::info!(%addr, "Serving HTTP.");
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -691,6 +757,37 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `swath simulate`: the demo fleet's history as NDJSON on stdout.
+async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
+    use std::io::Write;
+    let stores = args.store.open().await?;
+    let settings = SimulatorSettings {
+        mowers: args.sim_mowers as usize,
+        seed: args.sim_seed,
+        ..SimulatorSettings::default()
+    };
+    let fleet = seed_demo_fleet(stores.directory.as_ref(), &settings)
+        .await
+        .context("could not read or create the demo fleet")?;
+    let to = SystemClock.now();
+    let span = chrono::Duration::milliseconds((args.hours * 3_600_000.0) as i64);
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failed = None;
+    swath_application::simulator::replay(&fleet, &settings, to - span, to, |report| {
+        if failed.is_none() {
+            let line = serde_json::to_writer(&mut out, report)
+                .map_err(std::io::Error::from)
+                .and_then(|()| out.write_all(b"\n"));
+            failed = line.err();
+        }
+    });
+    if let Some(e) = failed {
+        return Err(e).context("could not write the states to stdout");
+    }
+    out.flush().context("could not write the states to stdout")?;
+    Ok(())
+}
+
 /// 32 random bytes, hex encoded.
 fn random_token() -> String {
     let mut bytes = [0u8; 32];
@@ -699,7 +796,7 @@ fn random_token() -> String {
 }
 
 /// What a person needs to try the API. On stdout, so it shows whatever the log filter.
-fn print_banner(addr: SocketAddr, token: &str, generated: bool) {
+fn print_banner(addr: SocketAddr, token: &str, generated: bool, fleet: &DemoFleet) {
     let base = format!("http://{addr}");
     let origin = if generated {
         " (random; set SWATH_DEMO_TOKEN to choose it)"
@@ -707,7 +804,12 @@ fn print_banner(addr: SocketAddr, token: &str, generated: bool) {
         ""
     };
     println!();
-    println!("Swath is serving a simulated fleet.");
+    match fleet.mowers.len() {
+        0 => println!("Swath is serving the demo account, with no simulated mowers (SWATH_SIM_MOWERS=0)."),
+        1 => println!("Swath is serving a simulated fleet of 1 mower."),
+        n => println!("Swath is serving a simulated fleet of {n} mowers."),
+    }
+    println!("  Account id:   {} (also GET /v1/me)", fleet.account.id);
     println!("  API:          {base}/v1/mowers");
     println!("  Docs:         {base}/docs");
     println!("  Live view:    {base}/live/fleet?token={token}");

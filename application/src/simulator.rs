@@ -112,10 +112,13 @@ const DEMO_MODELS: [(&str, &str); 3] = [
 ];
 
 /// Writes the demo account, its three sites and `settings.mowers` mowers (spread round-robin over
-/// the sites) into `directory`, with new UUID v7 ids, and returns what it wrote.
+/// the sites) into `directory`, and returns what it wrote. Ids are new UUID v7s, or, with
+/// `settings.seed`, UUID v8s derived from the seed, so that a seeded demo lists the same ids on
+/// every run (scripts and snapshot tests can name a mower).
 ///
-/// Every call creates a new account: the directory has no lookup by name, and fresh ids keep two
-/// replicas (or two starts against one database) from colliding.
+/// What the directory already holds of the demo account is kept (a restart on a persistent store
+/// carries on with its fleet), so two replicas or two starts against one database never add a
+/// second demo fleet.
 pub async fn seed_demo_fleet(
     directory: &dyn Directory,
     settings: &SimulatorSettings,
@@ -133,7 +136,7 @@ pub async fn seed_demo_fleet(
     let mut sites = directory.sites(account.id).await?;
     for (i, demo) in DEMO_SITES.iter().enumerate().skip(sites.len()) {
         let site = Site {
-            id: SiteId::new(),
+            id: SiteId(demo_id(settings.seed, DemoIdKind::Site, i)),
             account_id: account.id,
             name: demo.name.to_owned(),
             time_zone: demo.time_zone,
@@ -147,7 +150,7 @@ pub async fn seed_demo_fleet(
     for i in mowers.len()..settings.mowers {
         let (model, prefix) = DEMO_MODELS[i % DEMO_MODELS.len()];
         let mower = Mower {
-            id: MowerId::new(),
+            id: MowerId(demo_id(settings.seed, DemoIdKind::Mower, i)),
             account_id: account.id,
             site_id: sites[i % sites.len()].id,
             name: format!("Mower {:02}", i + 1),
@@ -166,6 +169,29 @@ pub async fn seed_demo_fleet(
         sites,
         mowers,
     })
+}
+
+/// What a demo id names; part of the derivation, so that site 0 and mower 0 differ.
+#[derive(Clone, Copy)]
+enum DemoIdKind {
+    Site = 1,
+    Mower = 2,
+}
+
+/// The id of the `index`-th demo site or mower: a new UUID v7 without a seed; with one, a UUID v8
+/// whose 122 free bits come from the seed, the kind and the index (SplitMix64, as the mowers'
+/// behaviour), so that the same seed gives the same ids.
+fn demo_id(seed: Option<u64>, kind: DemoIdKind, index: usize) -> uuid::Uuid {
+    let Some(seed) = seed else {
+        return uuid::Uuid::now_v7();
+    };
+    let stream = mix(seed, kind as u64);
+    let high = mix(stream, 2 * index as u64);
+    let low = mix(stream, 2 * index as u64 + 1);
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&high.to_be_bytes());
+    bytes[8..].copy_from_slice(&low.to_be_bytes());
+    uuid::Builder::from_custom_bytes(bytes).into_uuid()
 }
 
 /// Metres per degree of latitude (and of longitude at the equator). The lawns are a few dozen
@@ -704,12 +730,7 @@ impl Simulator {
         mut stop: watch::Receiver<bool>,
     ) -> JoinHandle<()> {
         let mut mowers = build_mowers(fleet, &settings);
-        // A tick shorter than the period keeps the periodic reports close to their due time and
-        // the changes close to when they happen; 10 ms at least, so a zero period cannot spin.
-        let tick = settings
-            .state_period
-            .min(Duration::from_millis(250))
-            .max(Duration::from_millis(10));
+        let tick = tick_of(settings.state_period);
         tokio::spawn(async move {
             let mut ticker = tokio::time::interval(tick);
             // After a stall, do not burst: the mowers step by the clock's time anyway.
@@ -800,6 +821,39 @@ fn build_mowers(fleet: &DemoFleet, settings: &SimulatorSettings) -> Vec<MowerSim
             )
         })
         .collect()
+}
+
+/// How often the mowers are stepped. A tick shorter than the period keeps the periodic reports
+/// close to their due time and the changes close to when they happen; 10 ms at least, so that a
+/// zero period cannot spin.
+fn tick_of(state_period: Duration) -> Duration {
+    state_period
+        .min(Duration::from_millis(250))
+        .max(Duration::from_millis(10))
+}
+
+/// The reports the demo fleet would have published over `[from, to)`, handed to `emit` in time
+/// order, without a clock or a bus: the history `swath simulate` writes as NDJSON for
+/// `swath import` (a backfill to try). The same fleet and settings give the same reports.
+pub fn replay(
+    fleet: &DemoFleet,
+    settings: &SimulatorSettings,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    mut emit: impl FnMut(&StateReport),
+) {
+    let mut mowers = build_mowers(fleet, settings);
+    let tick = chrono::Duration::from_std(tick_of(settings.state_period))
+        .unwrap_or_else(|_| chrono::Duration::milliseconds(250));
+    let mut now = from;
+    while now < to {
+        for mower in &mut mowers {
+            if let Some(report) = mower.step(now) {
+                emit(&report);
+            }
+        }
+        now += tick;
+    }
 }
 
 /// Derives a mower's seed from the fleet's (SplitMix64), so that neighbours do not get related
@@ -1199,6 +1253,59 @@ mod tests {
         let empty = seed_demo_fleet(&directory, &none).await.unwrap();
         assert!(empty.mowers.is_empty());
         assert_eq!(directory.mowers(fleet.account.id).await.unwrap().len(), 22);
+    }
+
+    #[tokio::test]
+    async fn a_replay_reports_every_mower_in_time_order_and_the_same_seed_replays_alike() {
+        let settings = SimulatorSettings {
+            mowers: 4,
+            seed: Some(3),
+            ..SimulatorSettings::default()
+        };
+        let fleet = seed_demo_fleet(&VecDirectory::default(), &settings).await.unwrap();
+        let to = start() + chrono::Duration::minutes(10);
+        let mut reports = Vec::new();
+        replay(&fleet, &settings, start(), to, |r| reports.push(r.clone()));
+        // At least one report a second per mower (a period of 1 s), changes on top.
+        assert!(reports.len() >= 4 * 600, "{} reports", reports.len());
+        assert!(reports.windows(2).all(|w| w[0].observed_at <= w[1].observed_at));
+        assert!(reports.iter().all(|r| r.observed_at >= start() && r.observed_at < to));
+        let mowers: HashSet<MowerId> = reports.iter().map(|r| r.mower_id).collect();
+        assert_eq!(mowers, fleet.mowers.iter().map(|m| m.id).collect());
+        assert!(reports.iter().all(|r| r.clone().validate(to).is_ok()));
+        let mut again = Vec::new();
+        replay(&fleet, &settings, start(), to, |r| again.push(r.clone()));
+        assert_eq!(again, reports);
+    }
+
+    #[tokio::test]
+    async fn a_seed_gives_the_same_ids_on_every_run_and_another_seed_others() {
+        let seeded = |seed| SimulatorSettings {
+            seed: Some(seed),
+            ..SimulatorSettings::default()
+        };
+        let ids = |fleet: &DemoFleet| {
+            let sites: Vec<_> = fleet.sites.iter().map(|s| s.id.0).collect();
+            let mowers: Vec<_> = fleet.mowers.iter().map(|m| m.id.0).collect();
+            (sites, mowers)
+        };
+        // Two runs: two empty directories, as two starts of the memory store.
+        let first = seed_demo_fleet(&VecDirectory::default(), &seeded(7)).await.unwrap();
+        let second = seed_demo_fleet(&VecDirectory::default(), &seeded(7)).await.unwrap();
+        assert_eq!(ids(&first), ids(&second));
+        assert_eq!(first, second, "names, sites and serials too");
+        let (sites, mowers) = ids(&first);
+        let distinct: HashSet<_> = sites.iter().chain(&mowers).collect();
+        assert_eq!(distinct.len(), 3 + 20, "no id is repeated");
+        assert!(mowers.iter().all(|id| id.get_version_num() == 8));
+
+        let other = seed_demo_fleet(&VecDirectory::default(), &seeded(8)).await.unwrap();
+        assert!(ids(&other).1.iter().all(|id| !mowers.contains(id)));
+        // Without a seed, fresh v7 ids every run.
+        let unseeded = seed_demo_fleet(&VecDirectory::default(), &SimulatorSettings::default())
+            .await
+            .unwrap();
+        assert!(ids(&unseeded).1.iter().all(|id| !mowers.contains(id)));
     }
 
     #[tokio::test]

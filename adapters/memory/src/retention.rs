@@ -51,8 +51,12 @@ fn minute_of(t: DateTime<Utc>) -> DateTime<Utc> {
 #[async_trait]
 impl RetentionRun for MemoryRun {
     async fn mowers(&mut self) -> Result<Vec<MowerId>, RetentionError> {
-        let mut mowers: Vec<MowerId> = read(&self.store.telemetry).keys().copied().collect();
+        // Every mower of the directory, as PostgreSQL answers (and as the run's log then says),
+        // plus rows a deleted mower may have left behind.
+        let mut mowers: Vec<MowerId> = read(&self.store.directory).mowers.keys().copied().collect();
+        mowers.extend(read(&self.store.telemetry).keys().copied());
         mowers.sort_unstable();
+        mowers.dedup();
         Ok(mowers)
     }
 

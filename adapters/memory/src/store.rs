@@ -46,10 +46,10 @@ impl Default for MemoryStoreSettings {
 }
 
 #[derive(Default)]
-struct DirectoryData {
+pub(crate) struct DirectoryData {
     accounts: HashMap<AccountId, Account>,
     sites: HashMap<SiteId, Site>,
-    mowers: HashMap<MowerId, Mower>,
+    pub(crate) mowers: HashMap<MowerId, Mower>,
 }
 
 #[derive(Default)]
@@ -72,7 +72,7 @@ pub(crate) struct MowerRows {
 #[derive(Clone)]
 pub struct MemoryStore {
     settings: MemoryStoreSettings,
-    directory: Arc<RwLock<DirectoryData>>,
+    pub(crate) directory: Arc<RwLock<DirectoryData>>,
     tokens: Arc<RwLock<TokenData>>,
     pub(crate) telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
     batch_lock: Arc<Mutex<()>>,

@@ -74,6 +74,44 @@ pub(crate) fn unavailable(e: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(e.to_string())
 }
 
+/// How long [`probe`] waits for the server to answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Opens one connection to `database_url` and closes it, to tell a person at once why the server
+/// cannot be used: a pool retries a refused connection until its timeout and then says only "pool
+/// timed out". The error names the URL with its password redacted.
+pub async fn probe(database_url: &str) -> Result<(), StoreError> {
+    use sqlx::Connection;
+    let shown = redact_password(database_url);
+    match tokio::time::timeout(PROBE_TIMEOUT, sqlx::PgConnection::connect(database_url)).await {
+        Ok(Ok(connection)) => {
+            let _ = connection.close().await;
+            Ok(())
+        }
+        Ok(Err(e)) => Err(StoreError::Unavailable(format!("{shown}: {e}"))),
+        Err(_) => Err(StoreError::Unavailable(format!(
+            "{shown}: no answer within {} s",
+            PROBE_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// `url` with the password of its user info (`user:password@`) replaced by `***`.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => match user_info.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{host}{path}"),
+            None => url.to_owned(),
+        },
+        None => url.to_owned(),
+    }
+}
+
 impl PostgresStore {
     /// Connects (the schema must be migrated: `swath_migrations::migrate`).
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StoreError> {
@@ -142,5 +180,23 @@ impl PostgresStore {
 
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact_password;
+
+    #[test]
+    fn passwords_are_redacted_and_the_rest_is_kept() {
+        assert_eq!(
+            redact_password("postgres://swath:s3cr@t@db:5432/swath?sslmode=disable"),
+            "postgres://swath:***@db:5432/swath?sslmode=disable"
+        );
+        assert_eq!(
+            redact_password("postgres://postgres@127.0.0.1/postgres"),
+            "postgres://postgres@127.0.0.1/postgres"
+        );
+        assert_eq!(redact_password("not a url"), "not a url");
     }
 }
