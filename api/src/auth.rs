@@ -60,6 +60,19 @@ scoped_principal!(
     "admin"
 );
 
+/// The principal of any valid token, whatever its scopes: for what every token may ask about
+/// itself (`GET /v1/me`). `401` without a valid token.
+#[derive(Clone, Debug)]
+pub struct Authenticated(pub Principal);
+
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        Ok(Authenticated(authenticate(&parts.headers, state).await?))
+    }
+}
+
 /// Resolves the bearer token of a request to its principal.
 pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Principal, ApiError> {
     let token = bearer_token(headers)?;

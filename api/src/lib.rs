@@ -149,6 +149,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
             routes::accounts::create_account
         ))
         .routes(routes!(routes::accounts::get_account))
+        .routes(routes!(routes::accounts::get_me))
         .routes(routes!(
             routes::notifications::get_geofence,
             routes::notifications::put_geofence,

@@ -322,6 +322,34 @@ pub struct TokenDto {
     pub created_at: DateTime<Utc>,
 }
 
+/// Who the calling token is: its account (the `account_id` every state report names), what it may
+/// do and which sites it sees.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Me {
+    /// The token's account.
+    pub account: AccountDto,
+    /// What the token may do: `read` for `GET`s, `write` for ingestion and directory changes,
+    /// `admin` for accounts and tokens.
+    #[schema(example = json!(["read", "write"]))]
+    pub scopes: Vec<Scope>,
+    /// The only sites the token sees (their mowers, everywhere), or `null` for every site.
+    #[schema(required = true, example = json!(null))]
+    pub sites: Option<Vec<Uuid>>,
+}
+
+impl Me {
+    pub fn new(account: &ports::Account, principal: &ports::Principal) -> Self {
+        Self {
+            account: AccountDto::from(account),
+            scopes: scopes(principal),
+            sites: principal
+                .sites
+                .as_ref()
+                .map(|s| s.iter().map(|id| id.0).collect()),
+        }
+    }
+}
+
 /// A principal's scopes, sorted, each once.
 pub fn scopes(principal: &ports::Principal) -> Vec<Scope> {
     let mut scopes: Vec<Scope> = principal.scopes.iter().map(|s| (*s).into()).collect();

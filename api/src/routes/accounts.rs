@@ -1,4 +1,5 @@
-//! `/v1/accounts` (admin): the token's own account, and new accounts.
+//! `/v1/me` (any token): who the token is. `/v1/accounts` (admin): the token's own account, and
+//! new accounts.
 //!
 //! A token sees its own account only: accounts are tenants, and no tenant sees another. Creating
 //! an account makes a new, separate tenant and answers the first (admin) token of it, the only way
@@ -6,8 +7,8 @@
 
 use super::location;
 use super::tokens::issue;
-use crate::auth::Admin;
-use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, NewAccount};
+use crate::auth::{Admin, Authenticated};
+use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, Me, NewAccount};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -24,6 +25,37 @@ pub const TAG: &str = "accounts";
 
 /// The name of the first token of a new account.
 const FIRST_TOKEN_NAME: &str = "first admin token";
+
+/// Who am I
+#[utoipa::path(
+    get,
+    path = "/v1/me",
+    tag = TAG,
+    operation_id = "get_me",
+    summary = "Who am I",
+    description = "The calling token's account, scopes and sites, for any valid token whatever \
+        its scopes. The account's `id` is the `account_id` that every state report of its \
+        mowers names (`POST /v1/states`).",
+    security(("bearer" = [])),
+    responses(
+        (status = 200, description = "The token's account, scopes and sites.", body = Me),
+        (status = 401, description = "The bearer token is missing, unknown or revoked.", body = Problem,
+            content_type = "application/problem+json",
+            headers(("WWW-Authenticate" = String, description = "`Bearer`, with the reason the token failed."))),
+    ),
+)]
+pub async fn get_me(
+    Authenticated(principal): Authenticated,
+    State(state): State<AppState>,
+) -> Result<Json<Me>, ApiError> {
+    // A token outlives no account (deleting one deletes its tokens), so this is a store anomaly.
+    let account = state
+        .directory
+        .account(principal.account_id)
+        .await?
+        .ok_or(ApiError::NotFound(Resource::Account))?;
+    Ok(Json(Me::new(&account, &principal)))
+}
 
 /// List the accounts
 #[utoipa::path(
