@@ -4,7 +4,7 @@
 mod helpers;
 
 use axum::http::StatusCode;
-use helpers::{TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH_ADMIN, TOKEN_B};
+use helpers::{TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH_ADMIN, TOKEN_A_WRITE_ONLY, TOKEN_B};
 use serde_json::json;
 
 #[tokio::test]
@@ -206,4 +206,33 @@ async fn an_admin_sees_its_own_account_and_creates_separate_ones() {
     assert_eq!(limited.status, StatusCode::FORBIDDEN);
     let reader = app.get("/v1/accounts", Some(TOKEN_A)).await;
     assert_eq!(reader.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn any_token_learns_its_account_scopes_and_sites_from_me() {
+    let app = TestApp::spawn().await;
+    // A gateway's write-only token cannot read, but it may learn the account its reports name.
+    let me = app.get("/v1/me", Some(TOKEN_A_WRITE_ONLY)).await;
+    assert_eq!(me.status, StatusCode::OK);
+    let body = me.json();
+    let account = app.get("/v1/accounts", Some(TOKEN_A_ADMIN)).await.json()["items"][0].clone();
+    assert_eq!(body["account"], account);
+    assert_eq!(body["scopes"], json!(["write"]));
+    assert_eq!(body["sites"], json!(null));
+
+    let south = app.get("/v1/me", Some(TOKEN_A_SOUTH_ADMIN)).await.json();
+    assert_eq!(south["account"], account);
+    assert_eq!(south["scopes"], json!(["read", "write", "admin"]));
+    assert_eq!(south["sites"].as_array().map(Vec::len), Some(1));
+
+    let other = app.get("/v1/me", Some(TOKEN_B)).await.json();
+    assert_ne!(other["account"]["id"], account["id"]);
+    assert_eq!(
+        app.get("/v1/me", None).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        app.get("/v1/me", Some("no-such-token")).await.status,
+        StatusCode::UNAUTHORIZED
+    );
 }
