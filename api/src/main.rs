@@ -104,7 +104,11 @@ struct SimulateArgs {
         default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     sim_mowers: u32,
     /// Makes the history the same on every run (with the same store and clock).
-    #[arg(long = "sim-seed", env = "SWATH_SIM_SEED", value_name = "SWATH_SIM_SEED")]
+    #[arg(
+        long = "sim-seed",
+        env = "SWATH_SIM_SEED",
+        value_name = "SWATH_SIM_SEED"
+    )]
     sim_seed: Option<u64>,
     #[command(flatten)]
     store: StoreArgs,
@@ -402,7 +406,10 @@ fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
 fn parse_http_addr(value: &str) -> Result<String, String> {
     use std::net::ToSocketAddrs;
     let expected = "expected host:port, for example 127.0.0.1:8080, localhost:8080 or [::1]:8080";
-    match value.to_socket_addrs().map(|mut addrs| addrs.next().is_some()) {
+    match value
+        .to_socket_addrs()
+        .map(|mut addrs| addrs.next().is_some())
+    {
         Ok(true) => Ok(value.to_owned()),
         Ok(false) => Err(format!("`{value}` resolves to no address; {expected}")),
         Err(e) => Err(format!("`{value}`: {e}; {expected}")),
@@ -413,7 +420,9 @@ fn parse_http_addr(value: &str) -> Result<String, String> {
 fn parse_hours(value: &str) -> Result<f64, String> {
     match value.trim().parse::<f64>() {
         Ok(h) if h > 0.0 && h <= 24.0 * 366.0 => Ok(h),
-        _ => Err(format!("`{value}` must be a number of hours > 0 and <= 8784")),
+        _ => Err(format!(
+            "`{value}` must be a number of hours > 0 and <= 8784"
+        )),
     }
 }
 
@@ -784,7 +793,8 @@ async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
     if let Some(e) = failed {
         return Err(e).context("could not write the states to stdout");
     }
-    out.flush().context("could not write the states to stdout")?;
+    out.flush()
+        .context("could not write the states to stdout")?;
     Ok(())
 }
 
@@ -805,7 +815,9 @@ fn print_banner(addr: SocketAddr, token: &str, generated: bool, fleet: &DemoFlee
     };
     println!();
     match fleet.mowers.len() {
-        0 => println!("Swath is serving the demo account, with no simulated mowers (SWATH_SIM_MOWERS=0)."),
+        0 => println!(
+            "Swath is serving the demo account, with no simulated mowers (SWATH_SIM_MOWERS=0)."
+        ),
         1 => println!("Swath is serving a simulated fleet of 1 mower."),
         n => println!("Swath is serving a simulated fleet of {n} mowers."),
     }

@@ -59,7 +59,10 @@ fn on_the_memory_store_a_token_is_printed_with_a_warning() {
 }
 
 #[tokio::test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn on_postgresql_an_account_and_a_token_are_stored_hashed() {
     let server = swath_tests::postgres::test_database_url();
     use sqlx::{Connection, Executor};

@@ -159,7 +159,10 @@ fn the_banner_says_what_is_served_and_logs_to_a_pipe_have_no_colour_codes() {
     );
     let stderr = none.stop();
     assert!(stderr.contains("Serving HTTP."), "{stderr}");
-    assert!(!stderr.contains('\u{1b}'), "colour codes in a pipe: {stderr:?}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe: {stderr:?}"
+    );
 
     let three = Served::start(&[("SWATH_SIM_MOWERS", "3")]);
     assert!(

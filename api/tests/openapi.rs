@@ -174,7 +174,10 @@ fn every_v1_operation_needs_a_token_with_one_scope() {
                 "get" => serde_json::json!(["read"]),
                 _ => serde_json::json!(["write"]),
             };
-            assert!(operation["security"][0]["bearer"].is_array(), "{method} {path}");
+            assert!(
+                operation["security"][0]["bearer"].is_array(),
+                "{method} {path}"
+            );
             assert_eq!(scopes, &expected, "{method} {path}");
         }
     }

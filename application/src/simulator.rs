@@ -1262,14 +1262,20 @@ mod tests {
             seed: Some(3),
             ..SimulatorSettings::default()
         };
-        let fleet = seed_demo_fleet(&VecDirectory::default(), &settings).await.unwrap();
+        let fleet = seed_demo_fleet(&VecDirectory::default(), &settings)
+            .await
+            .unwrap();
         let to = start() + chrono::Duration::minutes(10);
         let mut reports = Vec::new();
         replay(&fleet, &settings, start(), to, |r| reports.push(r.clone()));
         // At least one report a second per mower (a period of 1 s), changes on top.
         assert!(reports.len() >= 4 * 600, "{} reports", reports.len());
-        assert!(reports.windows(2).all(|w| w[0].observed_at <= w[1].observed_at));
-        assert!(reports.iter().all(|r| r.observed_at >= start() && r.observed_at < to));
+        assert!(reports
+            .windows(2)
+            .all(|w| w[0].observed_at <= w[1].observed_at));
+        assert!(reports
+            .iter()
+            .all(|r| r.observed_at >= start() && r.observed_at < to));
         let mowers: HashSet<MowerId> = reports.iter().map(|r| r.mower_id).collect();
         assert_eq!(mowers, fleet.mowers.iter().map(|m| m.id).collect());
         assert!(reports.iter().all(|r| r.clone().validate(to).is_ok()));
@@ -1290,8 +1296,12 @@ mod tests {
             (sites, mowers)
         };
         // Two runs: two empty directories, as two starts of the memory store.
-        let first = seed_demo_fleet(&VecDirectory::default(), &seeded(7)).await.unwrap();
-        let second = seed_demo_fleet(&VecDirectory::default(), &seeded(7)).await.unwrap();
+        let first = seed_demo_fleet(&VecDirectory::default(), &seeded(7))
+            .await
+            .unwrap();
+        let second = seed_demo_fleet(&VecDirectory::default(), &seeded(7))
+            .await
+            .unwrap();
         assert_eq!(ids(&first), ids(&second));
         assert_eq!(first, second, "names, sites and serials too");
         let (sites, mowers) = ids(&first);
@@ -1299,7 +1309,9 @@ mod tests {
         assert_eq!(distinct.len(), 3 + 20, "no id is repeated");
         assert!(mowers.iter().all(|id| id.get_version_num() == 8));
 
-        let other = seed_demo_fleet(&VecDirectory::default(), &seeded(8)).await.unwrap();
+        let other = seed_demo_fleet(&VecDirectory::default(), &seeded(8))
+            .await
+            .unwrap();
         assert!(ids(&other).1.iter().all(|id| !mowers.contains(id)));
         // Without a seed, fresh v7 ids every run.
         let unseeded = seed_demo_fleet(&VecDirectory::default(), &SimulatorSettings::default())

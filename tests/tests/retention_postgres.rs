@@ -44,21 +44,30 @@ fn factory() -> Postgres {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn boundaries() {
     let f = factory();
     contract::boundaries(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn first_point_of_each_minute() {
     let f = factory();
     contract::first_point_of_each_minute(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn interrupted_runs_resume() {
     let f = factory();
     for stop_after in [1, 26, 40] {
@@ -67,14 +76,20 @@ async fn interrupted_runs_resume() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn concurrent_runs_do_the_work_once() {
     let f = factory();
     contract::concurrent_runs_do_the_work_once(&f).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn an_abandoned_run_releases_the_lock() {
     let f = factory();
     contract::an_abandoned_run_releases_the_lock(&f).await;
@@ -83,7 +98,10 @@ async fn an_abandoned_run_releases_the_lock() {
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn whole_months_are_dropped_as_partitions() {
     let f = factory();
     let h = contract::Harness::new(&f).await;

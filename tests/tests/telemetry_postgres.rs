@@ -34,7 +34,10 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn scenarios() {
     let url = test_database_url();
     contract::run_all(&PostgresFactory::new(url)).await;
@@ -63,7 +66,10 @@ fn property(
 }
 
 #[test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 fn batched_equals_one_at_a_time() {
     property(12, |factory, steps, sizes, rt| {
         rt.block_on(contract::batched_equals_one_at_a_time(
@@ -73,7 +79,10 @@ fn batched_equals_one_at_a_time() {
 }
 
 #[test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 fn memory_and_postgres_end_with_identical_rows() {
     property(16, |factory, steps, sizes, rt| {
         rt.block_on(contract::stores_agree(&Memory, factory, steps, sizes))
@@ -81,7 +90,10 @@ fn memory_and_postgres_end_with_identical_rows() {
 }
 
 #[test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 fn two_writers_end_with_the_rows_of_one() {
     property(8, |factory, steps, sizes, rt| {
         rt.block_on(contract::two_writers_end_with_the_rows_of_one(
@@ -104,7 +116,10 @@ fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn a_batch_costs_the_same_statements_whatever_its_size() {
     let url = test_database_url();
     let factory = PostgresFactory::new(url);
@@ -189,7 +204,10 @@ fn batches(h: &Harness) -> Vec<Vec<Value>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once() {
     let url = test_database_url();
     let factory = PostgresFactory::new(url);
@@ -238,7 +256,10 @@ async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once() {
     let url = test_database_url();
     let factory = PostgresFactory::new(url);

@@ -33,14 +33,20 @@ impl WatchFactory for Postgres {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn scenarios() {
     let url = test_database_url();
     contract::run_all(&Postgres(PostgresFactory::new(url))).await;
 }
 
 #[test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 fn batched_equals_one_at_a_time() {
     let url = test_database_url();
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -99,7 +105,10 @@ fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
 /// table without rows costs no statement.
 /// Geofences are read once per (mower, version), in one statement per batch that misses.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn a_watcher_batch_costs_the_same_statements_whatever_its_size() {
     let url = test_database_url();
     let factory = PostgresFactory::new(url);
