@@ -292,7 +292,10 @@ impl TelemetryBatch for PostgresBatch {
             }
         }
         for row in &rows {
-            let Some(mower) = row.try_get::<Option<Uuid>, _>("mower_id").map_err(corrupt)? else {
+            let Some(mower) = row
+                .try_get::<Option<Uuid>, _>("mower_id")
+                .map_err(corrupt)?
+            else {
                 continue;
             };
             let Some(snapshot) = snapshots.get_mut(&MowerId(mower)) else {
