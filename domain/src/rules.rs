@@ -29,14 +29,21 @@
 //!
 //! # Retention
 //! A merge needs the neighbours as they were counted. Retention (and the memory store's cap)
-//! removes the oldest rows, so a store tells, per mower, the instant before which rows may be
-//! gone ([`Neighbourhood::history_floor`]) and before which positions may be
+//! removes the oldest rows, so a store tells, per mower, the instant before which history rows
+//! may be gone ([`Neighbourhood::history_floor`]) and before which positions may be
 //! ([`Neighbourhood::positions_floor`]). A late state is merged only when its predecessor is at or
 //! after the history floor (or is a state of this batch, or the newest counted state, whose
-//! values the totals keep), or when it is older than every counted state and the first one is at
-//! or after the floor; otherwise it is stored (W1–W3) and counts nothing. When its predecessor
-//! is older than the positions floor the merge leaves distance as it was: a merge never
-//! over-counts distance.
+//! values the totals keep), or when it is older than every counted state (`counted_from`) and
+//! that first state is at or after the floor: then no removed state can lie between it and its
+//! neighbours. Otherwise it is stored (W1–W3) and counts nothing. Distance is re-attributed only
+//! when both neighbours' positions are known (present, or at or after the positions floor); else
+//! the merge leaves distance as counted, so a merge never over-counts distance.
+//!
+//! # Blade due (W6)
+//! Blade time since the last reset is that of the intervals closing after the reset's mark
+//! (`blade_reset_until`), so a late state from before a reset changes blade time only. A merge
+//! that brings it to the threshold raises `blade_due` once per reset, like an in-order state; a
+//! later correction downwards does not withdraw it.
 
 use crate::events::IngestEvent;
 use crate::ids::{AccountId, MowerId};

@@ -75,6 +75,12 @@ async fn an_abandoned_run_releases_the_lock() {
     contract::an_abandoned_run_releases_the_lock(&f).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_states_after_retention() {
+    let Some(f) = factory() else { return };
+    contract::late_states_after_retention(&f).await;
+}
+
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
