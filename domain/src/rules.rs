@@ -334,16 +334,16 @@ pub fn apply_states(
         let counted = if first_of_key {
             count_state(snapshot, state, &mut days, &mut changes.events)
         } else {
-            Counted::Duplicate
+            Fold::Duplicate
         };
         let counts = &mut changes.counts;
         match counted {
-            Counted::InOrder => counts.in_order += 1,
-            Counted::Merged => counts.late_merged += 1,
-            Counted::NotCounted => counts.late_not_counted += 1,
-            Counted::Duplicate => counts.duplicates += 1,
+            Fold::InOrder => counts.in_order += 1,
+            Fold::Merged => counts.late_merged += 1,
+            Fold::Uncounted => counts.late_not_counted += 1,
+            Fold::Duplicate => counts.duplicates += 1,
         }
-        if matches!(counted, Counted::InOrder | Counted::Merged) {
+        if matches!(counted, Fold::InOrder | Fold::Merged) {
             health_touched.insert(state.mower_id, ());
         }
         outcomes.push(StateOutcome::Stored);
@@ -400,10 +400,10 @@ fn history_row(state: &StateReport) -> HistoryRow {
 
 /// How one state counted in the totals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Counted {
+enum Fold {
     InOrder,
     Merged,
-    NotCounted,
+    Uncounted,
     Duplicate,
 }
 
@@ -414,7 +414,7 @@ fn count_state(
     state: &StateReport,
     days: &mut BTreeMap<(MowerId, NaiveDate), DayTotals>,
     events: &mut Vec<IngestEvent>,
-) -> Counted {
+) -> Fold {
     let directory = snapshot.directory.as_ref().expect("checked by W0");
     let zone = directory.time_zone;
     let threshold_ms = directory.blade_threshold_ms;
@@ -453,7 +453,7 @@ fn count_state(
             blade_reset_until: None,
         });
         share(delta);
-        return Counted::InOrder;
+        return Fold::InOrder;
     };
 
     let counted = if t > h.counted_until {
@@ -473,10 +473,10 @@ fn count_state(
         h.last_lon = point.lon;
         snapshot.neighbourhood.passed.push(previous);
         share(delta);
-        Counted::InOrder
+        Fold::InOrder
     } else if t == h.counted_until || snapshot.neighbourhood.is_known(t) {
         // A stored key: a redelivery.
-        return Counted::Duplicate;
+        return Fold::Duplicate;
     } else {
         let near = &mut snapshot.neighbourhood;
         let before = near.before(t);
@@ -487,7 +487,7 @@ fn count_state(
             None => t < h.counted_from && kept(h.counted_from),
         };
         if !mergeable {
-            return Counted::NotCounted;
+            return Fold::Uncounted;
         }
         // Distance is re-attributed only when both ends' positions are known (a merge with no
         // predecessor only adds, so it never over-counts either).
@@ -520,7 +520,7 @@ fn count_state(
         near.states.insert(t, (point, true));
         share(late);
         share(next);
-        Counted::Merged
+        Fold::Merged
     };
     // W6: once per blade reset.
     let h = snapshot.health.as_mut().expect("counted above");

@@ -21,12 +21,15 @@ pub(crate) struct RetentionData {
     lock: Arc<tokio::sync::Mutex<()>>,
     downsampled_until: Mutex<Option<DateTime<Utc>>>,
     /// Before these instants history rows, and positions, may have been removed.
-    floors: Mutex<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)>,
+    floors: Mutex<Floors>,
 }
+
+/// The history and positions floors (see `RetentionRun::raise_floors`).
+pub(crate) type Floors = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
 
 impl RetentionData {
     /// The history and positions floors (see `RetentionRun::raise_floors`).
-    pub(crate) fn floors(&self) -> (Option<DateTime<Utc>>, Option<DateTime<Utc>>) {
+    pub(crate) fn floors(&self) -> Floors {
         *self.floors.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -392,7 +392,7 @@ fn a_late_state_between_two_stored_states_is_merged_by_hand() {
     // mm). Added: P→L (45 s of mowing and blade, 111 195 mm) and L→S (75 s opened by an error
     // state: nothing). L enters error (after mowing): +1. S is docked: still no entry.
     let l = with_position(state(at(45), Activity::Error), 52.001);
-    let counts = store.ingest(&[l.clone()]);
+    let counts = store.ingest(std::slice::from_ref(&l));
     assert_eq!(counts.late_merged, 1);
     let h = store.health.clone().unwrap();
     assert_eq!((h.mowing_ms, h.blade_ms), (45_000, 45_000));
