@@ -221,7 +221,8 @@ impl StateCounts {
 pub struct BatchChanges {
     /// Insert; a key stored earlier keeps its row.
     pub history: Vec<HistoryRow>,
-    /// Insert; a key stored earlier keeps its row.
+    /// Insert with the history row of the same key, in the order of `history` (a subsequence
+    /// of its keys): a key stored earlier keeps its rows, and gets no position.
     pub positions: Vec<PositionRow>,
     /// At most one per mower, in mower id order: replaces the stored row.
     pub latest: Vec<LatestRow>,

@@ -18,7 +18,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::btree_map::Entry;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
@@ -439,29 +439,35 @@ impl TelemetryBatch for MemoryBatch {
         let cap = self.store.settings.history_per_mower.max(1);
         let mut telemetry = write(&self.store.telemetry);
         // W2 follows W1: a position is stored with its key's history row, never for a key
-        // stored earlier (see `apply_states`).
-        let mut inserted = HashSet::with_capacity(changes.history.len());
+        // stored earlier. The rules list positions in the order of their history rows (a
+        // subsequence), so one walk pairs them.
+        let mut positions = changes.positions.into_iter().peekable();
         for row in changes.history {
-            let rows = telemetry.entry(row.mower_id).or_default();
-            if let Entry::Vacant(vacant) = rows.history.entry(row.observed_at) {
-                inserted.insert((row.mower_id, row.observed_at));
-                vacant.insert(row);
-            }
+            let (mower_id, at) = (row.mower_id, row.observed_at);
+            let rows = telemetry.entry(mower_id).or_default();
+            let inserted = match rows.history.entry(at) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(row);
+                    true
+                }
+                Entry::Occupied(_) => false,
+            };
             if rows.history.len() > cap {
                 if let Some((at, _)) = rows.history.pop_first() {
                     rows.capped(at);
                 }
             }
-        }
-        for row in changes.positions {
-            if !inserted.contains(&(row.mower_id, row.observed_at)) {
+            let Some(position) =
+                positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
+            else {
                 continue;
-            }
-            let rows = telemetry.entry(row.mower_id).or_default();
-            rows.positions.entry(row.observed_at).or_insert(row);
-            if rows.positions.len() > cap {
-                if let Some((at, _)) = rows.positions.pop_first() {
-                    rows.capped(at);
+            };
+            if inserted {
+                rows.positions.entry(at).or_insert(position);
+                if rows.positions.len() > cap {
+                    if let Some((at, _)) = rows.positions.pop_first() {
+                        rows.capped(at);
+                    }
                 }
             }
         }
