@@ -754,11 +754,17 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
     bar.finish_and_clear();
     let summary =
         summary.with_context(|| format!("the import of {} stopped", args.file.display()))?;
+    let c = &summary.counts;
     println!(
-        "Imported {}: {} reports, {} stored.",
+        "Imported {}: {} reports, {} stored: {} new ({} late, merged into the totals; {} late \
+         past retention, not counted), {} duplicates.",
         args.file.display(),
         summary.reports,
-        summary.stored
+        summary.stored,
+        c.new_states(),
+        c.late_merged,
+        c.late_not_counted,
+        c.duplicates
     );
     for (reason, count) in &summary.dropped {
         println!("  dropped {count:>8}  {reason}");

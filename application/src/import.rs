@@ -1,10 +1,11 @@
 //! History import: NDJSON state reports, one per line, stored 200 per transaction through the
 //! same batch path as live ingestion (DESIGN §3), so an import gives the rows live ingestion
-//! would have given.
+//! would have given. A backfill of states older than a mower's live ones counts: they are merged
+//! into the health and day totals (W4, W5), and the summary says how many were.
 
 use crate::ingest::{Ingest, IngestError};
 use std::collections::BTreeMap;
-use swath_domain::{DropReason, StateOutcome};
+use swath_domain::{DropReason, StateCounts, StateOutcome};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// States per transaction.
@@ -15,7 +16,11 @@ pub const IMPORT_BATCH: usize = 200;
 pub struct ImportSummary {
     /// Non-empty lines read.
     pub reports: u64,
+    /// Reports stored or already stored (`counts.new_states() + counts.duplicates`).
     pub stored: u64,
+    /// How the stored reports counted: new ones (newer than their mower's newest, or late and
+    /// merged into the totals, or late and not counted) and duplicates of stored states.
+    pub counts: StateCounts,
     pub dropped: BTreeMap<DropReason, u64>,
 }
 
@@ -54,13 +59,14 @@ pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
         }
         if batch.len() == IMPORT_BATCH || (n == 0 && !batch.is_empty()) {
             summary.reports += batch.len() as u64;
-            let outcomes = ingest
-                .record_states(std::mem::take(&mut batch))
+            let (outcomes, counts) = ingest
+                .record_counted(std::mem::take(&mut batch))
                 .await
                 .map_err(|source| ImportError::Store {
                     stored: summary.stored,
                     source,
                 })?;
+            summary.counts.add(&counts);
             for outcome in outcomes {
                 match outcome {
                     StateOutcome::Stored => summary.stored += 1,

@@ -1,6 +1,7 @@
 //! Batched state ingestion (DESIGN §3, ADR 0078): validate each report, read and lock the rows
-//! of the batch's mowers once, apply the write rules in memory, write every table at once (one
-//! statement on PostgreSQL), publish the derived events after the commit.
+//! of the batch's mowers once (and, for a batch with late states, their stored neighbours in one
+//! more read), apply the write rules in memory, write every table at once (one statement on
+//! PostgreSQL), publish the derived events after the commit.
 //!
 //! Events of W6 (`blade_due`) are stored, with their alert, by the telemetry commit itself. Virtual
 //! zones (W7) are evaluated after that commit, in a unit of work of their own over the zones of
@@ -18,7 +19,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
 use swath_domain::watch::{ingest_notifications, Event};
-use swath_domain::{apply_states, InvalidReport, MowerId, StateOutcome, StateReport};
+use swath_domain::{
+    apply_states, late_states, InvalidReport, MowerId, StateCounts, StateOutcome, StateReport,
+};
 
 /// Errors of [`Ingest::record_states`]: the batch as a whole could not be stored.
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +76,16 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<Vec<StateOutcome>, IngestError> {
+        Ok(self.record_counted(batch).await?.0)
+    }
+
+    /// [`Self::record_states`], also answering how the stored states counted in the totals (new
+    /// in order, late and merged, late and not counted, duplicates).
+    pub async fn record_counted(
+        &self,
+        batch: Vec<Result<StateReport, InvalidReport>>,
+    ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
+        let mut counts = StateCounts::default();
         // Microseconds: the precision every store keeps (see docs/decisions.md).
         let received_at = self.clock.now().trunc_subsecs(6);
         let mut outcomes: Vec<Option<StateOutcome>> = vec![None; batch.len()];
@@ -96,14 +109,28 @@ impl Ingest {
             let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
             mowers.sort_unstable();
             mowers.dedup();
-            let (mut snapshots, unit) = self.store.begin(&mowers).await?;
+            let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
+            // Late states are merged between their stored neighbours: one more read, only for
+            // a batch that has any.
+            let late = late_states(&snapshots, &valid);
+            if !late.is_empty() {
+                unit.neighbours(&late, &mut snapshots).await?;
+            }
             let (applied, changes) = apply_states(&mut snapshots, &valid, received_at);
+            counts = changes.counts;
             // The commit stores W6's events and alerts too (the events feed); they are published
             // below, after it.
             let (mut events, _) = ingest_notifications(&changes.events);
             unit.commit(changes).await?;
             metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
             metrics::counter!("swath_ingest_batches_total").increment(1);
+            if counts.late_merged > 0 {
+                metrics::counter!("swath_states_late_merged_total").increment(counts.late_merged);
+            }
+            if counts.late_not_counted > 0 {
+                metrics::counter!("swath_states_late_not_counted_total")
+                    .increment(counts.late_not_counted);
+            }
             // Ingest lag: now minus the newest state this batch stored.
             let newest = valid
                 .iter()
@@ -150,10 +177,11 @@ impl Ingest {
             .filter(|o| **o == Some(StateOutcome::Stored))
             .count();
         metrics::counter!("swath_states_stored_total").increment(stored as u64);
-        Ok(outcomes
+        let outcomes = outcomes
             .into_iter()
             .map(|o| o.unwrap_or(StateOutcome::Stored))
-            .collect())
+            .collect();
+        Ok((outcomes, counts))
     }
 
     /// A bus handler that feeds this use case (the ingest durable consumer).

@@ -291,6 +291,14 @@ impl Retention {
             steps.push(Step::Mark(to));
             from = to;
         }
+        // Before anything goes: ingestion must know that rows older than these may be gone.
+        if !dry_run {
+            run.raise_floors(
+                cutoffs.history_before,
+                cutoffs.downsample_before.max(cutoffs.positions_before),
+            )
+            .await?;
+        }
         summary.steps_planned = steps.len() as u64;
         tracing::info!(
             dry_run,

@@ -5,7 +5,8 @@
 //! after the commit, in order, with their id as the de-duplication id.
 //!
 //! A redelivered state is older than or equal to `watched_until` and skipped, so an event is never
-//! derived twice; an event is stored before it is published, so a crash after the commit loses a
+//! derived twice; so is any late state (a backfill, or one overtaken by a newer one): the
+//! notification rules are about the present, while the totals merge late states (DESIGN §3 W4); an event is stored before it is published, so a crash after the commit loses a
 //! publication but never the event (the feed has it).
 //!
 //! Geofences are parsed once per (mower, version): versions are never reused, so the cache needs

@@ -22,6 +22,10 @@ pub use events::IngestEvent;
 pub use ids::{AccountId, MowerId, SiteId};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
 pub use rows::{
-    DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, TelemetryRows,
+    DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, StoredState,
+    TelemetryRows,
 };
-pub use rules::{apply_states, BatchChanges, DirectoryEntry, MowerSnapshot, StateOutcome};
+pub use rules::{
+    apply_states, late_states, BatchChanges, DirectoryEntry, MowerSnapshot, Neighbourhood,
+    StateCounts, StateOutcome,
+};

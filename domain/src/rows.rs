@@ -57,12 +57,16 @@ impl LatestRow {
     }
 }
 
-/// W4 and W6: running totals per mower, and what the next interval needs to know.
+/// W4 and W6: totals per mower over the set of its counted states, and what the next interval
+/// (and a late state's merge) needs to know.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HealthTotals {
     pub mower_id: MowerId,
     pub account_id: AccountId,
-    /// Every interval up to this instant is counted; older states add nothing.
+    /// The oldest counted state: a late state older than it becomes the mower's first state.
+    pub counted_from: DateTime<Utc>,
+    /// The newest counted state (the latest row's key): a newer state extends the fold, an older
+    /// one is merged between its stored neighbours.
     pub counted_until: DateTime<Utc>,
     pub last_activity: Activity,
     pub last_blade_on: bool,
@@ -77,6 +81,51 @@ pub struct HealthTotals {
     pub blade_since_reset_ms: i64,
     /// Whether `blade_due` was raised since the last blade reset.
     pub blade_due_raised: bool,
+    /// `counted_until` at the last blade reset (`None`: never reset). Blade time since the reset
+    /// is that of the intervals closing after it, so a late state from before the reset moves
+    /// blade time but not blade time since the reset.
+    pub blade_reset_until: Option<DateTime<Utc>>,
+}
+
+/// What the totals need of one state: its history row's activity and blade, its position. The
+/// store reads the stored neighbours of a batch's late states as these (history joined with
+/// positions).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StoredState {
+    pub observed_at: DateTime<Utc>,
+    pub activity: Activity,
+    pub blade_on: bool,
+    pub lat: Option<f64>,
+    pub lon: Option<f64>,
+}
+
+impl StoredState {
+    pub fn of(state: &StateReport) -> Self {
+        let (lat, lon) = match &state.position {
+            Some(p) => (Some(p.lat), Some(p.lon)),
+            None => (None, None),
+        };
+        Self {
+            observed_at: state.observed_at,
+            activity: state.activity,
+            blade_on: state.blade_on,
+            lat,
+            lon,
+        }
+    }
+}
+
+impl HealthTotals {
+    /// The newest counted state, as the totals remember it.
+    pub fn last_state(&self) -> StoredState {
+        StoredState {
+            observed_at: self.counted_until,
+            activity: self.last_activity,
+            blade_on: self.last_blade_on,
+            lat: self.last_lat,
+            lon: self.last_lon,
+        }
+    }
 }
 
 /// W5: totals per mower and local day of the mower's site.
@@ -89,7 +138,8 @@ pub struct DayTotals {
     pub distance_mm: i64,
     pub error_count: i64,
     pub charge_count: i64,
-    /// States that advanced the totals on this day.
+    /// Counted states observed on this day (every distinct state, late ones included once
+    /// merged).
     pub state_count: i64,
 }
 
@@ -115,6 +165,16 @@ impl DayTotals {
         self.error_count += other.error_count;
         self.charge_count += other.charge_count;
         self.state_count += other.state_count;
+    }
+
+    /// True when every value is zero (a delta that changes nothing).
+    pub fn is_zero(&self) -> bool {
+        self.mowing_ms == 0
+            && self.blade_ms == 0
+            && self.distance_mm == 0
+            && self.error_count == 0
+            && self.charge_count == 0
+            && self.state_count == 0
     }
 }
 

@@ -11,6 +11,8 @@
 //! - `m20261130_000004_projections`: operator assignments; the indexes of the live projections.
 //! - `m20261130_000005_retention`: retention's downsampling watermark.
 //! - `m20261130_000006_hot_watches`: watch rows updated in place (no index on `last_seen_at`).
+//! - `m20261130_000007_merged_totals`: what merging late states into the totals needs
+//!   (`counted_from`, `blade_reset_until` on `health_totals`).
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -21,6 +23,7 @@ mod m20261130_000003_watch;
 mod m20261130_000004_projections;
 mod m20261130_000005_retention;
 mod m20261130_000006_hot_watches;
+mod m20261130_000007_merged_totals;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -37,6 +40,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000004_projections::Migration),
             Box::new(m20261130_000005_retention::Migration),
             Box::new(m20261130_000006_hot_watches::Migration),
+            Box::new(m20261130_000007_merged_totals::Migration),
         ]
     }
 }

@@ -464,6 +464,64 @@ pub async fn an_abandoned_run_releases_the_lock(factory: &dyn RetentionFactory) 
     panic!("the lock of an abandoned run was never released");
 }
 
+/// A late state is merged only where retention cannot have removed one of its neighbours (DESIGN
+/// §3, W4; decision 39): next to recent states it is merged, next to expired history it is
+/// stored but counts nothing, and a redelivered expired state is not counted twice.
+pub async fn late_states_after_retention(factory: &dyn RetentionFactory) {
+    let h = Harness::new(factory).await;
+    let c = cutoffs();
+    let m1 = h.fleet.mowers[1];
+    let hb = c.history_before;
+    // A and B expire; C is the oldest history row kept (B→C, 2 minutes, was counted).
+    let (a, b, cc) = (hb - s(120), hb - s(60), hb + s(60));
+    let (d, e, f) = (c.now - s(180), c.now - s(120), c.now - s(60));
+    h.store_states(m1, &[a, b, cc, d, e, f]).await;
+    h.run(false).await;
+    assert_eq!(history_instants(&h.rows().await, m1), vec![cc, d, e, f]);
+    let health = || async { h.store.telemetry.health(m1).await.unwrap().unwrap() };
+    let before = health().await;
+    let docked = |t: DateTime<Utc>| {
+        json!({
+            "mower_id": m1.0,
+            "account_id": h.fleet.account_of(m1).0,
+            "observed_at": t.to_rfc3339_opts(SecondsFormat::Micros, true),
+            "activity": "docked",
+        })
+    };
+    let ingest = &h.ingest;
+    let record = |reports: Vec<Value>| {
+        let parsed = reports
+            .iter()
+            .map(|r| ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        async move { ingest.record_counted(parsed).await.expect("stored").1 }
+    };
+
+    // Between A and B, and between B and C: a removed state could be (is) next to them.
+    let counts = record(vec![docked(hb - s(90)), docked(hb + s(30))]).await;
+    assert_eq!((counts.late_not_counted, counts.late_merged), (2, 0));
+    assert_eq!(health().await, before, "nothing counted");
+    // B again (its history row expired): stored again, not counted twice.
+    let counts = record(vec![docked(b)]).await;
+    assert_eq!((counts.late_not_counted, counts.duplicates), (1, 0));
+    assert_eq!(health().await, before);
+
+    // Between D and E (both kept): merged. D→L is 30 s of mowing, L→E (docked) none: D→E's
+    // 60 s are taken back.
+    let counts = record(vec![docked(d + s(30))]).await;
+    assert_eq!(counts.late_merged, 1);
+    let after = health().await;
+    assert_eq!(after.mowing_ms, before.mowing_ms - 30_000);
+    assert_eq!(after.counted_until, before.counted_until);
+    let days = h.rows().await.days;
+    let states: i64 = days
+        .iter()
+        .filter(|d| d.mower_id == m1)
+        .map(|d| d.state_count)
+        .sum();
+    assert_eq!(states, 7, "six states, and the merged one");
+}
+
 /// Every scenario, once.
 pub async fn run_all(factory: &dyn RetentionFactory) {
     boundaries(factory).await;
@@ -473,4 +531,5 @@ pub async fn run_all(factory: &dyn RetentionFactory) {
     }
     concurrent_runs_do_the_work_once(factory).await;
     an_abandoned_run_releases_the_lock(factory).await;
+    late_states_after_retention(factory).await;
 }

@@ -6,7 +6,7 @@
 use crate::support::{
     trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
-use crate::traces::{build_trace, ingest_clock, split, Step};
+use crate::traces::{build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step};
 use chrono::Duration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -92,6 +92,56 @@ pub async fn batched_equals_one_at_a_time(
         batched.bus.published(),
         single.bus.published(),
         "published events differ"
+    );
+}
+
+/// Any permutation of a trace of distinct states (with identical redeliveries) split into any
+/// batches ends with exactly the rows of the same states sorted by `observed_at` and stored one at
+/// a time: every table, health totals and day rows included (DESIGN §3, W4–W5). The blade
+/// threshold is the default one, never reached: whether `blade_due` was raised may depend on the
+/// order (decision 39).
+pub async fn any_order_equals_time_order(
+    factory: &dyn StoreFactory,
+    steps: &[DistinctStep],
+    redeliveries: &[usize],
+    order: &[usize],
+    sizes: &[usize],
+) {
+    let shuffled = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let ordered = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let reports = build_distinct_trace(&shuffled.fleet, steps);
+    let sent: Vec<Value> = reports
+        .iter()
+        .chain(redeliveries.iter().map(|i| &reports[*i]))
+        .cloned()
+        .collect();
+    let arrival: Vec<Value> = order.iter().map(|i| sent[*i].clone()).collect();
+    for batch in split(&arrival, sizes) {
+        let outcomes = shuffled.ingest(&batch).await;
+        assert!(
+            outcomes.iter().all(|o| *o == StateOutcome::Stored),
+            "{outcomes:?} {batch:?}"
+        );
+    }
+    let mut by_time = reports.clone();
+    by_time.sort_by_key(|r| {
+        (
+            r["observed_at"].as_str().unwrap().to_owned(),
+            r["mower_id"].as_str().unwrap().to_owned(),
+        )
+    });
+    for report in &by_time {
+        ordered.ingest(std::slice::from_ref(report)).await;
+    }
+    let (got, want) = (shuffled.rows().await, ordered.rows().await);
+    assert_eq!(got.history, want.history, "history differs");
+    assert_eq!(got.positions, want.positions, "positions differ");
+    assert_eq!(got.latest, want.latest, "latest rows differ");
+    assert_eq!(got.health, want.health, "health totals differ");
+    assert_eq!(got.days, want.days, "day rows differ");
+    assert!(
+        shuffled.bus.published().is_empty(),
+        "no blade_due below the default threshold"
     );
 }
 
@@ -411,6 +461,94 @@ pub async fn import_stores_what_live_ingest_stores(factory: &dyn StoreFactory) {
     assert_eq!(imported.rows().await, live.rows().await);
 }
 
+/// A backfill of a day before a mower's live states (an NDJSON import over two transactions,
+/// with redelivered lines) gives that day its row, exactly as for a mower without live states,
+/// and raises the health totals by exactly the backfilled intervals; the live day is untouched.
+pub async fn import_backfill_counts_in_the_totals(factory: &dyn StoreFactory) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let fresh = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let f = &h.fleet;
+    // Live: five mowing states from 22:00 on 1 June in Berlin (mower 0's site).
+    let live: Vec<Value> = (0..5)
+        .map(|i| report(f, 0, i * 10, Activity::Mowing))
+        .collect();
+    h.ingest(&live).await;
+    let mower = f.mowers[0];
+    let health_before = h.store.telemetry.health(mower).await.unwrap().unwrap();
+    let days_before = h.rows().await.days;
+    assert_eq!(days_before.len(), 1);
+
+    // The backfill: 300 mowing states 2 s apart from 12:00 on 31 May (Berlin), ten redelivered.
+    let start = -(24 + 10) * 3600;
+    let backfill: Vec<Value> = (0..300)
+        .map(|i| report(f, 0, start + i * 2, Activity::Mowing))
+        .chain((0..10).map(|i| report(f, 0, start + i * 2, Activity::Mowing)))
+        .collect();
+    let ndjson: String = backfill.iter().map(|r| format!("{r}\n")).collect();
+    let import = |h: &Harness| {
+        let ingest = h.ingest.clone();
+        let ndjson = ndjson.clone();
+        async move {
+            swath_application::import::import_ndjson(&ingest, ndjson.as_bytes(), |_| {})
+                .await
+                .expect("import")
+        }
+    };
+    let summary = import(&h).await;
+    assert_eq!(summary.stored, 310);
+    assert_eq!(
+        summary.counts,
+        swath_domain::StateCounts {
+            in_order: 0,
+            late_merged: 300,
+            late_not_counted: 0,
+            duplicates: 10
+        },
+        "every backfilled state is older than the live ones: merged"
+    );
+    let fresh_summary = import(&fresh).await;
+    assert_eq!(
+        (
+            fresh_summary.counts.in_order,
+            fresh_summary.counts.duplicates
+        ),
+        (300, 10)
+    );
+
+    let after = h.rows().await;
+    let backfilled = fresh.rows().await;
+    let may_31 = chrono::NaiveDate::from_ymd_opt(2026, 5, 31).unwrap();
+    assert_eq!(backfilled.days.len(), 1);
+    assert_eq!(backfilled.days[0].day, may_31);
+    assert_eq!(backfilled.days[0].mowing_ms, 299 * 2_000);
+    assert_eq!(backfilled.days[0].state_count, 300);
+    assert_eq!(
+        after.days,
+        vec![backfilled.days[0].clone(), days_before[0].clone()],
+        "31 May gets the backfill's row; 1 June, a day later, is untouched"
+    );
+    let health = h.store.telemetry.health(mower).await.unwrap().unwrap();
+    let added = &backfilled.health[0];
+    assert_eq!(health.mowing_ms - health_before.mowing_ms, added.mowing_ms);
+    assert_eq!(health.blade_ms - health_before.blade_ms, added.blade_ms);
+    assert_eq!(
+        health.distance_mm - health_before.distance_mm,
+        added.distance_mm
+    );
+    assert!(added.distance_mm > 0);
+    assert_eq!(
+        (health.error_count, health.charge_count),
+        (health_before.error_count, health_before.charge_count)
+    );
+    assert_eq!(health.counted_from, added.counted_from);
+    assert_eq!(health.counted_until, health_before.counted_until);
+    assert_eq!(
+        h.store.telemetry.latest(&[mower]).await.unwrap()[0].observed_at,
+        health_before.counted_until,
+        "the latest state is still the live one"
+    );
+}
+
 /// Every scenario that takes one factory, for adapters to run in one go.
 pub async fn run_all(factory: &dyn StoreFactory) {
     redelivered_batch_changes_nothing(factory).await;
@@ -420,4 +558,5 @@ pub async fn run_all(factory: &dyn StoreFactory) {
     blade_due_is_published_once(factory).await;
     concurrent_batches_all_commit(factory).await;
     import_stores_what_live_ingest_stores(factory).await;
+    import_backfill_counts_in_the_totals(factory).await;
 }

@@ -156,3 +156,104 @@ pub fn build_trace(fleet: &Fleet, steps: &[Step]) -> Vec<Value> {
         })
         .collect()
 }
+
+/// One state of a trace of distinct states, as proptest generates it (see [`distinct_trace`]).
+#[derive(Clone, Debug)]
+pub struct DistinctStep {
+    /// 0..=2: a mower of the fleet.
+    pub mower: usize,
+    /// 0..100: how the mower's clock moves (see [`build_distinct_trace`]).
+    pub kind: u8,
+    pub dt_ms: i64,
+    pub activity: usize,
+    pub blade_on: bool,
+    /// Offset from the lawn's corner in 1e-5 degrees, if the state has a position.
+    pub position: Option<(i32, i32)>,
+}
+
+/// Traces of up to `max_len` distinct states of the fleet's mowers, plus up to `max_len / 8`
+/// redeliveries (indices of states to send again, identical), in some order: the arrival order
+/// is a permutation of the whole, to be split into batches with [`splits`].
+pub fn distinct_trace(
+    max_len: usize,
+) -> impl Strategy<Value = (Vec<DistinctStep>, Vec<usize>, Vec<usize>)> {
+    let step = (
+        0usize..3,
+        0u8..100,
+        1_000i64..90_000,
+        0usize..Activity::ALL.len(),
+        any::<bool>(),
+        proptest::option::weighted(0.8, (0i32..500, 0i32..500)),
+    )
+        .prop_map(
+            |(mower, kind, dt_ms, activity, blade_on, position)| DistinctStep {
+                mower,
+                kind,
+                dt_ms,
+                activity,
+                blade_on,
+                position,
+            },
+        );
+    proptest::collection::vec(step, 1..=max_len)
+        .prop_flat_map(move |steps| {
+            let n = steps.len();
+            (
+                Just(steps),
+                proptest::collection::vec(0..n, 0..=(max_len / 8).max(1)),
+            )
+        })
+        .prop_flat_map(|(steps, redeliveries)| {
+            let order: Vec<usize> = (0..steps.len() + redeliveries.len()).collect();
+            (Just(steps), Just(redeliveries), Just(order).prop_shuffle())
+        })
+}
+
+/// Turns distinct steps into JSON reports, in time order per mower (every state of a mower has
+/// its own `observed_at`, in milliseconds). Step kinds: 0–79 the mower's clock moves on by
+/// `dt_ms`; 80–91 a gap of 299.999 s, 300 s, 300.001 s or 10 min; 92–99 a jump of 1–4 hours, so
+/// that traces cross local midnight in the fleet's time zones (Berlin's midnight is 2 h after
+/// the trace starts, New York's 8 h). Activities include error and charging; about one state in
+/// five has no position.
+pub fn build_distinct_trace(fleet: &Fleet, steps: &[DistinctStep]) -> Vec<Value> {
+    let mut clocks = [trace_start(); 3];
+    steps
+        .iter()
+        .map(|s| {
+            let mower_id = fleet.mowers[s.mower];
+            let clock = &mut clocks[s.mower];
+            *clock += match s.kind {
+                0..=79 => Duration::milliseconds(s.dt_ms),
+                80..=91 => Duration::milliseconds(match s.dt_ms % 4 {
+                    0 => 299_999,
+                    1 => 300_000,
+                    2 => 300_001,
+                    _ => 600_000,
+                }),
+                // Within the day before the ingest clock, so that no state is in its future.
+                _ if *clock - trace_start() < Duration::hours(18) => {
+                    Duration::milliseconds(3_600_000 + (s.dt_ms % 4) * 3_600_000)
+                }
+                _ => Duration::milliseconds(s.dt_ms),
+            };
+            let mut report = json!({
+                "mower_id": mower_id,
+                "account_id": fleet.account_of(mower_id),
+                "observed_at": clock.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                "activity": Activity::ALL[s.activity].as_str(),
+                "blade_on": s.blade_on,
+                "battery_percent": 60,
+            });
+            if let Some((dlat, dlon)) = s.position {
+                report["position"] = json!({
+                    "lat": 52.5 + f64::from(dlat) * 1e-5,
+                    "lon": 13.4 + f64::from(dlon) * 1e-5,
+                });
+            }
+            if Activity::ALL[s.activity] == Activity::Error {
+                report["error_code"] = json!("E_STUCK");
+            }
+            report
+        })
+        .collect()
+}

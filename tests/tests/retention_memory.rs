@@ -53,3 +53,8 @@ async fn concurrent_runs_do_the_work_once() {
 async fn an_abandoned_run_releases_the_lock() {
     contract::an_abandoned_run_releases_the_lock(&Memory::default()).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn late_states_after_retention() {
+    contract::late_states_after_retention(&Memory::default()).await;
+}

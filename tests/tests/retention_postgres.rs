@@ -95,6 +95,13 @@ async fn an_abandoned_run_releases_the_lock() {
     contract::an_abandoned_run_releases_the_lock(&f).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+async fn late_states_after_retention() {
+    let f = factory();
+    contract::late_states_after_retention(&f).await;
+}
+
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

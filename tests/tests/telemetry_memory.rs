@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_tests::support::{StoreFactory, TestStore};
 use swath_tests::telemetry_contract as contract;
-use swath_tests::traces::{splits, trace};
+use swath_tests::traces::{distinct_trace, splits, trace};
 
 struct Memory;
 
@@ -35,6 +35,16 @@ proptest! {
     #[test]
     fn batched_equals_one_at_a_time(steps in trace(150), sizes in splits()) {
         block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
+    }
+
+    #[test]
+    fn any_order_equals_time_order(
+        (steps, redeliveries, order) in distinct_trace(150),
+        sizes in splits(),
+    ) {
+        block_on(contract::any_order_equals_time_order(
+            &Memory, &steps, &redeliveries, &order, &sizes,
+        ));
     }
 }
 

@@ -14,7 +14,7 @@ use swath_tests::support::{
     seed_account_with_mowers, trace_start, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
 use swath_tests::telemetry_contract::{self as contract, Harness};
-use swath_tests::traces::{splits, trace};
+use swath_tests::traces::{distinct_trace, splits, trace};
 
 struct Memory;
 
@@ -76,6 +76,36 @@ fn batched_equals_one_at_a_time() {
             factory, steps, sizes,
         ))
     });
+}
+
+/// Any permutation of a trace, in any batches, gives the rows of the trace in time order.
+#[test]
+#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+fn any_order_equals_time_order() {
+    let url = test_database_url();
+    let rt = runtime();
+    let factory = PostgresFactory::new(url);
+    let mut runner = TestRunner::new(Config {
+        cases: 10,
+        max_shrink_iters: 64,
+        ..Config::default()
+    });
+    runner
+        .run(
+            &(distinct_trace(120), splits()),
+            |((steps, redeliveries, order), sizes)| {
+                rt.block_on(contract::any_order_equals_time_order(
+                    &factory,
+                    &steps,
+                    &redeliveries,
+                    &order,
+                    &sizes,
+                ));
+                Ok(())
+            },
+        )
+        .unwrap();
+    drop(factory);
 }
 
 #[test]
@@ -170,8 +200,46 @@ async fn a_batch_costs_the_same_statements_whatever_its_size() {
         "one read, and one statement writing every table (history, positions, latest, health, days)"
     );
     assert_eq!((c1 - c0, c2 - c1), (1, 1), "one commit per batch");
+
+    // Late states (older than their mower's newest) cost one more statement: their stored
+    // neighbours, read at once for the whole batch, however many late states and mowers.
+    let late = record(vec![
+        state(account, mowers[0], 3),
+        state(account, mowers[1], 4),
+    ])
+    .await
+    .unwrap();
+    let s3 = store.counters().statements();
+    let mixed: Vec<Value> = (0..64)
+        .map(|i| {
+            let seconds = if i % 2 == 0 {
+                100 + i as i64
+            } else {
+                5 + i as i64
+            };
+            state(account, mowers[i % 8], seconds)
+        })
+        .collect();
+    let mixed = record(mixed).await.unwrap();
+    let s4 = store.counters().statements();
+    assert!(late
+        .iter()
+        .chain(&mixed)
+        .all(|o| *o == StateOutcome::Stored));
+    assert_eq!(
+        (s3 - s2, s4 - s3),
+        (3, 3),
+        "the read, the neighbours of the late states, one write"
+    );
+    let in_order = record(vec![state(account, mowers[0], 500)]).await.unwrap();
+    assert_eq!(in_order, vec![StateOutcome::Stored]);
+    assert_eq!(
+        store.counters().statements() - s4,
+        2,
+        "no neighbours read without late states"
+    );
     let rows = store.export(&mowers).await.unwrap();
-    assert_eq!(rows.history.len(), 66);
+    assert_eq!(rows.history.len(), 66 + 2 + 64 + 1);
     assert_eq!(rows.latest.len(), 8);
 }
 

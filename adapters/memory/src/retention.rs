@@ -20,6 +20,18 @@ use tokio::sync::OwnedMutexGuard;
 pub(crate) struct RetentionData {
     lock: Arc<tokio::sync::Mutex<()>>,
     downsampled_until: Mutex<Option<DateTime<Utc>>>,
+    /// Before these instants history rows, and positions, may have been removed.
+    floors: Mutex<Floors>,
+}
+
+/// The history and positions floors (see `RetentionRun::raise_floors`).
+pub(crate) type Floors = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+impl RetentionData {
+    /// The history and positions floors (see `RetentionRun::raise_floors`).
+    pub(crate) fn floors(&self) -> Floors {
+        *self.floors.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[async_trait]
@@ -172,6 +184,21 @@ impl RetentionRun for MemoryRun {
             .downsampled_until
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(until);
+        Ok(())
+    }
+
+    async fn raise_floors(
+        &mut self,
+        history: DateTime<Utc>,
+        positions: DateTime<Utc>,
+    ) -> Result<(), RetentionError> {
+        let mut floors = self
+            .store
+            .retention
+            .floors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        *floors = (floors.0.max(Some(history)), floors.1.max(Some(positions)));
         Ok(())
     }
 

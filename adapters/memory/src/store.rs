@@ -9,13 +9,15 @@
 //! commit applies all its changes under one write lock.
 //!
 //! Memory is bounded: history and positions keep at most `history_per_mower` rows per mower (the
-//! oldest go first). Latest, health and day rows are one per mower (and day) and are kept.
+//! oldest go first). Latest, health and day rows are one per mower (and day) and are kept. A
+//! late state whose neighbours the cap removed is stored but not counted (`capped_until`).
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
 //! its `commit` (the commit would re-create the rows of a mower just deleted).
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -26,7 +28,7 @@ use swath_application::ports::{
 };
 use swath_domain::{
     AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
-    MowerId, MowerSnapshot, PositionRow, SiteId, TelemetryRows,
+    MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -66,6 +68,17 @@ pub(crate) struct MowerRows {
     latest: Option<LatestRow>,
     health: Option<HealthTotals>,
     days: BTreeMap<NaiveDate, DayTotals>,
+    /// Just after the newest row the cap removed: older rows of the mower may be gone (a late
+    /// state's neighbours among them), see `swath_domain::Neighbourhood`.
+    capped_until: Option<DateTime<Utc>>,
+}
+
+impl MowerRows {
+    /// Notes that the row at `at` was removed by the cap.
+    fn capped(&mut self, at: DateTime<Utc>) {
+        let floor = at + chrono::Duration::microseconds(1);
+        self.capped_until = self.capped_until.max(Some(floor));
+    }
 }
 
 /// The in-memory store. Cheap to clone (shared state).
@@ -382,21 +395,80 @@ struct MemoryBatch {
 
 #[async_trait]
 impl TelemetryBatch for MemoryBatch {
+    async fn neighbours(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>)],
+        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+    ) -> Result<(), StoreError> {
+        let telemetry = read(&self.store.telemetry);
+        // Under the rows' lock: retention raises its floors before it removes rows (see
+        // `RetentionRun::raise_floors`), so these floors cover every removal this read can miss.
+        let (history_floor, positions_floor) = self.store.retention.floors();
+        for (mower, at) in late {
+            let (Some(rows), Some(snapshot)) = (telemetry.get(mower), snapshots.get_mut(mower))
+            else {
+                continue;
+            };
+            let near = &mut snapshot.neighbourhood;
+            for floor in [history_floor, rows.capped_until].into_iter().flatten() {
+                near.raise_history_floor(floor);
+            }
+            for floor in [positions_floor, rows.capped_until].into_iter().flatten() {
+                near.raise_positions_floor(floor);
+            }
+            let before = rows.history.range(..=*at).next_back();
+            let after = rows
+                .history
+                .range((Bound::Excluded(*at), Bound::Unbounded))
+                .next();
+            for (_, row) in before.into_iter().chain(after) {
+                let position = rows.positions.get(&row.observed_at);
+                near.insert_stored(StoredState {
+                    observed_at: row.observed_at,
+                    activity: row.activity,
+                    blade_on: row.blade_on,
+                    lat: position.map(|p| p.lat),
+                    lon: position.map(|p| p.lon),
+                });
+            }
+        }
+        Ok(())
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let cap = self.store.settings.history_per_mower.max(1);
         let mut telemetry = write(&self.store.telemetry);
+        // W2 follows W1: a position is stored with its key's history row, never for a key
+        // stored earlier. The rules list positions in the order of their history rows (a
+        // subsequence), so one walk pairs them.
+        let mut positions = changes.positions.into_iter().peekable();
         for row in changes.history {
-            let rows = telemetry.entry(row.mower_id).or_default();
-            rows.history.entry(row.observed_at).or_insert(row);
+            let (mower_id, at) = (row.mower_id, row.observed_at);
+            let rows = telemetry.entry(mower_id).or_default();
+            let inserted = match rows.history.entry(at) {
+                Entry::Vacant(vacant) => {
+                    vacant.insert(row);
+                    true
+                }
+                Entry::Occupied(_) => false,
+            };
             if rows.history.len() > cap {
-                rows.history.pop_first();
+                if let Some((at, _)) = rows.history.pop_first() {
+                    rows.capped(at);
+                }
             }
-        }
-        for row in changes.positions {
-            let rows = telemetry.entry(row.mower_id).or_default();
-            rows.positions.entry(row.observed_at).or_insert(row);
-            if rows.positions.len() > cap {
-                rows.positions.pop_first();
+            let Some(position) =
+                positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
+            else {
+                continue;
+            };
+            if inserted {
+                rows.positions.entry(at).or_insert(position);
+                if rows.positions.len() > cap {
+                    if let Some((at, _)) = rows.positions.pop_first() {
+                        rows.capped(at);
+                    }
+                }
             }
         }
         for row in changes.latest {
@@ -454,6 +526,7 @@ impl TelemetryStore for MemoryStore {
                     }),
                     latest: rows.and_then(|r| r.latest.as_ref()).map(LatestRow::key),
                     health: rows.and_then(|r| r.health.clone()),
+                    neighbourhood: Default::default(),
                 },
             );
         }

@@ -42,6 +42,12 @@ pub const DROP_LOCK_TIMEOUT: &str = "1s";
 /// The key of the downsampling watermark in `retention_progress`.
 const DOWNSAMPLED: &str = "positions_downsampled";
 
+/// The keys of the floors in `retention_progress`: history rows, and positions, older than these
+/// may have been removed (read by ingestion with a late state's neighbours: `READ_NEIGHBOURS` in
+/// `telemetry.rs` names them too).
+const HISTORY_FLOOR: &str = "history_floor";
+const POSITIONS_FLOOR: &str = "positions_floor";
+
 fn parent(table: RetainedTable) -> &'static str {
     match table {
         RetainedTable::History => "state_history",
@@ -364,6 +370,27 @@ impl RetentionRun for PgRun {
         )
         .bind(DOWNSAMPLED)
         .bind(until)
+        .execute(&mut *self.conn())
+        .await
+        .map_err(failed)?;
+        Ok(())
+    }
+
+    async fn raise_floors(
+        &mut self,
+        history: DateTime<Utc>,
+        positions: DateTime<Utc>,
+    ) -> Result<(), RetentionError> {
+        // One statement (autocommitted): both floors are visible before the first removal.
+        sqlx::query(
+            "INSERT INTO retention_progress (name, done_until) \
+             VALUES ($1, $2), ($3, $4) ON CONFLICT (name) DO UPDATE \
+             SET done_until = GREATEST(retention_progress.done_until, EXCLUDED.done_until)",
+        )
+        .bind(HISTORY_FLOOR)
+        .bind(history)
+        .bind(POSITIONS_FLOOR)
+        .bind(positions)
         .execute(&mut *self.conn())
         .await
         .map_err(failed)?;

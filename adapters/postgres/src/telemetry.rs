@@ -1,7 +1,8 @@
 //! The telemetry store on PostgreSQL: the batch unit of work of DESIGN §3 and the reads.
 //!
 //! Per batch: `BEGIN`; one statement reading the directory entry and the health row of every mower
-//! of the batch, locked in mower id order; then one statement writing every table (one
+//! of the batch, locked in mower id order; for a batch with late states, one statement reading
+//! their stored neighbours ([`READ_NEIGHBOURS`]); then one statement writing every table (one
 //! sub-statement per table, see [`WRITE_BATCH`]), a constant text with array parameters
 //! (`UNNEST`), so that sqlx prepares it once per connection and the count of statements does not
 //! depend on the batch; `COMMIT`.
@@ -23,43 +24,69 @@ use std::collections::BTreeMap;
 use swath_application::ports::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow};
 use swath_domain::{
     AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
-    LatestKey, LatestRow, MowerId, MowerSnapshot, PositionRow, StateReport, TelemetryRows,
+    LatestKey, LatestRow, MowerId, MowerSnapshot, PositionRow, StateReport, StoredState,
+    TelemetryRows,
 };
 use uuid::Uuid;
 
-const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_until, h.last_activity, \
-    h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, h.distance_mm, \
-    h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised";
+const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_from, h.counted_until, \
+    h.last_activity, h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, \
+    h.distance_mm, h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised, \
+    h.blade_reset_until";
 
 /// The batch's read: directory entry and health row of each mower, locked in mower id order.
 /// `FOR NO KEY UPDATE` because the batch never changes the key; it leaves foreign-key checks of
 /// other writers (which take `KEY SHARE`) unblocked.
 const READ_FOR_BATCH: &str = "SELECT m.account_id AS dir_account_id, s.time_zone, \
-    m.blade_threshold_ms, h.mower_id, h.account_id, h.counted_until, h.last_activity, \
-    h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, h.distance_mm, \
-    h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised \
+    m.blade_threshold_ms, h.mower_id, h.account_id, h.counted_from, h.counted_until, \
+    h.last_activity, h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, \
+    h.distance_mm, h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised, \
+    h.blade_reset_until \
     FROM health_totals h JOIN mowers m ON m.id = h.mower_id JOIN sites s ON s.id = m.site_id \
     WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h";
 
+/// The batch's late states' neighbours, read after the lock (so from a snapshot that sees every
+/// batch committed before it): for each `(mower, observed_at)` of `$1, $2`, the newest stored
+/// history row at or before it and the oldest after it, each with its position, plus retention's
+/// floors (always one row, even when nothing is found). Each probe walks the primary key
+/// `(mower_id, observed_at)` of the partitions backwards or forwards and stops at the first row.
+const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, n.mower_id, \
+    n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
+    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
+    AS history_floor, (SELECT done_until FROM retention_progress \
+    WHERE name = 'positions_floor') AS positions_floor) f \
+    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
+    FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
+    CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
+    ORDER BY h.observed_at DESC LIMIT 1) UNION ALL \
+    (SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
+    ORDER BY h.observed_at LIMIT 1)) s) n ON true \
+    LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at";
+
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
-/// `WITH`): the history rows, the position rows (insert, a stored key writes nothing), one latest
-/// row, one health row and one row per touched day per mower. Each sub-statement takes its own
-/// arrays (`UNNEST`) and writes its own table, so they cannot see or depend on each other (all of
-/// them run on the statement's snapshot, which is all they need: the rules computed every value
-/// from the rows the batch's read locked). One statement instead of five saves four round trips
-/// and statement starts per batch: about 12 % of a 64-state batch in `ingest_postgres`
-/// (decision 35).
+/// `WITH`): the history rows, the position rows of the history rows it inserted (a key stored
+/// earlier writes nothing, W1/W2), one latest row, one health row and one row per touched day
+/// per mower. Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
+/// the positions look at another one's result (the keys `history` returned). All of them run on
+/// the statement's snapshot, which is all they need: the rules computed every value from the
+/// rows the batch's reads locked. One statement instead of five saves four round trips and
+/// statement starts per batch: about 12 % of a 64-state batch in `ingest_postgres` (decision 35).
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
 const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
     SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::text[], $4::smallint[], $5::text[], \
-    $6::boolean[]) ON CONFLICT (mower_id, observed_at) DO NOTHING), \
+    $6::boolean[]) ON CONFLICT (mower_id, observed_at) DO NOTHING \
+    RETURNING mower_id, observed_at), \
     positions AS (INSERT INTO positions \
     (mower_id, observed_at, lat, lon, accuracy_m, heading_deg) \
-    SELECT * FROM UNNEST($7::uuid[], $8::timestamptz[], $9::float8[], $10::float8[], \
-    $11::float8[], $12::float8[]) ON CONFLICT (mower_id, observed_at) DO NOTHING), \
+    SELECT u.* FROM UNNEST($7::uuid[], $8::timestamptz[], $9::float8[], $10::float8[], \
+    $11::float8[], $12::float8[]) AS u(mower_id, observed_at, lat, lon, accuracy_m, heading_deg) \
+    JOIN history USING (mower_id, observed_at) \
+    ON CONFLICT (mower_id, observed_at) DO NOTHING), \
     latest AS (INSERT INTO latest_states \
     (mower_id, account_id, observed_at, last_seen_at, state) \
     SELECT * FROM UNNEST($13::uuid[], $14::uuid[], $15::timestamptz[], $16::timestamptz[], \
@@ -67,21 +94,22 @@ const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history \
     observed_at = EXCLUDED.observed_at, last_seen_at = EXCLUDED.last_seen_at, \
     state = EXCLUDED.state WHERE latest_states.observed_at < EXCLUDED.observed_at), \
     health AS (UPDATE health_totals h SET account_id = u.account_id, \
-    counted_until = u.counted_until, last_activity = u.last_activity, \
+    counted_from = u.counted_from, counted_until = u.counted_until, last_activity = u.last_activity, \
     last_blade_on = u.last_blade_on, last_lat = u.last_lat, last_lon = u.last_lon, \
     mowing_ms = u.mowing_ms, blade_ms = u.blade_ms, distance_mm = u.distance_mm, \
     error_count = u.error_count, charge_count = u.charge_count, \
     blade_since_reset_ms = u.blade_since_reset_ms, blade_due_raised = u.blade_due_raised \
-    FROM UNNEST($18::uuid[], $19::uuid[], $20::timestamptz[], $21::text[], $22::boolean[], \
-    $23::float8[], $24::float8[], $25::int8[], $26::int8[], $27::int8[], $28::int8[], \
-    $29::int8[], $30::int8[], $31::boolean[]) AS u(mower_id, account_id, counted_until, \
-    last_activity, last_blade_on, last_lat, last_lon, mowing_ms, blade_ms, distance_mm, \
-    error_count, charge_count, blade_since_reset_ms, blade_due_raised) \
+    FROM UNNEST($18::uuid[], $19::uuid[], $20::timestamptz[], $21::timestamptz[], \
+    $22::text[], $23::boolean[], $24::float8[], $25::float8[], $26::int8[], $27::int8[], \
+    $28::int8[], $29::int8[], $30::int8[], $31::int8[], $32::boolean[]) AS u(mower_id, \
+    account_id, counted_from, counted_until, last_activity, last_blade_on, last_lat, last_lon, \
+    mowing_ms, blade_ms, distance_mm, error_count, charge_count, blade_since_reset_ms, \
+    blade_due_raised) \
     WHERE h.mower_id = u.mower_id), \
     days AS (INSERT INTO day_totals \
     (mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count) \
-    SELECT * FROM UNNEST($32::uuid[], $33::date[], $34::int8[], $35::int8[], $36::int8[], \
-    $37::int8[], $38::int8[], $39::int8[]) ON CONFLICT (mower_id, day) DO UPDATE SET \
+    SELECT * FROM UNNEST($33::uuid[], $34::date[], $35::int8[], $36::int8[], $37::int8[], \
+    $38::int8[], $39::int8[], $40::int8[]) ON CONFLICT (mower_id, day) DO UPDATE SET \
     mowing_ms = day_totals.mowing_ms + EXCLUDED.mowing_ms, \
     blade_ms = day_totals.blade_ms + EXCLUDED.blade_ms, \
     distance_mm = day_totals.distance_mm + EXCLUDED.distance_mm, \
@@ -193,9 +221,11 @@ fn health_from(row: &PgRow) -> Result<Option<HealthTotals>, StoreError> {
     };
     let account_id: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
     let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
+    let counted_from: Option<DateTime<Utc>> = row.try_get("counted_from").map_err(corrupt)?;
     Ok(Some(HealthTotals {
         mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
         account_id: AccountId(account_id.ok_or_else(|| corrupt("health row without account"))?),
+        counted_from: counted_from.unwrap_or(counted_until),
         counted_until,
         last_activity: activity(&last_activity.unwrap_or_default())?,
         last_blade_on: row.try_get("last_blade_on").map_err(corrupt)?,
@@ -208,6 +238,7 @@ fn health_from(row: &PgRow) -> Result<Option<HealthTotals>, StoreError> {
         charge_count: row.try_get("charge_count").map_err(corrupt)?,
         blade_since_reset_ms: row.try_get("blade_since_reset_ms").map_err(corrupt)?,
         blade_due_raised: row.try_get("blade_due_raised").map_err(corrupt)?,
+        blade_reset_until: row.try_get("blade_reset_until").map_err(corrupt)?,
     }))
 }
 
@@ -230,6 +261,58 @@ struct PostgresBatch {
 
 #[async_trait]
 impl TelemetryBatch for PostgresBatch {
+    async fn neighbours(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>)],
+        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+    ) -> Result<(), StoreError> {
+        let rows = sqlx::query(READ_NEIGHBOURS)
+            .bind(late.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
+            .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>())
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(unavailable)?;
+        self.store.counters().statement();
+        let floor = |name: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
+            match rows.first() {
+                Some(row) => row.try_get(name).map_err(corrupt),
+                None => Ok(None),
+            }
+        };
+        let (history_floor, positions_floor) = (floor("history_floor")?, floor("positions_floor")?);
+        for (mower, _) in late {
+            if let Some(snapshot) = snapshots.get_mut(mower) {
+                let near = &mut snapshot.neighbourhood;
+                if let Some(floor) = history_floor {
+                    near.raise_history_floor(floor);
+                }
+                if let Some(floor) = positions_floor {
+                    near.raise_positions_floor(floor);
+                }
+            }
+        }
+        for row in &rows {
+            let Some(mower) = row
+                .try_get::<Option<Uuid>, _>("mower_id")
+                .map_err(corrupt)?
+            else {
+                continue;
+            };
+            let Some(snapshot) = snapshots.get_mut(&MowerId(mower)) else {
+                continue;
+            };
+            let name: String = row.try_get("activity").map_err(corrupt)?;
+            snapshot.neighbourhood.insert_stored(StoredState {
+                observed_at: row.try_get("observed_at").map_err(corrupt)?,
+                activity: activity(&name)?,
+                blade_on: row.try_get("blade_on").map_err(corrupt)?,
+                lat: row.try_get("lat").map_err(corrupt)?,
+                lon: row.try_get("lon").map_err(corrupt)?,
+            });
+        }
+        Ok(())
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let PostgresBatch { store, mut tx } = *self;
         let counters = store.counters();
@@ -274,6 +357,7 @@ impl TelemetryBatch for PostgresBatch {
             .bind(documents)
             .bind(t.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.counted_from).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.counted_until).collect::<Vec<_>>())
             .bind(
                 t.iter()
@@ -375,6 +459,7 @@ impl TelemetryStore for PostgresStore {
                         observed_at: h.counted_until,
                     }),
                     health,
+                    neighbourhood: Default::default(),
                 },
             );
         }

@@ -682,8 +682,8 @@ impl WatchStore for PostgresStore {
         // The health row is the ingest batch's lock: this waits for a running batch, and the
         // next batch reads the reset totals.
         sqlx::query(
-            "UPDATE health_totals SET blade_since_reset_ms = 0, blade_due_raised = false \
-             WHERE mower_id = $1",
+            "UPDATE health_totals SET blade_since_reset_ms = 0, blade_due_raised = false, \
+             blade_reset_until = counted_until WHERE mower_id = $1",
         )
         .bind(mower.0)
         .execute(&mut *tx)

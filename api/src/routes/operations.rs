@@ -263,6 +263,14 @@ fn describe_metrics() {
         "State reports refused alone, by reason."
     );
     describe_counter!(
+        "swath_states_late_merged_total",
+        "New states older than their mower's newest, merged into the health and day totals."
+    );
+    describe_counter!(
+        "swath_states_late_not_counted_total",
+        "New late states stored but not counted: retention may have removed their neighbours."
+    );
+    describe_counter!(
         "swath_ingest_batches_total",
         "Batches of state reports stored (one unit of work each)."
     );

@@ -114,6 +114,15 @@ pub trait RetentionRun: Send {
 
     async fn set_downsampled_until(&mut self, until: DateTime<Utc>) -> Result<(), RetentionError>;
 
+    /// Raises (never lowers) the floors before which this run may remove history rows and
+    /// positions, durably and visibly to ingestion **before** it removes any: a late state whose
+    /// neighbours are older than a floor is stored but not merged into the totals (DESIGN §3 W4).
+    async fn raise_floors(
+        &mut self,
+        history: DateTime<Utc>,
+        positions: DateTime<Utc>,
+    ) -> Result<(), RetentionError>;
+
     /// Releases the lock (dropping the run releases it too, possibly later).
     async fn release(self: Box<Self>) -> Result<(), RetentionError>;
 }

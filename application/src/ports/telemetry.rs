@@ -27,6 +27,12 @@ pub enum StoreError {
 ///   the returned [`TelemetryBatch`] is committed or dropped; lock in mower id order, so that two
 ///   batches (or two replicas) never deadlock. A mower missing from the directory is absent from
 ///   the map.
+/// - in [`TelemetryBatch::neighbours`] (called only for a batch with late states), read for each
+///   given `(mower, observed_at)` the newest stored state at or before it and the oldest stored
+///   state after it (history row and position), in **one** read under the batch's locks, into
+///   the snapshots' [`swath_domain::Neighbourhood`]s, with the floors below which retention (or
+///   a cap) may have removed rows of the mower: history rows (`raise_history_floor`) and
+///   positions (`raise_positions_floor`).
 /// - in [`TelemetryBatch::commit`], write all of [`BatchChanges`] atomically: history and positions
 ///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
 ///   to the stored ones. Either everything is stored or nothing (then [`StoreError::Unavailable`]).
@@ -98,5 +104,13 @@ pub struct TimeWindow {
 /// One open batch: the locks taken by [`TelemetryStore::begin`], released on commit or drop.
 #[async_trait]
 pub trait TelemetryBatch: Send {
+    /// Reads the stored neighbours of the batch's late states (see the contract above); `late`
+    /// is sorted, without duplicates, as [`swath_domain::late_states`] answers it.
+    async fn neighbours(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>)],
+        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+    ) -> Result<(), StoreError>;
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError>;
 }

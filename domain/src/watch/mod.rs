@@ -9,6 +9,14 @@
 //! event's id is derived from what it is about ([`event_id`]: mower, kind, instant and, for zones,
 //! the zone), an alert's id is the id of the event that raised it, and every instant is an
 //! `observed_at` or a receipt time the caller passes in once per batch.
+//!
+//! # About the present
+//! Unlike the totals (W4, W5), which merge a late state between its neighbours, the notification
+//! rules only look forward: a state not newer than `watched_until` (a redelivery, a backfill, a
+//! state overtaken by a newer one) derives no event, opens or clears no alert, and W7's zone
+//! watch skips positions older than the ones it evaluated. An imported week of history never pages
+//! anyone. The one event a late state can raise is W6's `blade_due`, because it follows the
+//! (corrected) blade time of the totals.
 
 pub mod busy;
 pub mod geometry;
