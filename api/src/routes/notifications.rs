@@ -528,6 +528,7 @@ fn alert_after(cursor: &str) -> Result<AlertCursor, ApiError> {
             .parse()
             .ok()
             .and_then(DateTime::from_timestamp_micros)
+            .filter(|at| swath_domain::text::instant_in_range(*at))
             .ok_or_else(bad_cursor)?,
         id: id.parse().map_err(|_| bad_cursor())?,
     })

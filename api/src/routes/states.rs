@@ -15,7 +15,7 @@
 use crate::auth::Writer;
 use crate::dto::ingest::{DropReason, IngestResult, Outcome, ReportOutcome, StateReportIn};
 use crate::error::{ApiError, Problem};
-use crate::extract::ApiJson;
+use crate::extract::ApiJsonElements;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -67,7 +67,7 @@ const NOT_VISIBLE: &str = "No mower with this id is visible to this token.";
 pub async fn record_states(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiJson(reports): ApiJson<Vec<Value>>,
+    ApiJsonElements(reports): ApiJsonElements<Vec<Value>>,
 ) -> Result<Json<IngestResult>, ApiError> {
     if reports.len() > MAX_REPORTS {
         return Err(ApiError::Validation(format!(
