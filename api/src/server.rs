@@ -1,6 +1,6 @@
 //! The HTTP server loop: connections accepted up to a limit, each served by hyper with the
 //! router, and cut off when a client is too slow to send a request head or keeps an idle
-//! connection open (decision 41).
+//! connection open (decision 42).
 //!
 //! # Limits
 //!
@@ -222,7 +222,7 @@ impl Activity {
                     .then_some("idle")
             }
             0 => (since(0) >= limits.header_read_timeout).then_some("silent"),
-            head => (since(head - 1) >= limits.header_read_timeout).then_some("slow head"),
+            head => (since(head - 1) >= limits.header_read_timeout).then_some("slow_head"),
         }
     }
 }

@@ -352,7 +352,7 @@ async fn readyz_reports_the_store_and_the_bus() {
     assert_eq!(response.status(), StatusCode::OK);
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let body: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(body, json!({"store": "up", "bus": "up"}));
+    assert_eq!(body, json!({"store": "up", "bus": "up", "ingest": "up"}));
 }
 
 #[tokio::test]
@@ -449,7 +449,10 @@ async fn readyz_names_what_is_down() {
     assert_eq!(body["type"], "https://swath.dev/problems/unavailable");
     assert_eq!(body["status"], 503);
     assert_eq!(body["detail"], "Not ready: the event bus is down.");
-    assert_eq!(body["checks"], json!({"store": "up", "bus": "down"}));
+    assert_eq!(
+        body["checks"],
+        json!({"store": "up", "bus": "down", "ingest": "up"})
+    );
     // The cause stays in the logs: nothing of it reaches the client.
     assert!(!body.to_string().contains("connection refused"));
 }
