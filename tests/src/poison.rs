@@ -364,3 +364,69 @@ pub async fn a_store_that_is_down_drops_nothing(
     .await;
     subscription.unsubscribe().await;
 }
+
+/// The subject is the gateway's identity: a report published on another mower's subject (of
+/// another account, too) and one on a subject that names no mower are dropped
+/// (`subject_mismatch`), never stored; a report on its own subject is stored.
+pub async fn the_subject_is_the_gateways_identity(
+    bus: Arc<dyn EventBus>,
+    backlog: &dyn Backlog,
+    root: &str,
+    store: Arc<dyn TelemetryStore>,
+    directory: &dyn Directory,
+) {
+    let fleet = Fleet::new();
+    fleet.seed(directory, DEFAULT_THRESHOLD).await;
+    let ingest = Arc::new(Ingest::new(
+        store.clone(),
+        bus.clone(),
+        Arc::new(SystemClock),
+    ));
+    let handler = Settlements::new(ingest.handler());
+    let (filter, subject) = subjects(root);
+    let consumer = "identity-ingest";
+    let subscription = bus
+        .subscribe_batch(&filter, consumer, settings(), handler.clone())
+        .await
+        .expect("subscribe the ingest handler");
+    let t0 = Utc::now() - ChronoDuration::hours(1);
+    // Mower 2 is account B's; the gateway of account A's mower 0 publishes for it.
+    let spoofed = report(&fleet, fleet.mowers[2], t0, None);
+    bus.publish(&subject(fleet.mowers[0]), spoofed.clone(), None)
+        .await
+        .unwrap();
+    let malformed = report(&fleet, fleet.mowers[1], t0, None);
+    bus.publish(
+        &format!("{root}.telemetry.mower.not-a-uuid"),
+        malformed.clone(),
+        None,
+    )
+    .await
+    .unwrap();
+    let own = report(
+        &fleet,
+        fleet.mowers[0],
+        t0 + ChronoDuration::seconds(1),
+        None,
+    );
+    bus.publish(&subject(fleet.mowers[0]), own.clone(), None)
+        .await
+        .unwrap();
+    eventually("all three are settled", || async {
+        [&spoofed, &malformed, &own]
+            .iter()
+            .all(|p| handler.of(p).is_some())
+    })
+    .await;
+    assert_eq!(handler.of(&spoofed).unwrap().0, Settle::Drop);
+    assert_eq!(handler.of(&malformed).unwrap().0, Settle::Drop);
+    assert_eq!(handler.of(&own).unwrap().0, Settle::Ack);
+    let rows = store.export(&fleet.mowers).await.unwrap();
+    assert_eq!(rows.history.len(), 1, "only the report on its own subject");
+    assert_eq!(rows.history[0].mower_id, fleet.mowers[0]);
+    eventually("the consumer owes nothing", || async {
+        backlog.backlog(consumer).await == 0
+    })
+    .await;
+    subscription.unsubscribe().await;
+}

@@ -388,3 +388,17 @@ async fn a_store_that_is_down_drops_nothing() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subject_is_the_gateways_identity() {
+    let bus = MemoryBus::default();
+    let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
+    swath_tests::poison::the_subject_is_the_gateways_identity(
+        Arc::new(bus.clone()),
+        &MemoryBacklog(bus),
+        "identity",
+        Arc::new(store.clone()),
+        &store,
+    )
+    .await;
+}

@@ -777,3 +777,25 @@ async fn a_postgres_store_that_is_down_drops_nothing() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subject_is_the_gateways_identity_on_postgres() {
+    let Some(fixture) = Fixture::new().await else {
+        return;
+    };
+    let Some(database) = swath_tests::postgres::test_database_url() else {
+        return;
+    };
+    let factory = swath_tests::postgres::PostgresFactory::new(database);
+    let store = Arc::new(factory.fresh_store().await);
+    swath_tests::poison::the_subject_is_the_gateways_identity(
+        fixture.dyn_bus(),
+        &NatsBacklog {
+            bus: fixture.bus.clone(),
+        },
+        &fixture.root,
+        store.clone(),
+        store.as_ref(),
+    )
+    .await;
+}
