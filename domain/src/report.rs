@@ -590,7 +590,8 @@ mod tests {
     #[test]
     fn a_nul_in_any_string_is_invalid_text_and_ancient_instants_are_refused() {
         let nul = json!("a\u{0}b");
-        let variants: [(&str, fn(&mut Value, Value)); 6] = [
+        type Set = fn(&mut Value, Value);
+        let variants: [(&str, Set); 6] = [
             ("error_code", |v, n| v["error_code"] = n),
             ("vendor_state", |v, n| v["vendor_state"] = n),
             ("extra value", |v, n| v["extra"] = json!({"zone": n})),
