@@ -90,6 +90,18 @@ pub struct HttpLimits {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub max_connections: u32,
+    /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
+    /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
+    /// `Forwarded` header says `https`).
+    #[arg(
+        long = "behind-tls",
+        env = "SWATH_BEHIND_TLS",
+        value_name = "SWATH_BEHIND_TLS",
+        default_value = "false",
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub behind_tls: bool,
 }
 
 impl Default for HttpLimits {
@@ -98,9 +110,15 @@ impl Default for HttpLimits {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            behind_tls: false,
         }
     }
 }
+
+/// A request extension [`serve`] adds to every request when `SWATH_BEHIND_TLS` is set: the
+/// client reached the service over HTTPS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BehindTls;
 
 /// Seconds, at least a millisecond and at most a day.
 fn parse_seconds(value: &str) -> Result<Duration, String> {
@@ -305,9 +323,13 @@ async fn serve_connection(
             activity.request_started();
             let finished = Finished(Arc::clone(&activity));
             let router = router.clone();
+            let mut request = request.map(Body::new);
+            if limits.behind_tls {
+                request.extensions_mut().insert(BehindTls);
+            }
             async move {
                 let response = router
-                    .oneshot(request.map(Body::new))
+                    .oneshot(request)
                     .await
                     .unwrap_or_else(|never| match never {});
                 Ok::<_, std::convert::Infallible>(response.map(|body| {

@@ -17,6 +17,10 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        env: &[("SWATH_BEHIND_TLS", "maybe")],
+        expected: "invalid value",
+    },
+    Case {
         env: &[("SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS", "0")],
         expected: "between 0.001 and 86400 seconds",
     },

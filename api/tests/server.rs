@@ -52,6 +52,7 @@ fn short(header_read: u64, idle: u64) -> HttpLimits {
         header_read_timeout: Duration::from_millis(header_read),
         idle_timeout: Duration::from_millis(idle),
         max_connections: 16,
+        behind_tls: false,
     }
 }
 
@@ -174,6 +175,7 @@ async fn connections_beyond_the_limit_wait_for_one_to_close() {
         header_read_timeout: Duration::from_secs(60),
         idle_timeout: Duration::from_secs(60),
         max_connections: 1,
+        behind_tls: false,
     })
     .await;
     let mut first = TcpStream::connect(server.addr).await.unwrap();
@@ -267,5 +269,32 @@ async fn a_long_response_is_not_cut_by_the_timeouts() {
         "the live stream's connection was closed by the idle timeout"
     );
     drop(stream);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn behind_tls_the_live_pages_cookie_is_secure() {
+    let server = Server::start(HttpLimits {
+        behind_tls: true,
+        ..short(10_000, 10_000)
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    stream
+        .write_all(
+            format!(
+                "GET /live/fleet?token={} HTTP/1.1\r\nHost: swath\r\nConnection: close\r\n\r\n",
+                helpers::TOKEN_A
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&read_until_closed(&mut stream).await).into_owned();
+    let cookie = answer
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .unwrap_or_else(|| panic!("no cookie: {answer}"));
+    assert!(cookie.contains("; Secure"), "{cookie}");
     server.stop().await;
 }
