@@ -355,3 +355,55 @@ async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory() {
     let memory = all(&App::memory().await).await;
     assert_eq!(postgres, memory, "the stores answered differently");
 }
+
+/// `POST /v1/states` isolates what the store refuses at once: the refused report answers
+/// `rejected_by_store`, the others are stored (a `422`/`503` for the whole request would make a
+/// client retry the good ones with the bad one for ever).
+#[tokio::test]
+async fn a_report_the_store_refuses_is_dropped_alone_over_http() {
+    let store = MemoryStore::new(MemoryStoreSettings::default());
+    let projections = Arc::new(MemoryProjections::new(store.clone()));
+    let store = Arc::new(store);
+    let app = App::build(
+        store.clone(),
+        store.clone(),
+        swath_tests::poison::Faulty::new(store.clone()),
+        store,
+        projections.clone(),
+        projections,
+    )
+    .await;
+    let entry = table()
+        .into_iter()
+        .find(|e| e.path == "/v1/states")
+        .unwrap();
+    let report = fill_body(&entry.body, &app.ids)[0].clone();
+    let mut reports = Vec::new();
+    for (i, code) in ["ok", swath_tests::poison::POISON, "ok"].iter().enumerate() {
+        let mut r = report.clone();
+        r["observed_at"] = json!(format!("2026-06-01T12:00:0{i}Z"));
+        r["error_code"] = json!(code);
+        reports.push(r);
+    }
+    let (status, answer) = app.send("POST", "/v1/states", &json!(reports)).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    let outcomes: Vec<(&str, &str)> = answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["outcome"].as_str().unwrap(),
+                i["reason"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("stored", ""),
+            ("dropped", "rejected_by_store"),
+            ("stored", "")
+        ]
+    );
+}
