@@ -41,7 +41,7 @@ use hyper_util::server::conn::auto;
 use std::future::Future;
 use std::io;
 use std::pin::{pin, Pin};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -192,7 +192,7 @@ struct Activity {
     /// while none came.
     head_at: AtomicU64,
     /// Whether the connection has answered a request (then waiting is idling, not a head).
-    answered: std::sync::atomic::AtomicBool,
+    answered: AtomicBool,
 }
 
 impl Activity {
@@ -202,7 +202,7 @@ impl Activity {
             open: AtomicUsize::new(0),
             ready_at: AtomicU64::new(0),
             head_at: AtomicU64::new(0),
-            answered: std::sync::atomic::AtomicBool::new(false),
+            answered: AtomicBool::new(false),
         }
     }
 
