@@ -1,6 +1,6 @@
 //! The HTTP server loop: connections accepted up to a limit, each served by hyper with the
 //! router, and cut off when a client is too slow to send a request head or keeps an idle
-//! connection open (decision 42).
+//! connection open (decision 43).
 //!
 //! # Limits
 //!

@@ -1,4 +1,4 @@
-//! What every store can keep, checked at the door so that all stores agree (decision 39).
+//! What every store can keep, checked at the door so that all stores agree (decision 40).
 //!
 //! PostgreSQL refuses a NUL character (U+0000) in `text` and anywhere in `jsonb` (keys
 //! included), and an instant outside its `timestamptz` range; the memory store would take both.

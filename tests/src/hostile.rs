@@ -1,4 +1,4 @@
-//! Hostile input at the HTTP door, the same on every store (issue 13, decision 39): a NUL
+//! Hostile input at the HTTP door, the same on every store (issue 13, decision 40): a NUL
 //! character in any string of any request body answers `422` (never a `503` "try again" that
 //! would never succeed), in a state report it drops that report alone as `invalid_text`, and a
 //! cursor holding a NUL or dated outside the storable range answers `400`.
