@@ -85,7 +85,7 @@ pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Princ
 
 /// The token of an `Authorization: Bearer <token>` header. The scheme is case-insensitive
 /// (RFC 9110 §11.1).
-fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Result<&str, ApiError> {
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or(ApiError::MissingToken)?

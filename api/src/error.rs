@@ -30,7 +30,8 @@ pub struct Problem {
     /// A stable URI that identifies the kind of problem; clients match on it. One of
     /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
     /// `no-state-yet`, `bad-request`, `validation-failed`, `conflict`, `payload-too-large`,
-    /// `unsupported-media-type`, `method-not-allowed`, `unavailable` or `internal`.
+    /// `unsupported-media-type`, `method-not-allowed`, `uri-too-long`, `headers-too-large`,
+    /// `unavailable` or `internal`.
     #[serde(rename = "type")]
     #[schema(example = "https://swath.dev/problems/not-found")]
     pub type_uri: String,
@@ -116,6 +117,12 @@ pub enum ApiError {
     /// The body is not `application/json`.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// The request URI is longer than the server accepts.
+    #[error("{0}")]
+    UriTooLong(String),
+    /// The request head has more or larger header fields than the server accepts.
+    #[error("{0}")]
+    HeadersTooLarge(String),
     /// A backing service could not be reached; the client may retry. The cause is logged.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -160,6 +167,12 @@ impl ApiError {
                 "unsupported-media-type",
                 "Unsupported media type",
             ),
+            ApiError::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri-too-long", "URI too long"),
+            ApiError::HeadersTooLarge(_) => (
+                StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+                "headers-too-large",
+                "Request header fields too large",
+            ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -198,7 +211,9 @@ impl ApiError {
             | ApiError::Validation(detail)
             | ApiError::Conflict(detail)
             | ApiError::PayloadTooLarge(detail)
-            | ApiError::UnsupportedMediaType(detail) => detail.clone(),
+            | ApiError::UnsupportedMediaType(detail)
+            | ApiError::UriTooLong(detail)
+            | ApiError::HeadersTooLarge(detail) => detail.clone(),
             ApiError::Unavailable(_) => {
                 "A service Swath depends on is unavailable; try again later.".to_owned()
             }
@@ -326,6 +341,12 @@ impl From<StoreError> for ApiError {
         match e {
             StoreError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
             StoreError::Corrupt(_) => ApiError::Internal(e.to_string()),
+            // Validation at the door keeps what a store cannot keep out; what still gets refused
+            // would be refused again: not a "try again".
+            StoreError::Rejected(_) => {
+                tracing::warn!(error = %e, "The store refused a request's data.");
+                ApiError::Validation("The store refused a value of this request.".to_owned())
+            }
         }
     }
 }

@@ -17,6 +17,7 @@
 //! - [`http_metrics`]: the request span (status, latency) and the latency histogram per route.
 //! - [`pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`).
 //! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
+//! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts.
 //! - [`document`]: what the generated document gets after the routes are in: the answers every
 //!   operation shares (`401`, `403`, `500`, `503`) and an example for every body.
 
@@ -30,6 +31,7 @@ pub mod http_metrics;
 pub mod page;
 pub mod pages;
 pub mod routes;
+pub mod server;
 pub mod state;
 
 pub use error::{ApiError, Problem};
@@ -240,5 +242,7 @@ pub fn router(state: AppState) -> Router {
         // Outside the panic catcher, so that a panic is observed as the `500` it answers.
         .layer(axum::middleware::from_fn(http_metrics::record_latency))
         .layer(http_metrics::trace_layer())
+        // Outermost: an oversized head is answered before anything reads it.
+        .layer(axum::middleware::from_fn(server::head_limits))
         .with_state(state)
 }

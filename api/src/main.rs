@@ -269,6 +269,9 @@ struct LogArgs {
 
 #[derive(Clone, Debug, Args)]
 struct ServeArgs {
+    /// Header-read and idle timeouts, the connection limit.
+    #[command(flatten)]
+    http_limits: swath_api::server::HttpLimits,
     /// The address the HTTP server listens on.
     /// A host name (`localhost:8080`) listens on every address the name resolves to.
     #[arg(
@@ -673,8 +676,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_signal().await;
         let _ = shutdown_tx.send(true);
     });
-    let server =
-        axum::serve(listener, router(state)).with_graceful_shutdown(wait_for(shutdown_rx.clone()));
+    let server = swath_api::server::serve(
+        listener,
+        router(state),
+        args.http_limits,
+        wait_for(shutdown_rx.clone()),
+    );
     let drain_deadline = async {
         wait_for(shutdown_rx).await;
         tokio::time::sleep(HTTP_DRAIN_TIMEOUT).await;

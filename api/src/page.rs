@@ -78,6 +78,9 @@ fn decode(list: List, cursor: &str) -> Result<String, ApiError> {
         .decode(cursor.trim_end_matches('='))
         .map_err(|_| invalid())?;
     let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+    if swath_domain::text::has_nul(&text) {
+        return Err(invalid());
+    }
     let key = text
         .strip_prefix(list.tag())
         .and_then(|rest| rest.strip_prefix(':'))
@@ -100,7 +103,10 @@ pub fn time_after(list: List, cursor: Option<&str>) -> Result<Option<DateTime<Ut
     given(cursor)
         .map(|c| {
             let micros: i64 = decode(list, c)?.parse().map_err(|_| invalid())?;
-            DateTime::from_timestamp_micros(micros).ok_or_else(invalid)
+            // Only instants every store can compare (PostgreSQL's range is narrower than i64).
+            DateTime::from_timestamp_micros(micros)
+                .filter(|at| swath_domain::text::instant_in_range(*at))
+                .ok_or_else(invalid)
         })
         .transpose()
 }
@@ -117,6 +123,9 @@ pub fn order_after(list: List, cursor: Option<&str>) -> Result<Option<OrderKey>,
         .map(|c| {
             let (display_order, name, id): (i32, String, Uuid) =
                 serde_json::from_str(&decode(list, c)?).map_err(|_| invalid())?;
+            if swath_domain::text::has_nul(&name) {
+                return Err(invalid());
+            }
             Ok(OrderKey {
                 display_order,
                 name,

@@ -14,21 +14,29 @@
 //! - **Signing in.** Browsers do not send bearer headers on navigation: a page accepts the usual
 //!   `Authorization: Bearer`, or a cookie set by opening it once with `?token=<API token>` (the
 //!   answer is a redirect to the same page without the token, so it leaves the address bar and
-//!   the history). The cookie is `HttpOnly`, `SameSite=Lax`, limited to `/live`. Without either,
-//!   the page answers `401` with a form asking for a token.
+//!   the history). The cookie holds the token's SHA-256 hash, never the token: it is no bearer
+//!   token for the API, it opens only these read-only pages, and it stops working when the
+//!   token is revoked (every poll authenticates it again). It is `HttpOnly`, `SameSite=Lax`,
+//!   limited to `/live`, and `Secure` when the service is behind TLS (`SWATH_BEHIND_TLS`, or a
+//!   proxy's `X-Forwarded-Proto: https`). Without either, the page answers `401` with a form
+//!   asking for a token.
 
 use crate::auth::authenticate;
 use crate::error::ApiError;
 use crate::routes::projections::views;
+use crate::server::BehindTls;
 use crate::state::AppState;
 use axum::extract::{Query, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::Extension;
 use axum::Router;
 use serde::Deserialize;
 use std::fmt::Write;
-use swath_application::ports::{hash_token, AlertCard, Assignment, MowerCard, Principal, Scope};
+use swath_application::ports::{
+    hash_token, AlertCard, Assignment, MowerCard, Principal, Scope, TokenHash,
+};
 use swath_application::projections::{
     FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
 };
@@ -80,26 +88,29 @@ impl Page {
 
 async fn fleet_page(
     State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
     headers: HeaderMap,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    serve(Page::Fleet, state, headers, query).await
+    serve(Page::Fleet, state, tls.is_some(), headers, query).await
 }
 
 async fn wall_page(
     State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
     headers: HeaderMap,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    serve(Page::Wall, state, headers, query).await
+    serve(Page::Wall, state, tls.is_some(), headers, query).await
 }
 
 async fn health_page(
     State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
     headers: HeaderMap,
     Query(query): Query<PageQuery>,
 ) -> Response {
-    serve(Page::Health, state, headers, query).await
+    serve(Page::Health, state, tls.is_some(), headers, query).await
 }
 
 fn html(status: StatusCode, body: String) -> Response {
@@ -114,8 +125,15 @@ fn html(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-async fn serve(page: Page, state: AppState, headers: HeaderMap, query: PageQuery) -> Response {
-    // Signing in: keep the token in a cookie and take it out of the address bar.
+async fn serve(
+    page: Page,
+    state: AppState,
+    behind_tls: bool,
+    headers: HeaderMap,
+    query: PageQuery,
+) -> Response {
+    // Signing in: keep a value derived from the token in a cookie, and take the token out of the
+    // address bar.
     if let Some(token) = query.token.as_deref().map(str::trim) {
         let valid = !token.is_empty()
             && token.len() <= 512
@@ -123,8 +141,15 @@ async fn serve(page: Page, state: AppState, headers: HeaderMap, query: PageQuery
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if valid {
-            let cookie =
-                format!("{COOKIE}={token}; Path=/live; HttpOnly; SameSite=Lax; Max-Age=43200");
+            let secure = if behind_tls || forwarded_https(&headers) {
+                "; Secure"
+            } else {
+                ""
+            };
+            let session = hash_token(token).0;
+            let cookie = format!(
+                "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age=43200{secure}"
+            );
             if let Ok(cookie) = HeaderValue::from_str(&cookie) {
                 let mut response =
                     (StatusCode::SEE_OTHER, [(header::LOCATION, page.path())]).into_response();
@@ -169,12 +194,36 @@ async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Princ
         .filter_map(|c| c.trim().split_once('='))
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, value)| value.to_owned());
+    // The cookie holds the token's hash (what the token store is keyed by), never the token.
     match token {
-        Some(token) if !token.is_empty() && token.len() <= 512 => {
-            Ok(state.tokens.principal(&hash_token(&token)).await?)
+        Some(session) if session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(state
+                .tokens
+                .principal(&TokenHash(session.to_ascii_lowercase()))
+                .await?)
         }
         _ => Ok(None),
     }
+}
+
+/// Whether a proxy in front says the client came over HTTPS (`X-Forwarded-Proto: https`, or
+/// `proto=https` in `Forwarded`, RFC 7239). Only used to add `Secure` to a cookie, which a
+/// client gains nothing by asking for.
+fn forwarded_https(headers: &HeaderMap) -> bool {
+    let says_https = |name: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split([',', ';']).map(str::trim).any(|part| {
+                    part.eq_ignore_ascii_case("https")
+                        || part.eq_ignore_ascii_case("proto=https")
+                        || part.eq_ignore_ascii_case("proto=\"https\"")
+                })
+            })
+    };
+    says_https("x-forwarded-proto") || says_https("forwarded")
 }
 
 fn sign_in(page: Page, problem: &str) -> Response {

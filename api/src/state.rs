@@ -31,6 +31,34 @@ pub struct AppState {
     /// operator assignments; `None`: those routes answer `503`. Set with
     /// [`AppState::with_projections`].
     pub projections: Option<LiveViews>,
+    /// Tells this process's open streams that a token was revoked, so that they check their
+    /// principal at once instead of at their next periodic check.
+    pub revocations: Revocations,
+}
+
+/// A generation counter of token revocations in this process: `DELETE /v1/tokens/{id}` bumps it,
+/// every open live stream watches it and checks its own token again when it changes. Other
+/// replicas' streams find out at their periodic check (every 30 s).
+#[derive(Clone)]
+pub struct Revocations(Arc<tokio::sync::watch::Sender<u64>>);
+
+impl Default for Revocations {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+}
+
+impl Revocations {
+    /// A token was revoked.
+    pub fn notify(&self) {
+        self.0
+            .send_modify(|generation| *generation = generation.wrapping_add(1));
+    }
+
+    /// Changes whenever a token is revoked from now on.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
 }
 
 /// The live projections' use case and the assignments it ranks.
@@ -60,6 +88,7 @@ impl AppState {
             ingest,
             watch: None,
             projections: None,
+            revocations: Revocations::default(),
         }
     }
 

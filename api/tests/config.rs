@@ -17,6 +17,22 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        env: &[("SWATH_BEHIND_TLS", "maybe")],
+        expected: "invalid value",
+    },
+    Case {
+        env: &[("SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS", "0")],
+        expected: "between 0.001 and 86400 seconds",
+    },
+    Case {
+        env: &[("SWATH_HTTP_IDLE_TIMEOUT_SECONDS", "soon")],
+        expected: "number of seconds",
+    },
+    Case {
+        env: &[("SWATH_HTTP_MAX_CONNECTIONS", "0")],
+        expected: "1..=1000000",
+    },
+    Case {
         env: &[("SWATH_HTTP_ADDR", "localhost")],
         expected: "socket address",
     },

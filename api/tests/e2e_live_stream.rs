@@ -239,8 +239,21 @@ async fn a_client_of_account_a_receives_a_states_and_never_b_states() {
     let mut a = Client::connect(&app, TOKEN_A).await;
     let mut b = Client::connect(&app, TOKEN_B).await;
 
-    // Interleaved: B's mower, A's mower naming B's account (spoofed), an invalid report, A's.
+    // Interleaved: B's mower, A's mower naming B's account (spoofed), an invalid report, A's,
+    // A's mower's report published on B's mower's subject (not its gateway's identity).
     app.publish(app.b_mower, app.account_b, "b-1").await;
+    let on_b_subject = json!({
+        "mower_id": app.a_north, "account_id": app.account_a,
+        "observed_at": Utc::now().to_rfc3339(), "activity": "mowing", "vendor_state": "wrong-subject",
+    });
+    app.bus
+        .publish(
+            &subjects::telemetry(app.b_mower),
+            Bytes::from(serde_json::to_vec(&on_b_subject).unwrap()),
+            None,
+        )
+        .await
+        .unwrap();
     app.publish(app.a_north, app.account_b, "spoofed").await;
     app.publish_raw(app.a_north, b"{not json").await;
     app.publish(app.a_north, app.account_a, "a-1").await;
@@ -352,7 +365,7 @@ async fn readyz_reports_the_store_and_the_bus() {
     assert_eq!(response.status(), StatusCode::OK);
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let body: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(body, json!({"store": "up", "bus": "up"}));
+    assert_eq!(body, json!({"store": "up", "bus": "up", "ingest": "up"}));
 }
 
 #[tokio::test]
@@ -449,7 +462,98 @@ async fn readyz_names_what_is_down() {
     assert_eq!(body["type"], "https://swath.dev/problems/unavailable");
     assert_eq!(body["status"], 503);
     assert_eq!(body["detail"], "Not ready: the event bus is down.");
-    assert_eq!(body["checks"], json!({"store": "up", "bus": "down"}));
+    assert_eq!(
+        body["checks"],
+        json!({"store": "up", "bus": "down", "ingest": "up"})
+    );
     // The cause stays in the logs: nothing of it reaches the client.
     assert!(!body.to_string().contains("connection refused"));
+}
+
+const TOKEN_A_ADMIN: &str = "live-token-a-admin";
+
+impl App {
+    /// Makes a read token of account A through `POST /v1/tokens`: (id, token).
+    async fn new_read_token(&self) -> (String, String) {
+        TokenStore::store_token(
+            &self.store,
+            hash_token(TOKEN_A_ADMIN),
+            Principal {
+                account_id: self.account_a,
+                scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
+                sites: None,
+            },
+        )
+        .await
+        .ok();
+        let request = Request::post("/v1/tokens")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN_A_ADMIN}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(r#"{"name": "wall", "scopes": ["read"]}"#))
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::CREATED);
+        let body: Value =
+            serde_json::from_slice(&response.into_body().collect().await.unwrap().to_bytes())
+                .unwrap();
+        (
+            body["id"].as_str().unwrap().to_owned(),
+            body["token"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    async fn revoke(&self, id: &str) {
+        let request = Request::delete(format!("/v1/tokens/{id}"))
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN_A_ADMIN}"))
+            .body(Body::empty())
+            .unwrap();
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    }
+}
+
+#[tokio::test]
+async fn revoking_the_token_ends_its_open_stream_at_once() {
+    let app = app().await;
+    let (id, token) = app.new_read_token().await;
+    let mut client = Client::connect(&app, &token).await;
+    let mut other = Client::connect(&app, TOKEN_A).await;
+    app.publish(app.a_north, app.account_a, "before").await;
+    let (event, data) = client
+        .next(WAIT)
+        .await
+        .expect("a state before the revocation");
+    assert_eq!(
+        (event.as_str(), data["vendor_state"].as_str()),
+        ("state", Some("before"))
+    );
+    assert!(other.next(WAIT).await.is_some());
+
+    app.revoke(&id).await;
+    let (event, data) = client.next(WAIT).await.expect("a last event");
+    assert_eq!(event, swath_api::routes::live::END_EVENT);
+    assert_eq!(data, json!({"reason": "token_revoked"}));
+    app.publish(app.a_north, app.account_a, "after").await;
+    assert!(client.next(QUIET).await.is_none(), "the stream is over");
+    // Another token's stream goes on.
+    let (_, data) = other.next(WAIT).await.expect("the other stream goes on");
+    assert_eq!(data["vendor_state"], "after");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_token_revoked_elsewhere_ends_its_stream_at_the_next_check() {
+    let app = app().await;
+    let (id, token) = app.new_read_token().await;
+    let mut client = Client::connect(&app, &token).await;
+    // Revoked in the store only, as another replica would: this process is not told.
+    let id = swath_application::ports::TokenId(id.parse().unwrap());
+    assert!(TokenStore::revoke_token(&app.store, id).await.unwrap());
+    app.publish(app.a_north, app.account_a, "still").await;
+    let (event, _) = client.next(WAIT).await.expect("streamed until the check");
+    assert_eq!(event, "state");
+    tokio::time::advance(swath_api::routes::live::PRINCIPAL_RECHECK).await;
+    let (event, data) = client.next(WAIT).await.expect("a last event");
+    assert_eq!(event, swath_api::routes::live::END_EVENT);
+    assert_eq!(data["reason"], "token_revoked");
+    assert!(client.next(QUIET).await.is_none(), "the stream is over");
 }

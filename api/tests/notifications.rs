@@ -286,3 +286,48 @@ async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
         .await;
     assert_eq!(busy.status, StatusCode::NOT_FOUND, "never reported");
 }
+
+#[tokio::test]
+async fn self_intersecting_geofences_and_zones_are_refused_naming_the_problem() {
+    let (app, _, _) = app().await;
+    let mower = app.a.mowers[0];
+    let bow_tie = json!({"type": "Polygon", "coordinates": [[
+        [13.4, 52.5], [13.41, 52.51], [13.41, 52.5], [13.4, 52.504], [13.4, 52.5]
+    ]]});
+    let hole_outside = json!({"type": "Polygon", "coordinates": [
+        [[13.4, 52.5], [13.41, 52.5], [13.41, 52.51], [13.4, 52.51], [13.4, 52.5]],
+        [[13.42, 52.52], [13.43, 52.52], [13.43, 52.53], [13.42, 52.52]]
+    ]});
+    for (polygon, problem) in [
+        (&bow_tie, "crosses or touches itself"),
+        (&hole_outside, "is not inside the exterior ring"),
+    ] {
+        let fence = app
+            .json(
+                Method::PUT,
+                &format!("/v1/mowers/{mower}/geofence"),
+                Some(TOKEN_A_ADMIN),
+                polygon,
+            )
+            .await;
+        assert_eq!(fence.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            fence.problem().detail.contains(problem),
+            "{:?}",
+            fence.problem()
+        );
+        let zone = app
+            .post(
+                &format!("/v1/mowers/{mower}/zones"),
+                Some(TOKEN_A_ADMIN),
+                &json!({"name": "Roses", "polygon": polygon}),
+            )
+            .await;
+        assert_eq!(zone.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(
+            zone.problem().detail.contains(problem),
+            "{:?}",
+            zone.problem()
+        );
+    }
+}

@@ -12,16 +12,31 @@ use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
     WatchError, WatchStore,
 };
+use crate::subjects;
 use crate::watcher::publish;
 use async_trait::async_trait;
-use chrono::SubsecRound;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use chrono::{DateTime, SubsecRound, Utc};
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
 use swath_domain::watch::{ingest_notifications, Event};
 use swath_domain::{
-    apply_states, late_states, InvalidReport, MowerId, StateCounts, StateOutcome, StateReport,
+    apply_states, late_states, DropReason, InvalidReport, MowerId, StateCounts, StateOutcome,
+    StateReport,
 };
+
+/// How many failed deliveries of a batch's messages make the consumer isolate what fails: a
+/// batch with a message delivered more often than this is stored with
+/// [`Ingest::record_states_isolating`] (the store's refusal is then split down to the state that
+/// causes it, which is dropped as `rejected_by_store`; the others are stored).
+pub const ISOLATE_AFTER_FAILED_DELIVERIES: u32 = 2;
+
+/// How long the ingest consumer may fail every batch before `/readyz` says it stopped making
+/// progress ([`Ingest::stalled_for`]).
+pub const STALLED_AFTER: Duration = Duration::from_secs(60);
 
 /// Errors of [`Ingest::record_states`]: the batch as a whole could not be stored.
 #[derive(Debug, thiserror::Error)]
@@ -35,12 +50,52 @@ pub enum IngestError {
     Zones(#[from] WatchError),
 }
 
+impl IngestError {
+    /// Whether the store refused the data itself (the same states would fail again), as opposed
+    /// to a store that could not be reached.
+    pub fn is_rejection(&self) -> bool {
+        matches!(self, IngestError::Store(e) if e.is_rejection())
+    }
+}
+
 /// The ingest use case.
 pub struct Ingest {
     store: Arc<dyn TelemetryStore>,
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
     zones: Option<Arc<dyn WatchStore>>,
+    progress: Progress,
+}
+
+/// Whether the ingest consumer makes progress: batches failed in a row, and since when.
+#[derive(Default)]
+struct Progress {
+    failed_in_a_row: AtomicU64,
+    failing_since: Mutex<Option<Instant>>,
+}
+
+impl Progress {
+    fn succeeded(&self) {
+        self.failed_in_a_row.store(0, Ordering::Relaxed);
+        *self.failing_since.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        metrics::gauge!("swath_ingest_failed_batches_in_a_row").set(0.0);
+    }
+
+    fn failed(&self) {
+        let n = self.failed_in_a_row.fetch_add(1, Ordering::Relaxed) + 1;
+        self.failing_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_or_insert_with(Instant::now);
+        metrics::gauge!("swath_ingest_failed_batches_in_a_row").set(n as f64);
+    }
+
+    fn failing_for(&self) -> Option<Duration> {
+        self.failing_since
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|since| since.elapsed())
+    }
 }
 
 impl Ingest {
@@ -54,7 +109,17 @@ impl Ingest {
             bus,
             clock,
             zones: None,
+            progress: Progress::default(),
         }
+    }
+
+    /// How long this process's ingest consumer has failed every batch it tried, once that is
+    /// longer than [`STALLED_AFTER`]: it stopped making progress (`/readyz` says so). `None`
+    /// while batches are stored (or none came).
+    pub fn stalled_for(&self) -> Option<Duration> {
+        self.progress
+            .failing_for()
+            .filter(|failing| *failing >= STALLED_AFTER)
     }
 
     /// Evaluates virtual zones (W7) after each commit, with the zones of `store`.
@@ -68,6 +133,12 @@ impl Ingest {
         StateReport::parse(payload, self.clock.now())
     }
 
+    /// Parses and validates one bus message, received now: its report, and its subject as the
+    /// gateway's identity ([`parse_message`]).
+    pub fn parse_message(&self, message: &Message) -> Result<StateReport, InvalidReport> {
+        parse_message(message, self.clock.now())
+    }
+
     /// Records a batch: one outcome per element, in order. Reports that failed validation are
     /// dropped alone with their reason (logged once with their mower id, counted by reason); the
     /// valid ones go through the write rules in one unit of work. A store failure stores nothing
@@ -76,7 +147,7 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<Vec<StateOutcome>, IngestError> {
-        Ok(self.record_counted(batch).await?.0)
+        Ok(self.record(batch, None).await?.0)
     }
 
     /// [`Self::record_states`], also answering how the stored states counted in the totals (new
@@ -85,7 +156,33 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
-        let mut counts = StateCounts::default();
+        self.record(batch, None).await
+    }
+
+    /// [`Ingest::record_states`], except that when the store *refuses* the batch
+    /// ([`StoreError::Rejected`]: the same data fails the same way every time) the batch is split
+    /// in halves, and halves of the halves, in order, until what fails is single states: those
+    /// are dropped as `rejected_by_store` (logged once with their mower id, `origins[i]` — the
+    /// bus subject of element `i`, when given — and the store's error; counted), everything
+    /// else is stored. A failure that is not a refusal (the store is down) still stores nothing
+    /// more and is returned, to be redelivered.
+    ///
+    /// When every state of a batch of several is refused alone, the fault is not in the states
+    /// (a broken schema, a trigger refusing everything): nothing is dropped and the first error
+    /// is returned, so that a systemic fault never discards a stream.
+    pub async fn record_states_isolating(
+        &self,
+        batch: Vec<Result<StateReport, InvalidReport>>,
+        origins: &[&str],
+    ) -> Result<Vec<StateOutcome>, IngestError> {
+        Ok(self.record(batch, Some(origins)).await?.0)
+    }
+
+    async fn record(
+        &self,
+        batch: Vec<Result<StateReport, InvalidReport>>,
+        isolate: Option<&[&str]>,
+    ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
         // Microseconds: the precision every store keeps (see docs/decisions.md).
         let received_at = self.clock.now().trunc_subsecs(6);
         let mut outcomes: Vec<Option<StateOutcome>> = vec![None; batch.len()];
@@ -105,78 +202,178 @@ impl Ingest {
         }
         metrics::counter!("swath_states_received_total").increment(outcomes.len() as u64);
 
+        let mut counts = StateCounts::default();
         if !valid.is_empty() {
-            let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
-            mowers.sort_unstable();
-            mowers.dedup();
-            let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
-            // Late states are merged between their stored neighbours: one more read, only for
-            // a batch that has any.
-            let late = late_states(&snapshots, &valid);
-            if !late.is_empty() {
-                unit.neighbours(&late, &mut snapshots).await?;
-            }
-            let (applied, changes) = apply_states(&mut snapshots, &valid, received_at);
-            counts = changes.counts;
-            // The commit stores W6's events and alerts too (the events feed); they are published
-            // below, after it.
-            let (mut events, _) = ingest_notifications(&changes.events);
-            unit.commit(changes).await?;
-            metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
-            metrics::counter!("swath_ingest_batches_total").increment(1);
-            if counts.late_merged > 0 {
-                metrics::counter!("swath_states_late_merged_total").increment(counts.late_merged);
-            }
-            if counts.late_not_counted > 0 {
-                metrics::counter!("swath_states_late_not_counted_total")
-                    .increment(counts.late_not_counted);
-            }
-            // Ingest lag: now minus the newest state this batch stored.
-            let newest = valid
-                .iter()
-                .zip(&applied)
-                .filter(|(_, o)| **o == StateOutcome::Stored)
-                .map(|(s, _)| s.observed_at)
-                .max();
-            if let Some(newest) = newest {
-                let lag = (self.clock.now() - newest)
-                    .num_microseconds()
-                    .unwrap_or(i64::MAX);
-                metrics::gauge!("swath_ingest_lag_seconds").set(lag as f64 / 1e6);
-            }
-
-            if let Some(zones) = &self.zones {
-                let stored: Vec<StateReport> = valid
-                    .iter()
-                    .zip(&applied)
-                    .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
-                    .map(|(s, _)| s.clone())
-                    .collect();
-                let zone_events = evaluate_zones(zones.as_ref(), &stored).await?;
-                events = in_state_order(&valid, &applied, events, zone_events);
-            }
-            for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(applied) {
-                if let StateOutcome::Dropped(reason) = outcome {
-                    tracing::warn!(
-                        mower_id = %state.mower_id,
-                        account_id = %state.account_id,
-                        reason = reason.as_str(),
-                        "Dropped a state report refused by the directory check."
-                    );
-                    metrics::counter!("swath_states_dropped_total", "reason" => reason.as_str())
-                        .increment(1);
+            let (applied, stored_counts) = match isolate {
+                None => self.store(&valid, received_at).await?,
+                Some(origins) => {
+                    let origins: Vec<&str> = valid_index
+                        .iter()
+                        .map(|&i| origins.get(i).copied().unwrap_or("http"))
+                        .collect();
+                    self.isolate(&valid, &origins, received_at).await?
                 }
+            };
+            counts = stored_counts;
+            for (i, outcome) in valid_index.iter().zip(applied) {
                 outcomes[*i] = Some(outcome);
             }
-            // After the commits, in order (W6, then W7). A failed publish cannot undo the stored
-            // rows; it is logged (the event's id is its dedup id: a later re-publish is safe).
-            publish(self.bus.as_ref(), &events).await;
         }
         let stored = outcomes
             .iter()
             .filter(|o| **o == Some(StateOutcome::Stored))
             .count();
         metrics::counter!("swath_states_stored_total").increment(stored as u64);
+        let outcomes = outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or(StateOutcome::Stored))
+            .collect();
+        Ok((outcomes, counts))
+    }
+
+    /// Valid states through the write rules in one unit of work: the outcome of each (stored, or
+    /// dropped by the directory check W0, logged and counted here) and how they counted in the
+    /// totals; events published after the commit.
+    async fn store(
+        &self,
+        valid: &[StateReport],
+        received_at: DateTime<Utc>,
+    ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
+        let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
+        mowers.sort_unstable();
+        mowers.dedup();
+        let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
+        // Late states are merged between their stored neighbours: one more read, only for a
+        // batch that has any.
+        let late = late_states(&snapshots, valid);
+        if !late.is_empty() {
+            unit.neighbours(&late, &mut snapshots).await?;
+        }
+        let (applied, changes) = apply_states(&mut snapshots, valid, received_at);
+        let counts = changes.counts;
+        // The commit stores W6's events and alerts too (the events feed); they are published
+        // below, after it.
+        let (mut events, _) = ingest_notifications(&changes.events);
+        unit.commit(changes).await?;
+        metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
+        metrics::counter!("swath_ingest_batches_total").increment(1);
+        if counts.late_merged > 0 {
+            metrics::counter!("swath_states_late_merged_total").increment(counts.late_merged);
+        }
+        if counts.late_not_counted > 0 {
+            metrics::counter!("swath_states_late_not_counted_total")
+                .increment(counts.late_not_counted);
+        }
+        // Ingest lag: now minus the newest state this batch stored.
+        let newest = valid
+            .iter()
+            .zip(&applied)
+            .filter(|(_, o)| **o == StateOutcome::Stored)
+            .map(|(s, _)| s.observed_at)
+            .max();
+        if let Some(newest) = newest {
+            let lag = (self.clock.now() - newest)
+                .num_microseconds()
+                .unwrap_or(i64::MAX);
+            metrics::gauge!("swath_ingest_lag_seconds").set(lag as f64 / 1e6);
+        }
+
+        if let Some(zones) = &self.zones {
+            let stored: Vec<StateReport> = valid
+                .iter()
+                .zip(&applied)
+                .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
+                .map(|(s, _)| s.clone())
+                .collect();
+            let zone_events = evaluate_zones(zones.as_ref(), &stored).await?;
+            events = in_state_order(valid, &applied, events, zone_events);
+        }
+        for (state, outcome) in valid.iter().zip(&applied) {
+            if let StateOutcome::Dropped(reason) = outcome {
+                tracing::warn!(
+                    mower_id = %state.mower_id,
+                    account_id = %state.account_id,
+                    reason = reason.as_str(),
+                    "Dropped a state report refused by the directory check."
+                );
+                metrics::counter!("swath_states_dropped_total", "reason" => reason.as_str())
+                    .increment(1);
+            }
+        }
+        // After the commits, in order (W6, then W7). A failed publish cannot undo the stored
+        // rows; it is logged (the event's id is its dedup id: a later re-publish is safe).
+        publish(self.bus.as_ref(), &events).await;
+        Ok((applied, counts))
+    }
+
+    /// [`Ingest::store`], splitting what the store refuses (see
+    /// [`Ingest::record_states_isolating`]). Ranges are tried in order, so the states of a mower
+    /// keep their order around a refused one.
+    async fn isolate(
+        &self,
+        valid: &[StateReport],
+        origins: &[&str],
+        received_at: DateTime<Utc>,
+    ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
+        let first = match self.store(valid, received_at).await {
+            Err(e) if e.is_rejection() => e,
+            other => return other,
+        };
+        let mut outcomes: Vec<Option<StateOutcome>> = vec![None; valid.len()];
+        let mut counts = StateCounts::default();
+        let mut refused: Vec<(usize, String)> = Vec::new();
+        // A range with the refusal it is known to fail with, or `None` when not tried yet.
+        let mut pending: VecDeque<(Range<usize>, Option<String>)> = VecDeque::new();
+        pending.push_back((0..valid.len(), Some(first.to_string())));
+        while let Some((range, failed)) = pending.pop_front() {
+            match failed {
+                Some(error) if range.len() == 1 => refused.push((range.start, error)),
+                Some(_) => {
+                    let middle = range.start + range.len() / 2;
+                    pending.push_front((middle..range.end, None));
+                    pending.push_front((range.start..middle, None));
+                }
+                None => match self.store(&valid[range.clone()], received_at).await {
+                    Ok((applied, stored)) => {
+                        counts.in_order += stored.in_order;
+                        counts.late_merged += stored.late_merged;
+                        counts.late_not_counted += stored.late_not_counted;
+                        counts.duplicates += stored.duplicates;
+                        for (i, outcome) in range.zip(applied) {
+                            outcomes[i] = Some(outcome);
+                        }
+                    }
+                    Err(e) if e.is_rejection() => pending.push_front((range, Some(e.to_string()))),
+                    Err(e) => return Err(e),
+                },
+            }
+        }
+        if refused.len() > 1 && outcomes.iter().all(Option::is_none) {
+            tracing::error!(
+                states = valid.len(),
+                error = %first,
+                "The store refused every state of a batch, each alone: a fault of the store, not of the states; nothing is dropped and the batch will be redelivered."
+            );
+            return Err(first);
+        }
+        for (i, error) in refused {
+            let state = &valid[i];
+            tracing::warn!(
+                mower_id = %state.mower_id,
+                account_id = %state.account_id,
+                subject = origins.get(i).copied().unwrap_or("http"),
+                observed_at = %state.observed_at.to_rfc3339(),
+                reason = DropReason::RejectedByStore.as_str(),
+                %error,
+                "Dropped a state report the store refused every time; the other states of its batch are stored."
+            );
+            metrics::counter!(
+                "swath_states_dropped_total",
+                "reason" => DropReason::RejectedByStore.as_str()
+            )
+            .increment(1);
+            outcomes[i] = Some(StateOutcome::Dropped(DropReason::RejectedByStore));
+        }
         let outcomes = outcomes
             .into_iter()
             .map(|o| o.unwrap_or(StateOutcome::Stored))
@@ -302,8 +499,45 @@ pub fn settle(outcome: StateOutcome) -> Settle {
     }
 }
 
-/// The ingest consumer's batch handler: parses each message, records the batch, and answers one
-/// settlement per message. A store failure is an error: the bus redelivers the whole batch.
+/// Parses and validates one bus message received at `received_at`. The subject is the gateway's
+/// identity: a subject that names no mower (see [`subjects::telemetry_mower`]), or another mower
+/// than the report's `mower_id`, is refused as `subject_mismatch`, so that NATS subject
+/// permissions confine a gateway to its mowers (docs/operations.md).
+pub fn parse_message(
+    message: &Message,
+    received_at: DateTime<Utc>,
+) -> Result<StateReport, InvalidReport> {
+    let report = StateReport::parse(&message.payload, received_at);
+    let named = report
+        .as_ref()
+        .map(|r| Some(r.mower_id))
+        .unwrap_or_else(|e| e.mower_id);
+    let mismatch = |detail: String| InvalidReport {
+        reason: DropReason::SubjectMismatch,
+        detail,
+        mower_id: named,
+    };
+    match subjects::telemetry_mower(&message.subject) {
+        None => Err(mismatch(format!(
+            "the subject {:?} is not `telemetry.mower.<mower id>`",
+            message.subject
+        ))),
+        Some(subject_mower) => match report {
+            Ok(r) if r.mower_id != subject_mower => Err(mismatch(format!(
+                "the report names mower {} but was published on {:?}",
+                r.mower_id, message.subject
+            ))),
+            other => other,
+        },
+    }
+}
+
+/// The ingest consumer's batch handler: parses each message (its subject included), records the
+/// batch, and answers one settlement per message. A store failure is an error: the bus
+/// redelivers the whole batch. Once a batch's messages have failed more than
+/// [`ISOLATE_AFTER_FAILED_DELIVERIES`] times, it is recorded with
+/// [`Ingest::record_states_isolating`]: a state the store keeps refusing is terminated as
+/// `rejected_by_store` and never blocks the ones behind it.
 pub struct IngestHandler {
     ingest: Arc<Ingest>,
 }
@@ -315,14 +549,22 @@ impl BatchHandler for IngestHandler {
         if redelivered > 0 {
             metrics::counter!("swath_ingest_redeliveries_total").increment(redelivered as u64);
         }
-        let reports = batch
-            .iter()
-            .map(|m| self.ingest.parse(&m.payload))
-            .collect();
-        match self.ingest.record_states(reports).await {
-            Ok(outcomes) => Ok(outcomes.into_iter().map(settle).collect()),
+        let reports = batch.iter().map(|m| self.ingest.parse_message(m)).collect();
+        let deliveries = batch.iter().map(|m| m.delivery).max().unwrap_or(1);
+        let result = if deliveries > ISOLATE_AFTER_FAILED_DELIVERIES {
+            let origins: Vec<&str> = batch.iter().map(|m| m.subject.as_str()).collect();
+            self.ingest.record_states_isolating(reports, &origins).await
+        } else {
+            self.ingest.record_states(reports).await
+        };
+        match result {
+            Ok(outcomes) => {
+                self.ingest.progress.succeeded();
+                Ok(outcomes.into_iter().map(settle).collect())
+            }
             Err(e) => {
-                tracing::error!(error = %e, states = batch.len(), "Could not store a batch of states; it will be redelivered.");
+                self.ingest.progress.failed();
+                tracing::error!(error = %e, states = batch.len(), deliveries, "Could not store a batch of states; it will be redelivered.");
                 Err(HandlerError(e.to_string()))
             }
         }

@@ -27,7 +27,7 @@ pub mod simulator;
 pub mod subjects;
 pub mod watcher;
 
-pub use ingest::{Ingest, IngestError, IngestHandler};
+pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;

@@ -233,7 +233,7 @@ impl BatchHandler for WatcherHandler {
     async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
         let reports: Vec<_> = batch
             .iter()
-            .map(|m| self.watcher.parse(&m.payload))
+            .map(|m| ingest::parse_message(m, self.watcher.clock.now()))
             .collect();
         let outcomes = self.watcher.on_states(&reports).await.map_err(|e| {
             tracing::error!(error = %e, states = batch.len(), "Could not watch a batch of states; it will be redelivered.");

@@ -7,6 +7,8 @@
 //!   `lawn_mower` activity mapping (DESIGN §2).
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
 //! - [`rules`]: write rules W0–W6 (DESIGN §3) applied to a batch of states over rows held in memory.
+//! - [`text`]: what every store can keep (no NUL in strings, instants in a four-digit-year
+//!   range), checked at the door.
 //! - [`events`]: events raised by the write rules, published after the commit.
 //! - [`watch`]: notification rules (events, alerts, geofences), virtual zones (W7) and the
 //!   scheduler's busy check.
@@ -16,6 +18,7 @@ pub mod ids;
 pub mod report;
 pub mod rows;
 pub mod rules;
+pub mod text;
 pub mod watch;
 
 pub use events::IngestEvent;

@@ -2,6 +2,7 @@
 //! its validation. A report that fails validation is dropped alone, with a [`DropReason`].
 
 use crate::ids::{AccountId, MowerId};
+use crate::text;
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -13,6 +14,14 @@ pub const MAX_REPORT_BYTES: usize = 16 * 1024;
 pub const MAX_TEXT_CHARS: usize = 64;
 /// How far in the future of its receipt a report's `observed_at` may be.
 pub const MAX_CLOCK_SKEW: Duration = Duration::minutes(5);
+/// The earliest `observed_at` accepted, as RFC 3339: a clock that was never set (1970, year 0)
+/// is refused rather than stored in a month no query looks at.
+pub const EARLIEST_OBSERVED_AT: &str = "2000-01-01T00:00:00Z";
+
+/// [`EARLIEST_OBSERVED_AT`] as an instant.
+pub fn earliest_observed_at() -> DateTime<Utc> {
+    DateTime::from_timestamp(946_684_800, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
 
 /// What a mower is doing, as its gateway reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -153,11 +162,22 @@ pub enum DropReason {
     UnknownMower,
     /// The report names another account than the directory or the stored rows (W0).
     AccountMismatch,
+    /// A string of the report (`error_code`, `vendor_state`, a key or value of `extra` or of an
+    /// unknown field, at any depth) holds a NUL character, which no store can keep.
+    InvalidText,
+    /// `observed_at` before [`EARLIEST_OBSERVED_AT`].
+    AncientObservedAt,
+    /// The bus subject names another mower than the report's `mower_id`, or is not a telemetry
+    /// subject of a mower: the subject is the gateway's identity.
+    SubjectMismatch,
+    /// The store refused this state every time it was tried, alone (a batch that kept failing
+    /// was split to isolate it); the other states of its batch were stored.
+    RejectedByStore,
 }
 
 impl DropReason {
     /// Every reason, for metrics that should show zeroes too.
-    pub const ALL: [DropReason; 8] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::Malformed,
         DropReason::TooLarge,
         DropReason::FutureObservedAt,
@@ -166,6 +186,10 @@ impl DropReason {
         DropReason::FieldTooLong,
         DropReason::UnknownMower,
         DropReason::AccountMismatch,
+        DropReason::InvalidText,
+        DropReason::AncientObservedAt,
+        DropReason::SubjectMismatch,
+        DropReason::RejectedByStore,
     ];
 
     /// The stable snake_case code.
@@ -179,6 +203,10 @@ impl DropReason {
             DropReason::FieldTooLong => "field_too_long",
             DropReason::UnknownMower => "unknown_mower",
             DropReason::AccountMismatch => "account_mismatch",
+            DropReason::InvalidText => "invalid_text",
+            DropReason::AncientObservedAt => "ancient_observed_at",
+            DropReason::SubjectMismatch => "subject_mismatch",
+            DropReason::RejectedByStore => "rejected_by_store",
         }
     }
 }
@@ -200,7 +228,8 @@ pub struct InvalidReport {
 }
 
 impl InvalidReport {
-    fn new(reason: DropReason, detail: impl Into<String>) -> Self {
+    /// A report refused for `reason`, with a sentence for people.
+    pub fn new(reason: DropReason, detail: impl Into<String>) -> Self {
         Self {
             reason,
             detail: detail.into(),
@@ -357,6 +386,15 @@ impl StateReport {
                 ),
             ));
         }
+        if self.observed_at < earliest_observed_at() {
+            return Err(fail(
+                DropReason::AncientObservedAt,
+                format!(
+                    "observed_at {} is before {EARLIEST_OBSERVED_AT}",
+                    self.observed_at.to_rfc3339()
+                ),
+            ));
+        }
         if let Some(b) = self.battery_percent {
             if b > 100 {
                 return Err(fail(
@@ -384,8 +422,41 @@ impl StateReport {
                 }
             }
         }
+        if let Some(field) = self.nul_field() {
+            return Err(fail(
+                DropReason::InvalidText,
+                format!("{field} holds a NUL character (\\u0000), which cannot be stored"),
+            ));
+        }
         self.observed_at = self.observed_at.trunc_subsecs(6);
         Ok(self)
+    }
+
+    /// The first string field that holds a NUL character, named for people.
+    fn nul_field(&self) -> Option<String> {
+        for (name, value) in [
+            ("error_code", &self.error_code),
+            ("vendor_state", &self.vendor_state),
+        ] {
+            if value.as_deref().is_some_and(text::has_nul) {
+                return Some(format!("`{name}`"));
+            }
+        }
+        let in_map = |map: &Map<String, Value>, prefix: &str| {
+            map.iter().find_map(|(key, value)| {
+                let key_text = key.replace('\0', "\\u0000");
+                if text::has_nul(key) {
+                    return Some(format!("the key `{prefix}{key_text}`"));
+                }
+                text::nul_in_value(value).map(|path| format!("`{prefix}{key_text}{path}`"))
+            })
+        };
+        if let Some(extra) = &self.extra {
+            if let Some(found) = in_map(extra, "extra/") {
+                return Some(found);
+            }
+        }
+        in_map(&self.unknown, "")
     }
 }
 
@@ -514,6 +585,58 @@ mod tests {
         let mut v = valid();
         v.as_object_mut().unwrap().remove("account_id");
         assert_eq!(reason(v), DropReason::Malformed);
+    }
+
+    #[test]
+    fn a_nul_in_any_string_is_invalid_text_and_ancient_instants_are_refused() {
+        let nul = json!("a\u{0}b");
+        type Set = fn(&mut Value, Value);
+        let variants: [(&str, Set); 6] = [
+            ("error_code", |v, n| v["error_code"] = n),
+            ("vendor_state", |v, n| v["vendor_state"] = n),
+            ("extra value", |v, n| v["extra"] = json!({"zone": n})),
+            ("deep extra value", |v, n| {
+                v["extra"] = json!({"deep": [{"x": n}]})
+            }),
+            ("unknown field", |v, n| v["firmware"] = n),
+            ("deep unknown field", |v, n| {
+                v["unknown"] = json!({"nested": [n]})
+            }),
+        ];
+        for (what, set) in variants {
+            let mut v = valid();
+            set(&mut v, nul.clone());
+            let err = StateReport::from_value(v.clone(), now()).unwrap_err();
+            assert_eq!(
+                err.reason,
+                DropReason::InvalidText,
+                "{what}: {}",
+                err.detail
+            );
+            let err = StateReport::parse(v.to_string().as_bytes(), now()).unwrap_err();
+            assert_eq!(err.reason, DropReason::InvalidText, "{what}");
+        }
+        for container in ["extra", "unknown"] {
+            let mut v = valid();
+            v[container] = json!({"k\u{0}": 1});
+            assert_eq!(reason(v), DropReason::InvalidText, "a key of {container}");
+        }
+        let mut v = valid();
+        v["observed_at"] = json!("1999-12-31T23:59:59.999999Z");
+        assert_eq!(reason(v), DropReason::AncientObservedAt);
+        let mut v = valid();
+        v["observed_at"] = json!("0000-01-01T00:00:00Z");
+        assert_eq!(reason(v), DropReason::AncientObservedAt);
+        let mut v = valid();
+        v["observed_at"] = json!(EARLIEST_OBSERVED_AT);
+        assert!(
+            StateReport::from_value(v, now()).is_ok(),
+            "the bound itself is accepted"
+        );
+        assert_eq!(
+            earliest_observed_at().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            EARLIEST_OBSERVED_AT
+        );
     }
 
     #[test]

@@ -15,6 +15,10 @@
 //! - [`retention_contract`]: retention and downsampling, for every adapter, on a manual clock.
 //! - [`projections_contract`]: the live projections' scenarios (windows, sentinels, visibility,
 //!   operator on duty, reads per level), for every adapter.
+//! - [`poison`]: a state the store refuses every time never blocks the stream; a store that is
+//!   down drops nothing (the ingest handler on every bus and store pair).
+//! - [`hostile`]: hostile input at the HTTP door (NUL in any string of any request body, bad
+//!   cursors): the table of bodies, driven by the OpenAPI document.
 //! - [`watch_contract`]: the notification side's scenarios (watcher, W6, W7, sweep, busy check).
 //!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
@@ -22,7 +26,9 @@
 pub mod api_contract;
 pub mod bus_contract;
 pub mod e2e;
+pub mod hostile;
 pub mod load;
+pub mod poison;
 pub mod postgres;
 pub mod projections_contract;
 pub mod retention_contract;

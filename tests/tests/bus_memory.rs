@@ -345,3 +345,60 @@ async fn contract_suite_runs_on_a_shared_bus() {
     bus_contract::publish_with_a_seen_dedup_id_is_a_no_op(bus.clone(), "shared.two").await;
     bus_contract::durable_consumers_match_wildcards(bus, "shared.three").await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// The ingest handler on the memory bus and store: what the store refuses is isolated, a store
+// that is down drops nothing (issue 13; the same scenarios run on NATS and PostgreSQL).
+
+struct MemoryBacklog(MemoryBus);
+
+#[async_trait]
+impl swath_tests::poison::Backlog for MemoryBacklog {
+    async fn backlog(&self, consumer: &str) -> u64 {
+        self.0.pending(consumer) as u64
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_state_never_blocks_the_stream() {
+    let bus = MemoryBus::default();
+    let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
+    let faulty = swath_tests::poison::Faulty::new(Arc::new(store.clone()));
+    swath_tests::poison::a_refused_state_never_blocks_the_stream(
+        Arc::new(bus.clone()),
+        &MemoryBacklog(bus),
+        "poison",
+        faulty,
+        &store,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_is_down_drops_nothing() {
+    let bus = MemoryBus::default();
+    let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
+    let faulty = swath_tests::poison::Faulty::new(Arc::new(store.clone()));
+    swath_tests::poison::a_store_that_is_down_drops_nothing(
+        Arc::new(bus.clone()),
+        &MemoryBacklog(bus),
+        "down",
+        faulty,
+        &store,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subject_is_the_gateways_identity() {
+    let bus = MemoryBus::default();
+    let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
+    swath_tests::poison::the_subject_is_the_gateways_identity(
+        Arc::new(bus.clone()),
+        &MemoryBacklog(bus),
+        "identity",
+        Arc::new(store.clone()),
+        &store,
+    )
+    .await;
+}

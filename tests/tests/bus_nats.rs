@@ -681,3 +681,103 @@ async fn a_nats_restart_does_not_stall_subscriptions() {
 fn settings_for_restart() -> BatchSettings {
     settings(10, 50)
 }
+
+// ---------------------------------------------------------------------------------------------
+// The ingest handler on NATS and PostgreSQL: a state PostgreSQL refuses every time (a CHECK
+// constraint the test adds) is isolated and terminated, the 100 valid states behind it stored;
+// a store that is down drops nothing (issue 13; the same scenarios run on the memory bus).
+
+struct NatsBacklog {
+    bus: Arc<TestBus>,
+}
+
+#[async_trait]
+impl swath_tests::poison::Backlog for NatsBacklog {
+    async fn backlog(&self, consumer: &str) -> u64 {
+        match self
+            .bus
+            .bus
+            .consumer_backlog(&self.bus.stream, consumer)
+            .await
+        {
+            Ok((pending, ack_pending)) => pending + ack_pending as u64,
+            Err(e) => panic!("reading the consumer's backlog: {e}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_postgres_refuses_never_blocks_the_stream() {
+    let Some(fixture) = Fixture::new().await else {
+        return;
+    };
+    let Some(database) = swath_tests::postgres::test_database_url() else {
+        return;
+    };
+    let factory = swath_tests::postgres::PostgresFactory::new(database);
+    let store = factory.fresh_store().await;
+    // What the store refuses, deterministically: SQLSTATE 23514 (check_violation).
+    sqlx::query(&format!(
+        "ALTER TABLE state_history ADD CONSTRAINT no_poison \
+         CHECK (error_code IS DISTINCT FROM '{}')",
+        swath_tests::poison::POISON
+    ))
+    .execute(store.pool())
+    .await
+    .expect("add the test's constraint");
+    let store = Arc::new(store);
+    swath_tests::poison::a_refused_state_never_blocks_the_stream(
+        fixture.dyn_bus(),
+        &NatsBacklog {
+            bus: fixture.bus.clone(),
+        },
+        &fixture.root,
+        store.clone(),
+        store.as_ref(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_store_that_is_down_drops_nothing() {
+    let Some(fixture) = Fixture::new().await else {
+        return;
+    };
+    let Some(database) = swath_tests::postgres::test_database_url() else {
+        return;
+    };
+    let factory = swath_tests::postgres::PostgresFactory::new(database);
+    let store = Arc::new(factory.fresh_store().await);
+    swath_tests::poison::a_store_that_is_down_drops_nothing(
+        fixture.dyn_bus(),
+        &NatsBacklog {
+            bus: fixture.bus.clone(),
+        },
+        &fixture.root,
+        swath_tests::poison::Faulty::new(store.clone()),
+        store.as_ref(),
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subject_is_the_gateways_identity_on_postgres() {
+    let Some(fixture) = Fixture::new().await else {
+        return;
+    };
+    let Some(database) = swath_tests::postgres::test_database_url() else {
+        return;
+    };
+    let factory = swath_tests::postgres::PostgresFactory::new(database);
+    let store = Arc::new(factory.fresh_store().await);
+    swath_tests::poison::the_subject_is_the_gateways_identity(
+        fixture.dyn_bus(),
+        &NatsBacklog {
+            bus: fixture.bus.clone(),
+        },
+        &fixture.root,
+        store.clone(),
+        store.as_ref(),
+    )
+    .await;
+}

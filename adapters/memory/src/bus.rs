@@ -162,6 +162,12 @@ impl MemoryBus {
     pub fn settings(&self) -> MemoryBusSettings {
         self.inner.settings
     }
+
+    /// How many messages of a durable consumer wait in its queue (not delivered yet, or given
+    /// back for redelivery): JetStream's `num_pending` plus the redeliveries it owes.
+    pub fn pending(&self, consumer: &str) -> usize {
+        self.inner.queue_len(consumer)
+    }
 }
 
 impl Inner {

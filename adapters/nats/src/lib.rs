@@ -151,6 +151,30 @@ impl NatsBus {
         }
     }
 
+    /// A durable consumer's backlog on `stream`: messages not delivered yet (`num_pending`) and
+    /// delivered but not settled (`num_ack_pending`). For operators' checks and tests.
+    pub async fn consumer_backlog(
+        &self,
+        stream: &str,
+        consumer: &str,
+    ) -> Result<(u64, usize), BusError> {
+        let stream = self
+            .inner
+            .js
+            .get_stream(stream)
+            .await
+            .map_err(|e| provision::unavailable("reading stream", stream, e))?;
+        let mut pull: jetstream::consumer::PullConsumer = stream
+            .get_consumer(consumer)
+            .await
+            .map_err(|e| provision::unavailable("reading consumer", consumer, e))?;
+        let info = pull
+            .info()
+            .await
+            .map_err(|e| provision::unavailable("reading consumer", consumer, e))?;
+        Ok((info.num_pending, info.num_ack_pending))
+    }
+
     /// Publishes `messages` in this order, each with its de-duplication id, keeping up to
     /// `window` stream acknowledgements outstanding (a gateway's or load generator's throughput
     /// without giving up the order: one connection delivers them to the stream in the order

@@ -112,6 +112,29 @@ pub fn redact_password(url: &str) -> String {
     }
 }
 
+/// A failed statement of the ingest path, told apart: the data refused (SQLSTATE class 22 "data
+/// exception", 23 "integrity constraint violation", 54 "program limit exceeded", P0 a trigger's
+/// `RAISE`; or a value the driver could not encode) fails again with the same data and is
+/// [`StoreError::Rejected`]; everything else (connection lost, pool timeout, serialization
+/// failure, deadlock, shutdown, an unknown column after a bad deploy) is
+/// [`StoreError::Unavailable`], and the batch is redelivered as it is.
+pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
+    let rejected = match &e {
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            ["22", "23", "54", "P0"]
+                .iter()
+                .any(|class| code.starts_with(class))
+        }),
+        sqlx::Error::Encode(_) => true,
+        _ => false,
+    };
+    if rejected {
+        StoreError::Rejected(e.to_string())
+    } else {
+        StoreError::Unavailable(e.to_string())
+    }
+}
+
 impl PostgresStore {
     /// Connects (the schema must be migrated: `swath_migrations::migrate`).
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StoreError> {

@@ -14,7 +14,7 @@
 //! is the totals row itself, created with the mower, and the latest row's key is read from it
 //! (`counted_until` equals the latest `observed_at`, see the migration).
 
-use crate::{unavailable, PostgresStore};
+use crate::{store_error, unavailable, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SubsecRound, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -384,12 +384,12 @@ impl TelemetryBatch for PostgresBatch {
             .bind(d.iter().map(|r| r.state_count).collect::<Vec<_>>())
             .execute(&mut *tx)
             .await
-            .map_err(unavailable)?;
+            .map_err(store_error)?;
         counters.statement();
         // W6's events and alerts, in this transaction (only when the rules raised any).
         crate::watch::store_ingest_events(&mut tx, &changes.events, counters).await?;
 
-        tx.commit().await.map_err(unavailable)?;
+        tx.commit().await.map_err(store_error)?;
         counters.commit();
         Ok(())
     }

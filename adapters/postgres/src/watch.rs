@@ -281,9 +281,12 @@ pub(crate) async fn store_ingest_events(
         return Ok(());
     }
     let (events, alerts) = ingest_notifications(events);
-    let failed = |e: sqlx::Error| StoreError::Unavailable(e.to_string());
-    insert_events(tx, &events, counters).await.map_err(failed)?;
-    apply_alerts(tx, &alerts, counters).await.map_err(failed)?;
+    insert_events(tx, &events, counters)
+        .await
+        .map_err(crate::store_error)?;
+    apply_alerts(tx, &alerts, counters)
+        .await
+        .map_err(crate::store_error)?;
     Ok(())
 }
 

@@ -37,8 +37,8 @@ pub struct StateReportIn {
     /// The mower's account: must be the token's account.
     #[schema(example = "0190a2b4-5c3e-7d21-9f00-0000000000a0")]
     pub account_id: Uuid,
-    /// When the mower observed this state (RFC 3339); at most 5 minutes after its receipt.
-    /// Kept to the microsecond.
+    /// When the mower observed this state (RFC 3339); from 2000-01-01T00:00:00Z to 5 minutes
+    /// after its receipt. Kept to the microsecond.
     #[schema(example = "2026-06-01T12:00:00Z")]
     pub observed_at: DateTime<Utc>,
     /// What the mower is doing.
@@ -83,6 +83,14 @@ pub enum DropReason {
     UnknownMower,
     /// `account_id` is not the token's account.
     AccountMismatch,
+    /// A string (`error_code`, `vendor_state`, a key or value of `extra` or of another field, at
+    /// any depth) holds a NUL character (`\u0000`), which cannot be stored.
+    InvalidText,
+    /// `observed_at` before 2000-01-01T00:00:00Z.
+    AncientObservedAt,
+    /// The store refused this report, alone; the others were stored. Sending it again gives the
+    /// same answer.
+    RejectedByStore,
 }
 
 impl From<DomainReason> for DropReason {
@@ -96,6 +104,11 @@ impl From<DomainReason> for DropReason {
             DomainReason::FieldTooLong => DropReason::FieldTooLong,
             DomainReason::UnknownMower => DropReason::UnknownMower,
             DomainReason::AccountMismatch => DropReason::AccountMismatch,
+            DomainReason::InvalidText => DropReason::InvalidText,
+            DomainReason::AncientObservedAt => DropReason::AncientObservedAt,
+            DomainReason::RejectedByStore => DropReason::RejectedByStore,
+            // Only the bus has subjects; a report over HTTP is never refused for one.
+            DomainReason::SubjectMismatch => DropReason::Malformed,
         }
     }
 }

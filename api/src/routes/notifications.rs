@@ -55,7 +55,10 @@ fn store(state: &AppState) -> Result<&Arc<dyn WatchStore>, ApiError> {
         .ok_or_else(|| ApiError::Unavailable("no notification store is configured".into()))
 }
 
-/// A GeoJSON Polygon (RFC 7946 §3.1.6): `[lon, lat]` positions in degrees, each ring closed.
+/// A GeoJSON Polygon (RFC 7946 §3.1.6): `[lon, lat]` positions in degrees, each ring closed. It
+/// must be a simple polygon: no ring crosses or touches itself, every hole lies inside the
+/// exterior ring, holes neither cross each other nor lie inside each other; a `422` names what is
+/// wrong.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[schema(example = json!({"type": "Polygon", "coordinates": [[[13.4, 52.5], [13.401, 52.5], [13.401, 52.501], [13.4, 52.501], [13.4, 52.5]]]}))]
 pub struct PolygonGeometry {
@@ -528,6 +531,7 @@ fn alert_after(cursor: &str) -> Result<AlertCursor, ApiError> {
             .parse()
             .ok()
             .and_then(DateTime::from_timestamp_micros)
+            .filter(|at| swath_domain::text::instant_in_range(*at))
             .ok_or_else(bad_cursor)?,
         id: id.parse().map_err(|_| bad_cursor())?,
     })

@@ -71,6 +71,10 @@ pub struct Readiness {
     /// The event bus: `up` or `down`.
     #[schema(example = "up")]
     pub bus: String,
+    /// This process's ingest consumer: `up`, or `stalled` when every batch it tried failed for
+    /// 60 s or more (it stopped making progress; see `swath_ingest_failed_batches_in_a_row`).
+    #[schema(example = "up")]
+    pub ingest: String,
 }
 
 /// `/readyz` when a backing service is down: an RFC 9457 problem (type `unavailable`) whose
@@ -81,7 +85,7 @@ pub struct Readiness {
     "title": "Service unavailable",
     "status": 503,
     "detail": "Not ready: the store is down.",
-    "checks": {"store": "down", "bus": "up"}
+    "checks": {"store": "down", "bus": "up", "ingest": "up"}
 }))]
 pub struct NotReady {
     /// `https://swath.dev/problems/unavailable`.
@@ -105,12 +109,13 @@ pub struct NotReady {
     operation_id = "readyz",
     summary = "Readiness",
     description = "Answers `200` when the store and the event bus both answer a ping (each \
-        within 2 s), `503` otherwise, naming what is down. Load balancers send traffic only to a \
+        within 2 s) and the ingest consumer makes progress, `503` otherwise, naming what is down \
+        (`ingest` is `stalled` when every batch it tried failed for 60 s or more). Load balancers send traffic only to a \
         ready replica; unlike `/healthz`, a failing check does not mean the process should be \
         restarted (it recovers on its own when the service is back).",
     responses(
         (status = 200, description = "The store and the bus answer.", body = Readiness,
-            example = json!({"store": "up", "bus": "up"})),
+            example = json!({"store": "up", "bus": "up", "ingest": "up"})),
         (status = 503, description = "The store or the bus (or both) did not answer; `detail` \
             names which.", body = NotReady, content_type = "application/problem+json"),
     ),
@@ -134,12 +139,14 @@ pub async fn readyz(
         }
     };
     let (store, bus) = tokio::join!(store, bus);
+    let stalled = state.ingest.stalled_for();
     let word = |r: &Result<(), String>| if r.is_ok() { "up" } else { "down" }.to_owned();
     let checks = Readiness {
         store: word(&store),
         bus: word(&bus),
+        ingest: if stalled.is_some() { "stalled" } else { "up" }.to_owned(),
     };
-    if store.is_ok() && bus.is_ok() {
+    if store.is_ok() && bus.is_ok() && stalled.is_none() {
         return axum::Json(checks).into_response();
     }
     let mut down = Vec::new();
@@ -150,6 +157,13 @@ pub async fn readyz(
     if let Err(cause) = &bus {
         tracing::warn!(error = %cause, "Not ready: the event bus does not answer.");
         down.push("the event bus");
+    }
+    if let Some(stalled) = stalled {
+        tracing::warn!(
+            failing_seconds = stalled.as_secs(),
+            "Not ready: the ingest consumer has failed every batch it tried."
+        );
+        down.push("the ingest consumer");
     }
     let body = NotReady {
         type_uri: format!("{}unavailable", crate::error::PROBLEM_BASE),
@@ -187,13 +201,18 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
     description = "The process's metrics in the Prometheus text format, for a Prometheus scrape. \
         Counters: `swath_states_received_total` (state reports handed to ingestion, valid or \
         not), `swath_states_stored_total`, `swath_states_dropped_total{reason}` (refused alone: \
-        `malformed`, `too_large`, `in_future`, `out_of_range`, `unknown_mower`, \
-        `account_mismatch`, …), `swath_ingest_batches_total` (batches stored), \
+        `malformed`, `too_large`, `future_observed_at`, `ancient_observed_at`, \
+        `invalid_battery`, `invalid_position`, `field_too_long`, `invalid_text`, \
+        `unknown_mower`, `account_mismatch`, `subject_mismatch`, `rejected_by_store`), \
+        `swath_ingest_batches_total` (batches stored), \
         `swath_ingest_redeliveries_total` (bus messages seen again: delivery count above 1), \
+        `swath_http_connections_closed_total{reason}` (connections cut off: `silent`, \
+        `slow_head`, `idle`), \
         `swath_postgres_statements_total`, `swath_postgres_commits_total`. Histogram: \
         `swath_ingest_batch_size` (states per stored batch). Gauge: \
         `swath_ingest_lag_seconds` (the time of the last stored batch minus the `observed_at` of \
-        its newest state). A metric appears once it was first recorded.",
+        its newest state), `swath_ingest_failed_batches_in_a_row` (0 while the ingest consumer \
+        stores its batches; growing when it stopped making progress). A metric appears once it was first recorded.",
     responses(
         (status = 200, description = "The metrics, Prometheus text format 0.0.4.", body = String,
             content_type = "text/plain; version=0.0.4",

@@ -15,7 +15,7 @@
 use crate::auth::Writer;
 use crate::dto::ingest::{DropReason, IngestResult, Outcome, ReportOutcome, StateReportIn};
 use crate::error::{ApiError, Problem};
-use crate::extract::ApiJson;
+use crate::extract::ApiJsonElements;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -67,7 +67,7 @@ const NOT_VISIBLE: &str = "No mower with this id is visible to this token.";
 pub async fn record_states(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiJson(reports): ApiJson<Vec<Value>>,
+    ApiJsonElements(reports): ApiJsonElements<Vec<Value>>,
 ) -> Result<Json<IngestResult>, ApiError> {
     if reports.len() > MAX_REPORTS {
         return Err(ApiError::Validation(format!(
@@ -130,9 +130,11 @@ pub async fn record_states(
             })
         })
         .collect();
+    // A report the store refuses is isolated at once (a request has no second delivery): it
+    // answers `rejected_by_store` and the others are stored.
     let outcomes = state
         .ingest
-        .record_states(batch)
+        .record_states_isolating(batch, &[])
         .await
         .map_err(|e| match e {
             IngestError::Store(e) => ApiError::from(e),
@@ -164,12 +166,17 @@ pub async fn record_states(
             }
             StateOutcome::Dropped(reason) => {
                 result.dropped += 1;
-                // No detail: refused by W0 during ingestion. The report named the token's account
-                // (checked above), so a mismatch means the mower is another account's: answer
-                // what an unknown mower answers.
-                let (reason, detail) = match detail {
-                    Some(detail) => (reason.into(), detail),
-                    None => (DropReason::UnknownMower, NOT_VISIBLE.to_owned()),
+                // No detail: refused by W0 during ingestion, or by the store. The report named the
+                // token's account (checked above), so a W0 mismatch means the mower is another
+                // account's: answer what an unknown mower answers.
+                let (reason, detail) = match (detail, reason) {
+                    (Some(detail), reason) => (reason.into(), detail),
+                    (None, Reason::RejectedByStore) => (
+                        DropReason::RejectedByStore,
+                        "The store refused this report; sending it again gives the same answer."
+                            .to_owned(),
+                    ),
+                    (None, _) => (DropReason::UnknownMower, NOT_VISIBLE.to_owned()),
                 };
                 ReportOutcome {
                     index: index as u32,

@@ -261,6 +261,8 @@ pub async fn revoke_token(
     if !state.tokens.revoke_token(token.id).await? {
         return Err(ApiError::NotFound(Resource::Token));
     }
+    // This process's open live streams of that token end now; other replicas' within 30 s.
+    state.revocations.notify();
     tracing::info!(token_id = %token.id, account_id = %principal.account_id, "Revoked an API token.");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -16,6 +16,19 @@ pub enum StoreError {
     /// A stored row could not be read back (a bug or a manual edit).
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),
+    /// The store refused the data itself (a value it cannot keep, a constraint or trigger that
+    /// refused it): trying the same data again fails the same way, unlike
+    /// [`StoreError::Unavailable`]. Nothing of the batch is stored. The ingest path isolates the
+    /// state that causes it (`Ingest::record_states_isolating`).
+    #[error("the store refused the data: {0}")]
+    Rejected(String),
+}
+
+impl StoreError {
+    /// Whether the same data would fail the same way again (not worth retrying as it is).
+    pub fn is_rejection(&self) -> bool {
+        matches!(self, StoreError::Rejected(_))
+    }
 }
 
 /// The telemetry store: a batch unit of work for ingestion (DESIGN §3), plus the reads of the API.
@@ -35,7 +48,8 @@ pub enum StoreError {
 ///   positions (`raise_positions_floor`).
 /// - in [`TelemetryBatch::commit`], write all of [`BatchChanges`] atomically: history and positions
 ///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
-///   to the stored ones. Either everything is stored or nothing (then [`StoreError::Unavailable`]).
+///   to the stored ones. Either everything is stored or nothing (then [`StoreError::Unavailable`],
+///   or [`StoreError::Rejected`] when the data itself was refused and would be again).
 ///   Dropping an uncommitted batch stores nothing and releases the locks.
 /// - keep for every mower at least the newest history and position rows (the memory store may cap
 ///   older rows, configurably); never cap latest, health or day rows.

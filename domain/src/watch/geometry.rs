@@ -8,7 +8,8 @@
 //! the boundary?" in plain Euclidean geometry, in metres. Polygons across the antimeridian are
 //! refused rather than projected wrongly.
 
-use geo::{Contains, Coord, Distance, Euclidean, LineString, Point, Polygon};
+use geo::line_intersection::{line_intersection, LineIntersection};
+use geo::{Contains, Coord, Distance, Euclidean, Line, LineString, Point, Polygon};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -39,8 +40,10 @@ pub struct GeoPolygon {
 impl GeoPolygon {
     /// Validates a GeoJSON geometry object of type `Polygon`: at least one ring, each ring closed
     /// with at least four positions, finite longitudes in -180..=180 and latitudes in -90..=90,
-    /// at most [`MAX_VERTICES`] positions, spanning at most [`MAX_SPAN_DEG`], and an exterior ring
-    /// that encloses an area.
+    /// at most [`MAX_VERTICES`] positions, spanning at most [`MAX_SPAN_DEG`], an exterior ring
+    /// that encloses an area, and a simple polygon ([`check_simple`]): no ring crosses or
+    /// touches itself, every hole lies inside the exterior ring, no two rings cross and no hole
+    /// lies inside another.
     pub fn from_geojson(value: &Value) -> Result<GeoPolygon, InvalidPolygon> {
         let object = value
             .as_object()
@@ -113,6 +116,7 @@ impl GeoPolygon {
                 "The polygon spans more than {MAX_SPAN_DEG} degree; a fence or zone is a garden or a park."
             )));
         }
+        check_simple(&polygon.rings)?;
         if geo::Area::unsigned_area(&Polygon::new(polygon.fence().exterior, vec![])) < 0.01 {
             return Err(invalid("The exterior ring encloses no area."));
         }
@@ -154,6 +158,103 @@ impl GeoPolygon {
             exterior,
         }
     }
+}
+
+/// The segments of a closed ring, without zero-length ones (repeated positions).
+fn segments(ring: &[[f64; 2]]) -> Vec<Line<f64>> {
+    ring.windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| Line::new(coord(w[0]), coord(w[1])))
+        .collect()
+}
+
+fn coord(p: [f64; 2]) -> Coord<f64> {
+    Coord { x: p[0], y: p[1] }
+}
+
+/// How two segments meet: `None` (apart, or only at an end of both when `adjacent`), or
+/// `Some(true)` when they overlap along a stretch, `Some(false)` at one point.
+fn meet(a: &Line<f64>, b: &Line<f64>, adjacent: bool) -> Option<bool> {
+    match line_intersection(*a, *b)? {
+        LineIntersection::Collinear { .. } => Some(true),
+        LineIntersection::SinglePoint { intersection, .. } => {
+            let shared_end = adjacent
+                && [a.start, a.end].contains(&intersection)
+                && [b.start, b.end].contains(&intersection);
+            (!shared_end).then_some(false)
+        }
+    }
+}
+
+/// A valid simple polygon (OGC simple features): each ring simple (no segment meets another
+/// except its neighbours at their shared position), holes strictly inside the exterior ring and
+/// outside each other, no two rings crossing. Rings are compared in degrees: the local
+/// projection the rules use keeps every crossing. At most [`MAX_VERTICES`] positions, so the
+/// pairwise check stays below half a million segment pairs.
+fn check_simple(rings: &[Vec<[f64; 2]>]) -> Result<(), InvalidPolygon> {
+    let all: Vec<Vec<Line<f64>>> = rings.iter().map(|r| segments(r)).collect();
+    for (r, ring) in all.iter().enumerate() {
+        if ring.len() < 3 {
+            return Err(invalid(format!(
+                "Ring {r} has fewer than 3 distinct positions."
+            )));
+        }
+        let n = ring.len();
+        for i in 0..n {
+            for j in i + 1..n {
+                let adjacent = j == i + 1 || (i == 0 && j == n - 1);
+                if let Some(overlap) = meet(&ring[i], &ring[j], adjacent) {
+                    let how = if overlap {
+                        "runs back over itself"
+                    } else {
+                        "crosses or touches itself"
+                    };
+                    return Err(invalid(format!(
+                        "Ring {r} {how} (its segments {i} and {j} meet): a fence or zone must be \
+                         a simple polygon."
+                    )));
+                }
+            }
+        }
+    }
+    for a in 0..all.len() {
+        for b in a + 1..all.len() {
+            let crossing = all[a]
+                .iter()
+                .any(|x| all[b].iter().any(|y| meet(x, y, false).is_some()));
+            if crossing {
+                let what = if a == 0 {
+                    format!("Ring {b} (a hole) crosses or touches the exterior ring")
+                } else {
+                    format!("Rings {a} and {b} (holes) cross or touch each other")
+                };
+                return Err(invalid(format!(
+                    "{what}: a fence or zone must be a simple polygon."
+                )));
+            }
+        }
+    }
+    let exterior = Polygon::new(rings[0].iter().copied().map(coord).collect(), vec![]);
+    for (h, hole) in rings.iter().enumerate().skip(1) {
+        // No crossing: one position tells on which side the whole ring is.
+        let inside = exterior.contains(&Point::from(coord(hole[0])));
+        if !inside {
+            return Err(invalid(format!(
+                "Ring {h} (a hole) is not inside the exterior ring."
+            )));
+        }
+        for (o, other) in rings.iter().enumerate().skip(1) {
+            if o != h {
+                let around = Polygon::new(other.iter().copied().map(coord).collect(), vec![]);
+                if around.contains(&Point::from(coord(hole[0]))) {
+                    return Err(invalid(format!(
+                        "Ring {h} (a hole) lies inside ring {o} (another hole)."
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 impl Serialize for GeoPolygon {

@@ -449,3 +449,120 @@ proptest! {
         prop_assert_eq!(&batched.snapshots, &single.snapshots);
     }
 }
+
+#[test]
+fn only_simple_polygons_are_valid_and_the_refusal_names_the_problem() {
+    let ring = |points: &[[f64; 2]]| {
+        let mut ring: Vec<[f64; 2]> = points.iter().map(|p| [p[0] * 1e-3, p[1] * 1e-3]).collect();
+        ring.push(ring[0]);
+        ring
+    };
+    let polygon = |rings: Vec<Vec<[f64; 2]>>| json!({"type": "Polygon", "coordinates": rings});
+    let square = ring(&[[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]]);
+    let cases = [
+        // A bow tie whose two halves cancel: no area check catches it.
+        (
+            polygon(vec![ring(&[
+                [0.0, 0.0],
+                [10.0, 10.0],
+                [10.0, 0.0],
+                [0.0, 10.0],
+            ])]),
+            "crosses or touches itself",
+        ),
+        // A bow tie with unequal halves (its area does not cancel).
+        (
+            polygon(vec![ring(&[
+                [0.0, 0.0],
+                [10.0, 10.0],
+                [10.0, 0.0],
+                [0.0, 4.0],
+            ])]),
+            "crosses or touches itself",
+        ),
+        // A ring that touches itself at a vertex (a figure eight).
+        (
+            polygon(vec![ring(&[
+                [0.0, 0.0],
+                [5.0, 5.0],
+                [10.0, 0.0],
+                [10.0, 10.0],
+                [5.0, 5.0],
+                [0.0, 10.0],
+            ])]),
+            "crosses or touches itself",
+        ),
+        // A spike: a segment that runs back over the previous one.
+        (
+            polygon(vec![ring(&[
+                [0.0, 0.0],
+                [10.0, 0.0],
+                [5.0, 0.0],
+                [5.0, 5.0],
+            ])]),
+            "runs back over itself",
+        ),
+        // A hole outside the exterior ring.
+        (
+            polygon(vec![
+                square.clone(),
+                ring(&[[20.0, 20.0], [22.0, 20.0], [22.0, 22.0], [20.0, 22.0]]),
+            ]),
+            "is not inside the exterior ring",
+        ),
+        // A hole that crosses the exterior ring.
+        (
+            polygon(vec![
+                square.clone(),
+                ring(&[[8.0, 8.0], [12.0, 8.0], [12.0, 12.0], [8.0, 12.0]]),
+            ]),
+            "crosses or touches the exterior ring",
+        ),
+        // Two holes that cross.
+        (
+            polygon(vec![
+                square.clone(),
+                ring(&[[1.0, 1.0], [5.0, 1.0], [5.0, 5.0], [1.0, 5.0]]),
+                ring(&[[3.0, 3.0], [7.0, 3.0], [7.0, 7.0], [3.0, 7.0]]),
+            ]),
+            "cross or touch each other",
+        ),
+        // A hole inside another hole.
+        (
+            polygon(vec![
+                square.clone(),
+                ring(&[[1.0, 1.0], [8.0, 1.0], [8.0, 8.0], [1.0, 8.0]]),
+                ring(&[[3.0, 3.0], [4.0, 3.0], [4.0, 4.0], [3.0, 4.0]]),
+            ]),
+            "inside ring 1 (another hole)",
+        ),
+    ];
+    for (value, problem) in cases {
+        let err = GeoPolygon::from_geojson(&value).expect_err(&value.to_string());
+        assert!(err.0.contains(problem), "{value}: {err}");
+    }
+    // Valid: a square with a hole inside, a concave ring, repeated positions.
+    for value in [
+        polygon(vec![
+            square.clone(),
+            ring(&[[2.0, 2.0], [4.0, 2.0], [4.0, 4.0], [2.0, 4.0]]),
+            ring(&[[6.0, 6.0], [8.0, 6.0], [8.0, 8.0], [6.0, 8.0]]),
+        ]),
+        polygon(vec![ring(&[
+            [0.0, 0.0],
+            [10.0, 0.0],
+            [10.0, 10.0],
+            [5.0, 3.0],
+            [0.0, 10.0],
+        ])]),
+        polygon(vec![ring(&[
+            [0.0, 0.0],
+            [10.0, 0.0],
+            [10.0, 0.0],
+            [10.0, 10.0],
+            [0.0, 10.0],
+        ])]),
+    ] {
+        assert!(GeoPolygon::from_geojson(&value).is_ok(), "{value}");
+    }
+}
