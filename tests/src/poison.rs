@@ -56,6 +56,14 @@ struct FaultyBatch(Box<dyn TelemetryBatch>);
 
 #[async_trait]
 impl TelemetryBatch for FaultyBatch {
+    async fn neighbours(
+        &mut self,
+        late: &[(MowerId, chrono::DateTime<chrono::Utc>)],
+        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+    ) -> Result<(), StoreError> {
+        self.0.neighbours(late, snapshots).await
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         if changes
             .history

@@ -707,13 +707,13 @@ impl swath_tests::poison::Backlog for NatsBacklog {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn a_state_postgres_refuses_never_blocks_the_stream() {
-    let Some(fixture) = Fixture::new().await else {
-        return;
-    };
-    let Some(database) = swath_tests::postgres::test_database_url() else {
-        return;
-    };
+    let fixture = Fixture::new().await;
+    let database = swath_tests::postgres::test_database_url();
     let factory = swath_tests::postgres::PostgresFactory::new(database);
     let store = factory.fresh_store().await;
     // What the store refuses, deterministically: SQLSTATE 23514 (check_violation).
@@ -739,13 +739,13 @@ async fn a_state_postgres_refuses_never_blocks_the_stream() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn a_postgres_store_that_is_down_drops_nothing() {
-    let Some(fixture) = Fixture::new().await else {
-        return;
-    };
-    let Some(database) = swath_tests::postgres::test_database_url() else {
-        return;
-    };
+    let fixture = Fixture::new().await;
+    let database = swath_tests::postgres::test_database_url();
     let factory = swath_tests::postgres::PostgresFactory::new(database);
     let store = Arc::new(factory.fresh_store().await);
     swath_tests::poison::a_store_that_is_down_drops_nothing(
@@ -761,13 +761,13 @@ async fn a_postgres_store_that_is_down_drops_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(swath_no_postgres, swath_no_nats),
+    ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
+)]
 async fn the_subject_is_the_gateways_identity_on_postgres() {
-    let Some(fixture) = Fixture::new().await else {
-        return;
-    };
-    let Some(database) = swath_tests::postgres::test_database_url() else {
-        return;
-    };
+    let fixture = Fixture::new().await;
+    let database = swath_tests::postgres::test_database_url();
     let factory = swath_tests::postgres::PostgresFactory::new(database);
     let store = Arc::new(factory.fresh_store().await);
     swath_tests::poison::the_subject_is_the_gateways_identity(
