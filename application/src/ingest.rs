@@ -6,6 +6,11 @@
 //! zones (W7) are evaluated after that commit, in a unit of work of their own over the zones of
 //! all the batch's mowers (read at once); their zone watch skips positions evaluated before, so a
 //! redelivered batch (after a failure between the two commits) completes W7 without repeating it.
+//!
+//! The events a commit stored are published whatever happens after it: when W7 fails, W6's
+//! events are published before the error is returned ([`IngestError::ZonesPending`]), because
+//! the redelivered batch finds them raised already and would never raise them again
+//! (docs/decisions.md, decision 39).
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
@@ -20,16 +25,22 @@ use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
 use swath_domain::watch::{ingest_notifications, Event};
 use swath_domain::{apply_states, InvalidReport, MowerId, StateOutcome, StateReport};
 
-/// Errors of [`Ingest::record_states`]: the batch as a whole could not be stored.
+/// Errors of [`Ingest::record_states`].
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     /// Nothing of the batch is stored; redeliver it.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The rows are stored but virtual zones (W7) could not be evaluated; redeliver the batch
-    /// (the rows are not stored twice, W7 picks up where it stopped).
-    #[error(transparent)]
-    Zones(#[from] WatchError),
+    /// The batch is stored (`outcomes` say what became of each report, as `Ok` would have) and
+    /// the events its commit stored (W6) are published, but virtual zones (W7) could not be
+    /// evaluated. Redeliver the batch to complete W7: the rows are not stored twice, W6 raises
+    /// nothing again, and W7 picks up where it stopped.
+    #[error("the states are stored, but their virtual zones could not be evaluated: {error}")]
+    ZonesPending {
+        outcomes: Vec<StateOutcome>,
+        #[source]
+        error: WatchError,
+    },
 }
 
 /// The ingest use case.
@@ -68,7 +79,9 @@ impl Ingest {
     /// Records a batch: one outcome per element, in order. Reports that failed validation are
     /// dropped alone with their reason (logged once with their mower id, counted by reason); the
     /// valid ones go through the write rules in one unit of work. A store failure stores nothing
-    /// and is returned, so that the caller redelivers the batch.
+    /// and is returned ([`IngestError::Store`]), so that the caller redelivers the batch; a
+    /// failure of virtual zones after the commit is [`IngestError::ZonesPending`], with the
+    /// outcomes, once the commit's events are published.
     pub async fn record_states(
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
@@ -118,17 +131,7 @@ impl Ingest {
                 metrics::gauge!("swath_ingest_lag_seconds").set(lag as f64 / 1e6);
             }
 
-            if let Some(zones) = &self.zones {
-                let stored: Vec<StateReport> = valid
-                    .iter()
-                    .zip(&applied)
-                    .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
-                    .map(|(s, _)| s.clone())
-                    .collect();
-                let zone_events = evaluate_zones(zones.as_ref(), &stored).await?;
-                events = in_state_order(&valid, &applied, events, zone_events);
-            }
-            for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(applied) {
+            for ((i, state), outcome) in valid_index.iter().zip(&valid).zip(&applied) {
                 if let StateOutcome::Dropped(reason) = outcome {
                     tracing::warn!(
                         mower_id = %state.mower_id,
@@ -139,21 +142,37 @@ impl Ingest {
                     metrics::counter!("swath_states_dropped_total", "reason" => reason.as_str())
                         .increment(1);
                 }
-                outcomes[*i] = Some(outcome);
+                outcomes[*i] = Some(*outcome);
+            }
+
+            let mut zones_failed = None;
+            if let Some(zones) = &self.zones {
+                let stored: Vec<StateReport> = valid
+                    .iter()
+                    .zip(&applied)
+                    .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
+                    .map(|(s, _)| s.clone())
+                    .collect();
+                match evaluate_zones(zones.as_ref(), &stored).await {
+                    Ok(zone_events) => {
+                        events = in_state_order(&valid, &applied, events, zone_events);
+                    }
+                    // W6's events are committed: publish them now, since the redelivery that
+                    // completes W7 will not raise them again (decision 39).
+                    Err(error) => zones_failed = Some(error),
+                }
             }
             // After the commits, in order (W6, then W7). A failed publish cannot undo the stored
             // rows; it is logged (the event's id is its dedup id: a later re-publish is safe).
             publish(self.bus.as_ref(), &events).await;
+            if let Some(error) = zones_failed {
+                return Err(IngestError::ZonesPending {
+                    outcomes: finish(outcomes),
+                    error,
+                });
+            }
         }
-        let stored = outcomes
-            .iter()
-            .filter(|o| **o == Some(StateOutcome::Stored))
-            .count();
-        metrics::counter!("swath_states_stored_total").increment(stored as u64);
-        Ok(outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or(StateOutcome::Stored))
-            .collect())
+        Ok(finish(outcomes))
     }
 
     /// A bus handler that feeds this use case (the ingest durable consumer).
@@ -162,6 +181,19 @@ impl Ingest {
             ingest: Arc::clone(self),
         })
     }
+}
+
+/// The batch's outcomes (every element has one by now), with the stored ones counted.
+fn finish(outcomes: Vec<Option<StateOutcome>>) -> Vec<StateOutcome> {
+    let stored = outcomes
+        .iter()
+        .filter(|o| **o == Some(StateOutcome::Stored))
+        .count();
+    metrics::counter!("swath_states_stored_total").increment(stored as u64);
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(StateOutcome::Stored))
+        .collect()
 }
 
 /// W6's and W7's events in the order of the states that raised them (W6 first for one state),
@@ -275,7 +307,8 @@ pub fn settle(outcome: StateOutcome) -> Settle {
 }
 
 /// The ingest consumer's batch handler: parses each message, records the batch, and answers one
-/// settlement per message. A store failure is an error: the bus redelivers the whole batch.
+/// settlement per message. A store failure is an error: the bus redelivers the whole batch; so is
+/// a batch stored with its zones pending (the redelivery completes W7 and stores nothing twice).
 pub struct IngestHandler {
     ingest: Arc<Ingest>,
 }
@@ -293,8 +326,12 @@ impl BatchHandler for IngestHandler {
             .collect();
         match self.ingest.record_states(reports).await {
             Ok(outcomes) => Ok(outcomes.into_iter().map(settle).collect()),
-            Err(e) => {
+            Err(e @ IngestError::Store(_)) => {
                 tracing::error!(error = %e, states = batch.len(), "Could not store a batch of states; it will be redelivered.");
+                Err(HandlerError(e.to_string()))
+            }
+            Err(e @ IngestError::ZonesPending { .. }) => {
+                tracing::error!(error = %e, states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
                 Err(HandlerError(e.to_string()))
             }
         }

@@ -630,6 +630,73 @@ pub async fn zones_are_entered_and_left(factory: &dyn WatchFactory) {
     assert_eq!(h.published_kinds().len(), 3);
 }
 
+/// W7 fails once after the telemetry commit (the zone unit of work cannot commit): the batch's
+/// rows are stored and its `blade_due` event, stored by that commit, is published at once; the
+/// error says the zones are pending. The redelivery completes W7 (`zone_entered`, once) and
+/// raises no second `blade_due`; a further redelivery publishes nothing.
+pub async fn a_failed_zone_step_still_publishes_blade_due_once(factory: &dyn WatchFactory) {
+    use crate::faults::FaultyWatch;
+    use swath_application::IngestError;
+
+    let h = WatchHarness::new(factory, 60_000).await;
+    let f = &h.fleet;
+    h.add_zone(0, 0x41, "Roses", lawn_rectangle((0, 0), (100, 100)))
+        .await;
+    let faulty = FaultyWatch::new(h.watch.clone());
+    let ingest = Ingest::new(h.store.telemetry.clone(), h.bus.clone(), h.clock.clone())
+        .with_zones(faulty.clone());
+    // Two minutes of mowing inside the zone: the blade is due after one.
+    let batch: Vec<Value> = (0..5)
+        .map(|i| at(report(f, 0, i * 30, Activity::Mowing), 50.0, 50.0, 0.5))
+        .collect();
+    async fn record(ingest: &Ingest, batch: &[Value]) -> Result<Vec<StateOutcome>, IngestError> {
+        let parsed = batch
+            .iter()
+            .map(|r| ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        ingest.record_states(parsed).await
+    }
+
+    faulty.fail_zone_commits(1);
+    match record(&ingest, &batch).await {
+        Err(IngestError::ZonesPending { outcomes, .. }) => {
+            assert_eq!(outcomes, vec![StateOutcome::Stored; 5]);
+        }
+        other => panic!("expected the zones to be pending, got {other:?}"),
+    }
+    assert_eq!(
+        h.published_kinds(),
+        vec!["blade_due"],
+        "the committed event is published although the zone step failed"
+    );
+    let (telemetry, rows) = h.rows().await;
+    assert_eq!(telemetry.history.len(), 5, "the rows are stored");
+    assert_eq!(rows.events.len(), 1, "only blade_due is stored");
+    assert!(rows.zone_watches.iter().all(|z| z.occupancy.is_empty()));
+
+    // The redelivery: W7 completes, W6 raises nothing again.
+    let outcomes = record(&ingest, &batch)
+        .await
+        .expect("the redelivery succeeds");
+    assert_eq!(outcomes, vec![StateOutcome::Stored; 5]);
+    assert_eq!(h.published_kinds(), vec!["blade_due", "zone_entered"]);
+    let again = record(&ingest, &batch).await.expect("another redelivery");
+    assert_eq!(again, vec![StateOutcome::Stored; 5]);
+    assert_eq!(
+        h.published_kinds(),
+        vec!["blade_due", "zone_entered"],
+        "each event published exactly once"
+    );
+    let (telemetry_after, rows) = h.rows().await;
+    assert_eq!(telemetry_after, telemetry, "nothing stored twice");
+    let kinds: Vec<&str> = rows.events.iter().map(|e| e.kind().as_str()).collect();
+    assert_eq!(kinds.len(), 2);
+    assert!(kinds.contains(&"blade_due") && kinds.contains(&"zone_entered"));
+    let alerts = open_alerts(&h, None).await;
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].kind, AlertKind::BladeDue);
+}
+
 /// The busy check, pinned with a manual clock: an unchanged activity is written again after
 /// 30 s (not 29 s) or after a move of 100 m; a changed activity at once; an older report never.
 pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
@@ -718,6 +785,7 @@ pub async fn run_all(factory: &dyn WatchFactory) {
     silent_mowers_go_offline_and_come_back(factory).await;
     blade_due_alerts_until_the_blade_is_reset(factory).await;
     zones_are_entered_and_left(factory).await;
+    a_failed_zone_step_still_publishes_blade_due_once(factory).await;
     the_busy_status_is_throttled(factory).await;
 }
 
