@@ -9,18 +9,17 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{
-    AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRows, WatchStore, ZoneBatch,
-    ZoneRows,
+    AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRead, WatchRows, WatchStore,
+    ZoneBatch, ZoneRows,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch};
-use swath_domain::watch::{Alert, Event, GeoPolygon, WatchSnapshot};
+use swath_domain::watch::{Alert, Event};
 use swath_domain::MowerId;
 use uuid::Uuid;
 
@@ -75,20 +74,14 @@ impl WatchStore for FaultyWatch {
     async fn begin_watch(
         &self,
         mowers: &[MowerId],
-    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError> {
-        let read = self.inner.begin_watch(mowers).await?;
+        parsed: &[Uuid],
+    ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError> {
+        let read = self.inner.begin_watch(mowers, parsed).await?;
         let hook = self.after_watch_read.lock().unwrap().take();
         if let Some(hook) = hook {
             hook.await;
         }
         Ok(read)
-    }
-
-    async fn geofence_polygons(
-        &self,
-        keys: &[(MowerId, Uuid)],
-    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError> {
-        self.inner.geofence_polygons(keys).await
     }
 
     async fn begin_sweep(

@@ -697,6 +697,116 @@ pub async fn a_failed_zone_step_still_publishes_blade_due_once(factory: &dyn Wat
     assert_eq!(alerts[0].kind, AlertKind::BladeDue);
 }
 
+/// A geofence replaced while a watcher batch runs (after the batch read its rows, before it
+/// judged them) is never taken for "no geofence": the batch judges against the version it read
+/// (one the watcher has not parsed yet: an operator editing the fence twice in a row), the next
+/// batch against the new one. A mower outside the fence keeps its alarm through such
+/// replacements, and the alert is only cleared by a `geofence_returned` event, once the current
+/// fence contains it.
+pub async fn a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(
+    factory: &dyn WatchFactory,
+) {
+    use crate::faults::FaultyWatch;
+
+    let h = WatchHarness::new(factory, 600_000).await;
+    let f = &h.fleet;
+    let faulty = FaultyWatch::new(h.watch.clone());
+    let watcher = Watcher::new(
+        faulty.clone(),
+        h.bus.clone(),
+        h.clock.clone(),
+        DEFAULT_OFFLINE_AFTER,
+    );
+    let watch = |seconds: i64, north: f64| {
+        let report = at(report(f, 0, seconds, Activity::Mowing), north, 150.0, 0.5);
+        let parsed = watcher.parse(report.to_string().as_bytes());
+        let watcher = &watcher;
+        async move {
+            let outcomes = watcher.on_states(&[parsed]).await.expect("watched");
+            assert_eq!(outcomes, vec![StateOutcome::Stored]);
+        }
+    };
+    let replace = |polygon: GeoPolygon| {
+        let store = h.watch.clone();
+        let mower_id = f.mowers[0];
+        let account_id = f.account_of(mower_id);
+        async move {
+            store
+                .put_geofence(Geofence {
+                    mower_id,
+                    account_id,
+                    version: Uuid::now_v7(),
+                    polygon,
+                    updated_at: ingest_clock(),
+                })
+                .await
+                .expect("replace the geofence");
+        }
+    };
+    let geofence_alerts = |h: &WatchHarness| {
+        let watch = h.watch.clone();
+        let mower = h.fleet.mowers[0];
+        async move {
+            let rows = watch.export_watch(&[mower]).await.unwrap();
+            let alerts: Vec<_> = rows
+                .alerts
+                .into_iter()
+                .filter(|a| a.kind == AlertKind::Geofence)
+                .collect();
+            (alerts, rows.watches, rows.events)
+        }
+    };
+
+    // 400e-5° north of a fence that ends at 300: the theft alarm.
+    h.put_geofence(0, lawn_rectangle((0, 0), (300, 300))).await;
+    watch(0, 400.0).await;
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+
+    // Replaced by larger fences that still leave the mower outside: once before the next batch
+    // (a version it has not parsed), and again while that batch runs.
+    replace(lawn_rectangle((0, 0), (340, 340))).await;
+    faulty.after_next_watch_read(replace(lawn_rectangle((0, 0), (350, 350))));
+    watch(10, 410.0).await;
+    assert!(faulty.hook_ran());
+    let (alerts, watches, _) = geofence_alerts(&h).await;
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].cleared_at, None, "the alarm is still open");
+    assert!(watches[0].outside_geofence);
+    // The next batch judges against the new fence: still outside, nothing new.
+    watch(20, 420.0).await;
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+
+    // Replaced by a fence that contains the mower, again during a batch: that batch still judges
+    // against the fence it read; the next one brings the mower back, with its event.
+    replace(lawn_rectangle((0, 0), (360, 360))).await;
+    faulty.after_next_watch_read(replace(lawn_rectangle((0, 0), (600, 600))));
+    watch(30, 430.0).await;
+    assert!(faulty.hook_ran());
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+    assert_eq!(geofence_alerts(&h).await.0[0].cleared_at, None);
+    watch(40, 440.0).await;
+    assert_eq!(
+        h.published_kinds(),
+        vec!["geofence_left", "geofence_returned"]
+    );
+    let (alerts, watches, events) = geofence_alerts(&h).await;
+    assert!(!watches[0].outside_geofence);
+    let returned: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind() == EventKind::GeofenceReturned)
+        .map(|e| e.observed_at)
+        .collect();
+    assert_eq!(
+        alerts
+            .iter()
+            .filter_map(|a| a.cleared_at)
+            .collect::<Vec<_>>(),
+        returned,
+        "the alert was cleared by the return, and only by it"
+    );
+    assert_eq!(watcher.geofence_parses(), 5, "each version parsed once");
+}
+
 /// The busy check, pinned with a manual clock: an unchanged activity is written again after
 /// 30 s (not 29 s) or after a move of 100 m; a changed activity at once; an older report never.
 pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
@@ -786,6 +896,7 @@ pub async fn run_all(factory: &dyn WatchFactory) {
     blade_due_alerts_until_the_blade_is_reset(factory).await;
     zones_are_entered_and_left(factory).await;
     a_failed_zone_step_still_publishes_blade_due_once(factory).await;
+    a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(factory).await;
     the_busy_status_is_throttled(factory).await;
 }
 
