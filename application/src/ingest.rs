@@ -10,7 +10,7 @@
 //! The events a commit stored are published whatever happens after it: when W7 fails, W6's
 //! events are published before the error is returned ([`IngestError::ZonesPending`]), because
 //! the redelivered batch finds them raised already and would never raise them again
-//! (docs/decisions.md, decision 39).
+//! (docs/decisions.md, decision 47).
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
@@ -158,7 +158,7 @@ impl Ingest {
                         events = in_state_order(&valid, &applied, events, zone_events);
                     }
                     // W6's events are committed: publish them now, since the redelivery that
-                    // completes W7 will not raise them again (decision 39).
+                    // completes W7 will not raise them again (decision 47).
                     Err(error) => zones_failed = Some(error),
                 }
             }

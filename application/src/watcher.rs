@@ -12,7 +12,7 @@
 //! no invalidation, only a bound. The cache keeps the newest parsed version of each mower; the
 //! batch's read returns the polygon of every current version the cache does not hold, in the
 //! same read as the version itself, so a geofence replaced while the batch runs is judged from
-//! the next batch on and never mistaken for none (decision 40).
+//! the next batch on and never mistaken for none (decision 48).
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, WatchError, WatchStore,

@@ -14,7 +14,7 @@
 //! geofence) come from the statement's snapshot. For those that is harmless: a mower's account
 //! never changes, and a geofence replaced while we waited is simply used from the next batch on.
 //! The version and its polygon come from that one snapshot, so they always belong together: a
-//! second statement (as there was before decision 40) would see a replacement committed between
+//! second statement (as there was before decision 48) would see a replacement committed between
 //! the two and find the version read first gone, which the watcher took for "no geofence".
 
 use crate::{Counters, PostgresStore};
@@ -42,7 +42,7 @@ const WATCH_COLUMNS: &str = "w.mower_id, w.account_id, w.watched_until, w.last_s
 /// The batch's read: directory account, current geofence version and the watch row of each
 /// mower, the watch rows locked in mower id order. `FOR NO KEY UPDATE`: the key never changes.
 /// The geofence's polygon comes with its version unless the watcher has parsed that version
-/// (`$2`, versions are unique across mowers): one snapshot for both (decision 40).
+/// (`$2`, versions are unique across mowers): one snapshot for both (decision 48).
 const READ_FOR_WATCH: &str =
     "SELECT m.account_id AS dir_account_id, g.version AS current_geofence, \
     CASE WHEN g.version = ANY($2) THEN NULL ELSE g.polygon END AS geofence_polygon, \

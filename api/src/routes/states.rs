@@ -140,7 +140,7 @@ pub async fn record_states(
         })
         .collect();
     // Only a store failure is an error here: it stored nothing (a `503` to retry as is). Rows
-    // stored with their zones pending are an answer like any other (decision 39).
+    // stored with their zones pending are an answer like any other (decision 47).
     let (outcomes, zones_pending) = match state.ingest.record_states(batch).await {
         Ok(outcomes) => (outcomes, false),
         Err(IngestError::ZonesPending { outcomes, error }) => {
