@@ -331,3 +331,126 @@ async fn self_intersecting_geofences_and_zones_are_refused_naming_the_problem() 
         );
     }
 }
+
+/// The zone step fails once after the telemetry commit of a `POST /v1/states`: the rows are
+/// stored, so the answer is `200` with `zones_pending: true`, never a `503`; the batch's
+/// `blade_due` is published at once, and only once; the ingest consumer, receiving the reports
+/// the route published, completes the zones (`zone_entered`, once). Sending the same reports
+/// again answers `200` without pending zones and publishes nothing new.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once() {
+    use swath_application::ports::{
+        BatchSettings, Directory, DirectoryAdmin, EventBus, LiveOptions,
+    };
+    use swath_application::subjects;
+    use swath_tests::faults::FaultyWatch;
+
+    let mut app = TestApp::spawn().await;
+    let store = app.store.clone();
+    let watch: Arc<dyn WatchStore> = Arc::new(store.clone());
+    let faulty = FaultyWatch::new(watch.clone());
+    let clock: Arc<dyn Clock> = app.clock.clone();
+    let bus = Arc::new(MemoryBus::default());
+    let ingest = Arc::new(
+        Ingest::new(Arc::new(store.clone()), bus.clone(), clock.clone()).with_zones(faulty.clone()),
+    );
+    let state_ = AppState::new(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        bus.clone(),
+        clock,
+        ingest.clone(),
+    )
+    .with_watch(watch);
+    app.router = router(state_);
+    app.ingest = ingest.clone();
+
+    let mower = app.a.mowers[0];
+    let mut entry = Directory::mower(&store, mower).await.unwrap().unwrap();
+    entry.blade_threshold_ms = 60_000;
+    DirectoryAdmin::update_mower(&store, entry).await.unwrap();
+    let zone = app
+        .post(
+            &format!("/v1/mowers/{mower}/zones"),
+            Some(TOKEN_A_ADMIN),
+            &json!({"name": "Roses", "polygon": square(0.0, 100.0)}),
+        )
+        .await;
+    assert_eq!(zone.status, StatusCode::CREATED);
+
+    let mut events = bus
+        .subscribe(subjects::NOTIFICATIONS_ALL, LiveOptions::default())
+        .await
+        .unwrap();
+    let ingesting = bus
+        .subscribe_batch(
+            subjects::TELEMETRY_ALL,
+            subjects::INGEST_CONSUMER,
+            BatchSettings {
+                max_wait: std::time::Duration::from_millis(20),
+                ..BatchSettings::default()
+            },
+            ingest.handler(),
+        )
+        .await
+        .unwrap();
+
+    // Two minutes of mowing inside the zone, blade on: the blade is due after one.
+    let body = Value::Array(
+        (0..5)
+            .map(|i| {
+                let mut s = state(&app, 100 + i * 30, "mowing", 50.0);
+                s["blade_on"] = json!(true);
+                s
+            })
+            .collect(),
+    );
+    faulty.fail_zone_commits(1);
+    let response = app
+        .post("/v1/states", Some(TOKEN_A_WRITE_ONLY), &body)
+        .await;
+    assert_eq!(response.status, StatusCode::OK, "stored rows are no 503");
+    let answer = response.json();
+    assert_eq!(
+        (&answer["stored"], &answer["zones_pending"]),
+        (&json!(5), &json!(true))
+    );
+
+    let mut kinds = Vec::new();
+    while !kinds.iter().any(|k| k == "zone_entered") {
+        let message =
+            tokio::time::timeout(std::time::Duration::from_secs(10), events.messages.recv())
+                .await
+                .expect("the ingest consumer completes the zones")
+                .unwrap();
+        kinds.push(message.subject.rsplit('.').next().unwrap().to_owned());
+    }
+    assert_eq!(kinds, ["blade_due", "zone_entered"]);
+
+    let again = app
+        .post("/v1/states", Some(TOKEN_A_WRITE_ONLY), &body)
+        .await;
+    assert_eq!(again.status, StatusCode::OK);
+    assert_eq!(
+        (&again.json()["stored"], &again.json()["zones_pending"]),
+        (&json!(5), &json!(false))
+    );
+    // The retry's reports reach the ingest consumer too; give it time to (not) publish.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    ingesting.unsubscribe().await;
+    assert!(
+        events.messages.try_recv().is_err(),
+        "blade_due and zone_entered were published once each"
+    );
+    let feed = app.get("/v1/events", Some(TOKEN_A)).await.json();
+    let stored: Vec<&str> = feed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    let mut stored = stored;
+    stored.sort_unstable();
+    assert_eq!(stored, ["blade_due", "zone_entered"], "each stored once");
+}

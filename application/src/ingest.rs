@@ -7,6 +7,11 @@
 //! zones (W7) are evaluated after that commit, in a unit of work of their own over the zones of
 //! all the batch's mowers (read at once); their zone watch skips positions evaluated before, so a
 //! redelivered batch (after a failure between the two commits) completes W7 without repeating it.
+//!
+//! The events a commit stored are published whatever happens after it: when W7 fails, W6's
+//! events are published before the error is returned ([`IngestError::ZonesPending`]), because
+//! the redelivered batch finds them raised already and would never raise them again
+//! (docs/decisions.md, decision 47).
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
@@ -38,16 +43,22 @@ pub const ISOLATE_AFTER_FAILED_DELIVERIES: u32 = 2;
 /// progress ([`Ingest::stalled_for`]).
 pub const STALLED_AFTER: Duration = Duration::from_secs(60);
 
-/// Errors of [`Ingest::record_states`]: the batch as a whole could not be stored.
+/// Errors of [`Ingest::record_states`].
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     /// Nothing of the batch is stored; redeliver it.
     #[error(transparent)]
     Store(#[from] StoreError),
-    /// The rows are stored but virtual zones (W7) could not be evaluated; redeliver the batch
-    /// (the rows are not stored twice, W7 picks up where it stopped).
-    #[error(transparent)]
-    Zones(#[from] WatchError),
+    /// The batch is stored (`outcomes` say what became of each report, as `Ok` would have) and
+    /// the events its commit stored (W6) are published, but virtual zones (W7) could not be
+    /// evaluated. Redeliver the batch to complete W7: the rows are not stored twice, W6 raises
+    /// nothing again, and W7 picks up where it stopped.
+    #[error("the states are stored, but their virtual zones could not be evaluated: {error}")]
+    ZonesPending {
+        outcomes: Vec<StateOutcome>,
+        #[source]
+        error: WatchError,
+    },
 }
 
 impl IngestError {
@@ -204,31 +215,41 @@ impl Ingest {
 
         let mut counts = StateCounts::default();
         if !valid.is_empty() {
-            let (applied, stored_counts) = match isolate {
-                None => self.store(&valid, received_at).await?,
+            let result = match isolate {
+                None => self.store(&valid, received_at).await,
                 Some(origins) => {
                     let origins: Vec<&str> = valid_index
                         .iter()
                         .map(|&i| origins.get(i).copied().unwrap_or("http"))
                         .collect();
-                    self.isolate(&valid, &origins, received_at).await?
+                    self.isolate(&valid, &origins, received_at).await
                 }
+            };
+            let (applied, stored_counts) = match result {
+                Ok(stored) => stored,
+                // The outcomes of the valid states, in the batch's order (a part of the batch
+                // when the isolating path failed on a part: the rest counts as stored, which the
+                // redelivery makes true).
+                Err(IngestError::ZonesPending {
+                    outcomes: applied,
+                    error,
+                }) => {
+                    for (i, outcome) in valid_index.iter().zip(applied) {
+                        outcomes[*i] = Some(outcome);
+                    }
+                    return Err(IngestError::ZonesPending {
+                        outcomes: finish(outcomes),
+                        error,
+                    });
+                }
+                Err(e) => return Err(e),
             };
             counts = stored_counts;
             for (i, outcome) in valid_index.iter().zip(applied) {
                 outcomes[*i] = Some(outcome);
             }
         }
-        let stored = outcomes
-            .iter()
-            .filter(|o| **o == Some(StateOutcome::Stored))
-            .count();
-        metrics::counter!("swath_states_stored_total").increment(stored as u64);
-        let outcomes = outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or(StateOutcome::Stored))
-            .collect();
-        Ok((outcomes, counts))
+        Ok((finish(outcomes), counts))
     }
 
     /// Valid states through the write rules in one unit of work: the outcome of each (stored, or
@@ -278,6 +299,7 @@ impl Ingest {
             metrics::gauge!("swath_ingest_lag_seconds").set(lag as f64 / 1e6);
         }
 
+        let mut zones_failed = None;
         if let Some(zones) = &self.zones {
             let stored: Vec<StateReport> = valid
                 .iter()
@@ -285,8 +307,14 @@ impl Ingest {
                 .filter(|(s, o)| **o == StateOutcome::Stored && s.position.is_some())
                 .map(|(s, _)| s.clone())
                 .collect();
-            let zone_events = evaluate_zones(zones.as_ref(), &stored).await?;
-            events = in_state_order(valid, &applied, events, zone_events);
+            match evaluate_zones(zones.as_ref(), &stored).await {
+                Ok(zone_events) => {
+                    events = in_state_order(valid, &applied, events, zone_events);
+                }
+                // W6's events are committed: publish them below all the same, since the
+                // redelivery that completes W7 will not raise them again (decision 47).
+                Err(error) => zones_failed = Some(error),
+            }
         }
         for (state, outcome) in valid.iter().zip(&applied) {
             if let StateOutcome::Dropped(reason) = outcome {
@@ -303,6 +331,12 @@ impl Ingest {
         // After the commits, in order (W6, then W7). A failed publish cannot undo the stored
         // rows; it is logged (the event's id is its dedup id: a later re-publish is safe).
         publish(self.bus.as_ref(), &events).await;
+        if let Some(error) = zones_failed {
+            return Err(IngestError::ZonesPending {
+                outcomes: applied,
+                error,
+            });
+        }
         Ok((applied, counts))
     }
 
@@ -387,6 +421,19 @@ impl Ingest {
             ingest: Arc::clone(self),
         })
     }
+}
+
+/// The batch's outcomes (every element has one by now), with the stored ones counted.
+fn finish(outcomes: Vec<Option<StateOutcome>>) -> Vec<StateOutcome> {
+    let stored = outcomes
+        .iter()
+        .filter(|o| **o == Some(StateOutcome::Stored))
+        .count();
+    metrics::counter!("swath_states_stored_total").increment(stored as u64);
+    outcomes
+        .into_iter()
+        .map(|o| o.unwrap_or(StateOutcome::Stored))
+        .collect()
 }
 
 /// W6's and W7's events in the order of the states that raised them (W6 first for one state),
@@ -561,6 +608,13 @@ impl BatchHandler for IngestHandler {
             Ok(outcomes) => {
                 self.ingest.progress.succeeded();
                 Ok(outcomes.into_iter().map(settle).collect())
+            }
+            Err(e @ IngestError::ZonesPending { .. }) => {
+                // Stored: ingestion made progress; the redelivery completes W7 and stores
+                // nothing twice.
+                self.ingest.progress.succeeded();
+                tracing::error!(error = %e, states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
+                Err(HandlerError(e.to_string()))
             }
             Err(e) => {
                 self.ingest.progress.failed();

@@ -10,7 +10,10 @@
 //! publication but never the event (the feed has it).
 //!
 //! Geofences are parsed once per (mower, version): versions are never reused, so the cache needs
-//! no invalidation, only a bound.
+//! no invalidation, only a bound. The cache keeps the newest parsed version of each mower; the
+//! batch's read returns the polygon of every current version the cache does not hold, in the
+//! same read as the version itself, so a geofence replaced while the batch runs is judged from
+//! the next batch on and never mistaken for none (decision 48).
 
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, WatchError, WatchStore,
@@ -24,7 +27,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use swath_domain::watch::geometry::Fence;
-use swath_domain::watch::{apply_watch, went_offline, Event, GeofenceRef, WatchChanges};
+use swath_domain::watch::{
+    apply_watch, went_offline, Event, GeoPolygon, GeofenceRef, WatchChanges,
+};
 use swath_domain::{InvalidReport, MowerId, StateOutcome, StateReport};
 use uuid::Uuid;
 
@@ -40,7 +45,8 @@ pub struct Watcher {
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
     offline_after: Duration,
-    fences: Mutex<HashMap<(MowerId, Uuid), Arc<Fence>>>,
+    /// The newest parsed geofence version of each mower.
+    fences: Mutex<HashMap<MowerId, (Uuid, Arc<Fence>)>>,
     fence_parses: AtomicU64,
 }
 
@@ -85,8 +91,11 @@ impl Watcher {
             let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
             mowers.sort_unstable();
             mowers.dedup();
-            let (mut snapshots, unit) = self.store.begin_watch(&mowers).await?;
-            let fences = self.fences_for(&snapshots).await?;
+            let known = self.cached_fences(&mowers);
+            let parsed: Vec<Uuid> = known.values().map(|(version, _)| *version).collect();
+            let (read, unit) = self.store.begin_watch(&mowers, &parsed).await?;
+            let mut snapshots = read.snapshots;
+            let fences = self.fences_for(&snapshots, known, read.geofences)?;
             let refs: BTreeMap<MowerId, GeofenceRef<'_>> = fences
                 .iter()
                 .map(|(m, (version, fence))| {
@@ -116,41 +125,58 @@ impl Watcher {
             .collect())
     }
 
+    /// The parsed fences the cache holds for these mowers (taken out before the batch's read, so
+    /// that the batch uses what it told the store it had parsed).
+    fn cached_fences(&self, mowers: &[MowerId]) -> BTreeMap<MowerId, (Uuid, Arc<Fence>)> {
+        let cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+        mowers
+            .iter()
+            .filter_map(|m| cache.get(m).map(|(v, f)| (*m, (*v, Arc::clone(f)))))
+            .collect()
+    }
+
     /// The parsed current geofence of every mower whose snapshot names one: from the cache, or
-    /// read (all missing ones in one read) and parsed once.
-    async fn fences_for(
+    /// parsed once from the polygon the batch's read returned with the version. A version found
+    /// in neither is a store that broke its contract: an error (the batch is redelivered), never
+    /// "no geofence".
+    fn fences_for(
         &self,
         snapshots: &BTreeMap<MowerId, swath_domain::watch::WatchSnapshot>,
+        mut known: BTreeMap<MowerId, (Uuid, Arc<Fence>)>,
+        mut polygons: BTreeMap<MowerId, GeoPolygon>,
     ) -> Result<BTreeMap<MowerId, (Uuid, Arc<Fence>)>, WatchError> {
         let mut found = BTreeMap::new();
-        let mut missing = Vec::new();
-        {
-            let cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-            for (mower, snapshot) in snapshots {
-                if let Some(version) = snapshot.geofence_version {
-                    match cache.get(&(*mower, version)) {
-                        Some(fence) => {
-                            found.insert(*mower, (version, Arc::clone(fence)));
-                        }
-                        None => missing.push((*mower, version)),
-                    }
+        let mut parsed = Vec::new();
+        for (mower, snapshot) in snapshots {
+            let Some(version) = snapshot.geofence_version else {
+                continue;
+            };
+            if let Some(polygon) = polygons.remove(mower) {
+                let fence = Arc::new(polygon.fence());
+                self.fence_parses.fetch_add(1, Ordering::Relaxed);
+                metrics::counter!("swath_geofence_parses_total").increment(1);
+                parsed.push((*mower, (version, Arc::clone(&fence))));
+                found.insert(*mower, (version, fence));
+                continue;
+            }
+            match known.remove(mower) {
+                Some((cached, fence)) if cached == version => {
+                    found.insert(*mower, (version, fence));
+                }
+                _ => {
+                    return Err(WatchError::Corrupt(format!(
+                        "the store named geofence version {version} of mower {mower} without \
+                         its polygon"
+                    )))
                 }
             }
         }
-        if missing.is_empty() {
-            return Ok(found);
-        }
-        let polygons = self.store.geofence_polygons(&missing).await?;
-        let mut cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() + polygons.len() > FENCE_CACHE_MAX {
-            cache.clear();
-        }
-        for (mower, version, polygon) in polygons {
-            let fence = Arc::new(polygon.fence());
-            self.fence_parses.fetch_add(1, Ordering::Relaxed);
-            metrics::counter!("swath_geofence_parses_total").increment(1);
-            cache.insert((mower, version), Arc::clone(&fence));
-            found.insert(mower, (version, fence));
+        if !parsed.is_empty() {
+            let mut cache = self.fences.lock().unwrap_or_else(|e| e.into_inner());
+            if cache.len() + parsed.len() > FENCE_CACHE_MAX {
+                cache.clear();
+            }
+            cache.extend(parsed);
         }
         Ok(found)
     }

@@ -3,6 +3,7 @@
 //! # Layout
 //! - [`postgres`]: fresh PostgreSQL test databases (`SWATH_TEST_DATABASE_URL`).
 //! - [`support`]: the seeded fleet, store factories, a recording bus.
+//! - [`faults`]: a watch store that fails a step or runs a concurrent change on demand.
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
@@ -26,6 +27,7 @@
 pub mod api_contract;
 pub mod bus_contract;
 pub mod e2e;
+pub mod faults;
 pub mod hostile;
 pub mod load;
 pub mod poison;

@@ -293,7 +293,7 @@ impl Setup {
         seconds: i64,
     ) -> Uuid {
         let id = Uuid::now_v7();
-        let (_, batch) = self.h.watch.begin_watch(&[mower]).await.unwrap();
+        let (_, batch) = self.h.watch.begin_watch(&[mower], &[]).await.unwrap();
         batch
             .commit(WatchChanges {
                 alerts: AlertChanges {

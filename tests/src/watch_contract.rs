@@ -630,6 +630,183 @@ pub async fn zones_are_entered_and_left(factory: &dyn WatchFactory) {
     assert_eq!(h.published_kinds().len(), 3);
 }
 
+/// W7 fails once after the telemetry commit (the zone unit of work cannot commit): the batch's
+/// rows are stored and its `blade_due` event, stored by that commit, is published at once; the
+/// error says the zones are pending. The redelivery completes W7 (`zone_entered`, once) and
+/// raises no second `blade_due`; a further redelivery publishes nothing.
+pub async fn a_failed_zone_step_still_publishes_blade_due_once(factory: &dyn WatchFactory) {
+    use crate::faults::FaultyWatch;
+    use swath_application::IngestError;
+
+    let h = WatchHarness::new(factory, 60_000).await;
+    let f = &h.fleet;
+    h.add_zone(0, 0x41, "Roses", lawn_rectangle((0, 0), (100, 100)))
+        .await;
+    let faulty = FaultyWatch::new(h.watch.clone());
+    let ingest = Ingest::new(h.store.telemetry.clone(), h.bus.clone(), h.clock.clone())
+        .with_zones(faulty.clone());
+    // Two minutes of mowing inside the zone: the blade is due after one.
+    let batch: Vec<Value> = (0..5)
+        .map(|i| at(report(f, 0, i * 30, Activity::Mowing), 50.0, 50.0, 0.5))
+        .collect();
+    async fn record(ingest: &Ingest, batch: &[Value]) -> Result<Vec<StateOutcome>, IngestError> {
+        let parsed = batch
+            .iter()
+            .map(|r| ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        ingest.record_states(parsed).await
+    }
+
+    faulty.fail_zone_commits(1);
+    match record(&ingest, &batch).await {
+        Err(IngestError::ZonesPending { outcomes, .. }) => {
+            assert_eq!(outcomes, vec![StateOutcome::Stored; 5]);
+        }
+        other => panic!("expected the zones to be pending, got {other:?}"),
+    }
+    assert_eq!(
+        h.published_kinds(),
+        vec!["blade_due"],
+        "the committed event is published although the zone step failed"
+    );
+    let (telemetry, rows) = h.rows().await;
+    assert_eq!(telemetry.history.len(), 5, "the rows are stored");
+    assert_eq!(rows.events.len(), 1, "only blade_due is stored");
+    assert!(rows.zone_watches.iter().all(|z| z.occupancy.is_empty()));
+
+    // The redelivery: W7 completes, W6 raises nothing again.
+    let outcomes = record(&ingest, &batch)
+        .await
+        .expect("the redelivery succeeds");
+    assert_eq!(outcomes, vec![StateOutcome::Stored; 5]);
+    assert_eq!(h.published_kinds(), vec!["blade_due", "zone_entered"]);
+    let again = record(&ingest, &batch).await.expect("another redelivery");
+    assert_eq!(again, vec![StateOutcome::Stored; 5]);
+    assert_eq!(
+        h.published_kinds(),
+        vec!["blade_due", "zone_entered"],
+        "each event published exactly once"
+    );
+    let (telemetry_after, rows) = h.rows().await;
+    assert_eq!(telemetry_after, telemetry, "nothing stored twice");
+    let kinds: Vec<&str> = rows.events.iter().map(|e| e.kind().as_str()).collect();
+    assert_eq!(kinds.len(), 2);
+    assert!(kinds.contains(&"blade_due") && kinds.contains(&"zone_entered"));
+    let alerts = open_alerts(&h, None).await;
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].kind, AlertKind::BladeDue);
+}
+
+/// A geofence replaced while a watcher batch runs (after the batch read its rows, before it
+/// judged them) is never taken for "no geofence": the batch judges against the version it read
+/// (one the watcher has not parsed yet: an operator editing the fence twice in a row), the next
+/// batch against the new one. A mower outside the fence keeps its alarm through such
+/// replacements, and the alert is only cleared by a `geofence_returned` event, once the current
+/// fence contains it.
+pub async fn a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(
+    factory: &dyn WatchFactory,
+) {
+    use crate::faults::FaultyWatch;
+
+    let h = WatchHarness::new(factory, 600_000).await;
+    let f = &h.fleet;
+    let faulty = FaultyWatch::new(h.watch.clone());
+    let watcher = Watcher::new(
+        faulty.clone(),
+        h.bus.clone(),
+        h.clock.clone(),
+        DEFAULT_OFFLINE_AFTER,
+    );
+    let watch = |seconds: i64, north: f64| {
+        let report = at(report(f, 0, seconds, Activity::Mowing), north, 150.0, 0.5);
+        let parsed = watcher.parse(report.to_string().as_bytes());
+        let watcher = &watcher;
+        async move {
+            let outcomes = watcher.on_states(&[parsed]).await.expect("watched");
+            assert_eq!(outcomes, vec![StateOutcome::Stored]);
+        }
+    };
+    let replace = |polygon: GeoPolygon| {
+        let store = h.watch.clone();
+        let mower_id = f.mowers[0];
+        let account_id = f.account_of(mower_id);
+        async move {
+            store
+                .put_geofence(Geofence {
+                    mower_id,
+                    account_id,
+                    version: Uuid::now_v7(),
+                    polygon,
+                    updated_at: ingest_clock(),
+                })
+                .await
+                .expect("replace the geofence");
+        }
+    };
+    let geofence_alerts = |h: &WatchHarness| {
+        let watch = h.watch.clone();
+        let mower = h.fleet.mowers[0];
+        async move {
+            let rows = watch.export_watch(&[mower]).await.unwrap();
+            let alerts: Vec<_> = rows
+                .alerts
+                .into_iter()
+                .filter(|a| a.kind == AlertKind::Geofence)
+                .collect();
+            (alerts, rows.watches, rows.events)
+        }
+    };
+
+    // 400e-5° north of a fence that ends at 300: the theft alarm.
+    h.put_geofence(0, lawn_rectangle((0, 0), (300, 300))).await;
+    watch(0, 400.0).await;
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+
+    // Replaced by larger fences that still leave the mower outside: once before the next batch
+    // (a version it has not parsed), and again while that batch runs.
+    replace(lawn_rectangle((0, 0), (340, 340))).await;
+    faulty.after_next_watch_read(replace(lawn_rectangle((0, 0), (350, 350))));
+    watch(10, 410.0).await;
+    assert!(faulty.hook_ran());
+    let (alerts, watches, _) = geofence_alerts(&h).await;
+    assert_eq!(alerts.len(), 1);
+    assert_eq!(alerts[0].cleared_at, None, "the alarm is still open");
+    assert!(watches[0].outside_geofence);
+    // The next batch judges against the new fence: still outside, nothing new.
+    watch(20, 420.0).await;
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+
+    // Replaced by a fence that contains the mower, again during a batch: that batch still judges
+    // against the fence it read; the next one brings the mower back, with its event.
+    replace(lawn_rectangle((0, 0), (360, 360))).await;
+    faulty.after_next_watch_read(replace(lawn_rectangle((0, 0), (600, 600))));
+    watch(30, 430.0).await;
+    assert!(faulty.hook_ran());
+    assert_eq!(h.published_kinds(), vec!["geofence_left"]);
+    assert_eq!(geofence_alerts(&h).await.0[0].cleared_at, None);
+    watch(40, 440.0).await;
+    assert_eq!(
+        h.published_kinds(),
+        vec!["geofence_left", "geofence_returned"]
+    );
+    let (alerts, watches, events) = geofence_alerts(&h).await;
+    assert!(!watches[0].outside_geofence);
+    let returned: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind() == EventKind::GeofenceReturned)
+        .map(|e| e.observed_at)
+        .collect();
+    assert_eq!(
+        alerts
+            .iter()
+            .filter_map(|a| a.cleared_at)
+            .collect::<Vec<_>>(),
+        returned,
+        "the alert was cleared by the return, and only by it"
+    );
+    assert_eq!(watcher.geofence_parses(), 5, "each version parsed once");
+}
+
 /// The busy check, pinned with a manual clock: an unchanged activity is written again after
 /// 30 s (not 29 s) or after a move of 100 m; a changed activity at once; an older report never.
 pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
@@ -718,6 +895,8 @@ pub async fn run_all(factory: &dyn WatchFactory) {
     silent_mowers_go_offline_and_come_back(factory).await;
     blade_due_alerts_until_the_blade_is_reset(factory).await;
     zones_are_entered_and_left(factory).await;
+    a_failed_zone_step_still_publishes_blade_due_once(factory).await;
+    a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(factory).await;
     the_busy_status_is_throttled(factory).await;
 }
 

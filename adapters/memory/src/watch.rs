@@ -16,14 +16,13 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
-    AlertCursor, AlertQuery, Directory, EventQuery, Geofence, WatchBatch, WatchError, WatchRows,
-    WatchStore, ZoneBatch, ZoneRows,
+    AlertCursor, AlertQuery, Directory, EventQuery, Geofence, WatchBatch, WatchError, WatchRead,
+    WatchRows, WatchStore, ZoneBatch, ZoneRows,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
 use swath_domain::watch::{
-    ingest_notifications, Alert, AlertChanges, AlertKind, Event, GeoPolygon, Watch, WatchChanges,
-    WatchSnapshot,
+    ingest_notifications, Alert, AlertChanges, AlertKind, Event, Watch, WatchChanges, WatchSnapshot,
 };
 use swath_domain::{IngestEvent, MowerId};
 use tokio::sync::{Mutex, OwnedMutexGuard};
@@ -180,7 +179,8 @@ impl WatchStore for MemoryStore {
     async fn begin_watch(
         &self,
         mowers: &[MowerId],
-    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError> {
+        parsed: &[Uuid],
+    ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError> {
         let data = Arc::clone(&self.watch);
         let lock = Arc::clone(&data.watch_lock).lock_owned().await;
         let mut accounts = Vec::with_capacity(mowers.len());
@@ -192,44 +192,31 @@ impl WatchStore for MemoryStore {
                 accounts.push((*mower, m.account_id));
             }
         }
+        // Versions and polygons under one read of the rows: the polygon is the version's.
         let rows = read(&data.rows);
-        let snapshots = accounts
-            .into_iter()
-            .map(|(mower, account)| {
-                (
-                    mower,
-                    WatchSnapshot {
-                        account_id: Some(account),
-                        geofence_version: rows.geofences.get(&mower).map(|g| g.version),
-                        watch: rows.watches.get(&mower).cloned(),
-                    },
-                )
-            })
-            .collect();
+        let mut out = WatchRead::default();
+        for (mower, account) in accounts {
+            let geofence = rows.geofences.get(&mower);
+            if let Some(g) = geofence.filter(|g| !parsed.contains(&g.version)) {
+                out.geofences.insert(mower, g.polygon.clone());
+            }
+            out.snapshots.insert(
+                mower,
+                WatchSnapshot {
+                    account_id: Some(account),
+                    geofence_version: geofence.map(|g| g.version),
+                    watch: rows.watches.get(&mower).cloned(),
+                },
+            );
+        }
         drop(rows);
         Ok((
-            snapshots,
+            out,
             Box::new(MemoryWatchBatch {
                 data: Arc::clone(&data),
                 _lock: lock,
             }),
         ))
-    }
-
-    async fn geofence_polygons(
-        &self,
-        keys: &[(MowerId, Uuid)],
-    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError> {
-        let rows = read(&self.watch.rows);
-        Ok(keys
-            .iter()
-            .filter_map(|(mower, version)| {
-                rows.geofences
-                    .get(mower)
-                    .filter(|g| g.version == *version)
-                    .map(|g| (*mower, g.version, g.polygon.clone()))
-            })
-            .collect())
     }
 
     async fn begin_sweep(

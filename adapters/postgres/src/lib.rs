@@ -171,7 +171,7 @@ impl PostgresStore {
         &self.counters
     }
 
-    /// What the watcher path (watch batches, geofence reads, offline sweeps, busy statuses)
+    /// What the watcher path (watch batches with their geofences, offline sweeps, busy statuses)
     /// executed so far.
     pub fn watch_counters(&self) -> &Counters {
         &self.watch_counters

@@ -3,26 +3,28 @@
 //! alerts.
 //!
 //! The watcher's batch, like ingestion's: `BEGIN`; one statement reading each mower's directory
-//! account, geofence version and watch row, the watch rows locked in mower id order; on a cache
-//! miss, one statement reading the missing geofences; then one constant statement per table with
-//! array parameters (watches, events, alert clears, raised alerts), skipped when it has no rows
-//! (most batches raise no event); `COMMIT`. The count of statements does not depend on the
+//! account, geofence version (with its polygon when the watcher has not parsed that version yet)
+//! and watch row, the watch rows locked in mower id order; then one constant statement per table
+//! with array parameters (watches, events, alert clears, raised alerts), skipped when it has no
+//! rows (most batches raise no event); `COMMIT`. The count of statements does not depend on the
 //! size of the batch, and is counted in [`PostgresStore::watch_counters`].
 //!
 //! The lock is on `mower_watches`, the row the rules advance (see the migration): in READ
 //! COMMITTED the locked row is re-read after a lock wait, but joined rows (the mower, its
 //! geofence) come from the statement's snapshot. For those that is harmless: a mower's account
 //! never changes, and a geofence replaced while we waited is simply used from the next batch on.
+//! The version and its polygon come from that one snapshot, so they always belong together: a
+//! second statement (as there was before decision 48) would see a replacement committed between
+//! the two and find the version read first gone, which the watcher took for "no geofence".
 
 use crate::{Counters, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
-use std::collections::BTreeMap;
 use swath_application::ports::{
-    AlertQuery, EventQuery, Geofence, StoreError, WatchBatch, WatchError, WatchRows, WatchStore,
-    ZoneBatch, ZoneRows,
+    AlertQuery, EventQuery, Geofence, StoreError, WatchBatch, WatchError, WatchRead, WatchRows,
+    WatchStore, ZoneBatch, ZoneRows,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Occupancy, Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
@@ -39,17 +41,16 @@ const WATCH_COLUMNS: &str = "w.mower_id, w.account_id, w.watched_until, w.last_s
 
 /// The batch's read: directory account, current geofence version and the watch row of each
 /// mower, the watch rows locked in mower id order. `FOR NO KEY UPDATE`: the key never changes.
+/// The geofence's polygon comes with its version unless the watcher has parsed that version
+/// (`$2`, versions are unique across mowers): one snapshot for both (decision 48).
 const READ_FOR_WATCH: &str =
     "SELECT m.account_id AS dir_account_id, g.version AS current_geofence, \
+    CASE WHEN g.version = ANY($2) THEN NULL ELSE g.polygon END AS geofence_polygon, \
     w.mower_id, w.account_id, w.watched_until, w.last_seen_at, w.last_activity, w.error_code, \
     w.outside_geofence, w.battery_low, w.offline, w.geofence_version \
     FROM mower_watches w JOIN mowers m ON m.id = w.mower_id \
     LEFT JOIN geofences g ON g.mower_id = w.mower_id \
     WHERE w.mower_id = ANY($1) ORDER BY w.mower_id FOR NO KEY UPDATE OF w";
-
-const READ_GEOFENCES: &str = "SELECT g.mower_id, g.version, g.polygon FROM geofences g \
-    JOIN UNNEST($1::uuid[], $2::uuid[]) AS k(mower_id, version) \
-    ON g.mower_id = k.mower_id AND g.version = k.version ORDER BY g.mower_id";
 
 /// Silent watches, skipping those a running batch holds (it is about to bring them online).
 const READ_FOR_SWEEP: &str = "SELECT w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
@@ -389,19 +390,29 @@ impl WatchStore for PostgresStore {
     async fn begin_watch(
         &self,
         mowers: &[MowerId],
-    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError> {
+        parsed: &[Uuid],
+    ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError> {
         let mut tx = self.pool().begin().await.map_err(unavailable)?;
         let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
         let rows = sqlx::query(READ_FOR_WATCH)
             .bind(ids)
+            .bind(parsed)
             .fetch_all(&mut *tx)
             .await
             .map_err(unavailable)?;
         self.watch_counters().statement();
-        let mut snapshots = BTreeMap::new();
+        let mut read = WatchRead::default();
         for row in &rows {
             let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
-            snapshots.insert(
+            let polygon: Option<serde_json::Value> =
+                row.try_get("geofence_polygon").map_err(corrupt)?;
+            if let Some(polygon) = polygon {
+                read.geofences.insert(
+                    mower_id,
+                    GeoPolygon::from_geojson(&polygon).map_err(corrupt)?,
+                );
+            }
+            read.snapshots.insert(
                 mower_id,
                 WatchSnapshot {
                     account_id: Some(AccountId(row.try_get("dir_account_id").map_err(corrupt)?)),
@@ -411,35 +422,12 @@ impl WatchStore for PostgresStore {
             );
         }
         Ok((
-            snapshots,
+            read,
             Box::new(PostgresWatchBatch {
                 store: self.clone(),
                 tx,
             }),
         ))
-    }
-
-    async fn geofence_polygons(
-        &self,
-        keys: &[(MowerId, Uuid)],
-    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError> {
-        let rows = sqlx::query(READ_GEOFENCES)
-            .bind(keys.iter().map(|k| k.0 .0).collect::<Vec<_>>())
-            .bind(keys.iter().map(|k| k.1).collect::<Vec<_>>())
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
-        self.watch_counters().statement();
-        rows.iter()
-            .map(|row| {
-                let polygon: serde_json::Value = row.try_get("polygon").map_err(corrupt)?;
-                Ok((
-                    MowerId(row.try_get("mower_id").map_err(corrupt)?),
-                    row.try_get("version").map_err(corrupt)?,
-                    GeoPolygon::from_geojson(&polygon).map_err(corrupt)?,
-                ))
-            })
-            .collect()
     }
 
     async fn begin_sweep(

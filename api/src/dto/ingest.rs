@@ -151,4 +151,11 @@ pub struct IngestResult {
     /// How many reports were dropped.
     #[schema(example = 0)]
     pub dropped: u32,
+    /// `true`: the reports were stored, but their virtual zones could not be evaluated right
+    /// after the commit. Nothing is lost and nothing needs resending: the ingest consumer
+    /// evaluates them when it receives the published reports (each `zone_entered` and
+    /// `zone_left` once); sending the same reports again completes them too. `false`: every step
+    /// is done.
+    #[schema(example = false)]
+    pub zones_pending: bool,
 }

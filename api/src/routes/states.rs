@@ -47,8 +47,13 @@ const NOT_VISIBLE: &str = "No mower with this id is visible to this token.";
         account than the token's is dropped as `account_mismatch`; a mower the token cannot see \
         as `unknown_mower`. Sending a stored report again changes nothing (it answers `stored`). \
         Stored reports are then published on the bus like a gateway's, so notifications and the \
-        live stream see them too. The body may have at most 2 MiB; a `503` stored nothing and may \
-        be retried as is.",
+        live stream see them too. The body may have at most 2 MiB.\n\n\
+        A `503` means that nothing was stored: send the request again as is. Once the reports \
+        are stored the answer is `200`, also when their virtual zones could not be evaluated \
+        right after the commit: then `zones_pending` is `true`, the `blade_due` events of the \
+        batch are published all the same, and the zones (`zone_entered`, `zone_left`) are \
+        evaluated when the ingest consumer receives the published reports, each event once. \
+        Sending the same reports again also completes them, and stores nothing twice.",
     security(("bearer" = ["write"])),
     request_body(content = Vec<StateReportIn>, description = "The reports, at most 1000.",
         content_type = "application/json"),
@@ -62,6 +67,10 @@ const NOT_VISIBLE: &str = "No mower with this id is visible to this token.";
             content_type = "application/problem+json"),
         (status = 422, description = "The body is not an array, or has more than 1000 reports.",
             body = Problem, content_type = "application/problem+json"),
+        (status = 503, description = "The store is unavailable: nothing was stored. Send the same \
+            request again as is. (Reports stored with their zones pending answer `200` with \
+            `zones_pending: true`, never `503`.)", body = Problem,
+            content_type = "application/problem+json"),
     ),
 )]
 pub async fn record_states(
@@ -131,16 +140,17 @@ pub async fn record_states(
         })
         .collect();
     // A report the store refuses is isolated at once (a request has no second delivery): it
-    // answers `rejected_by_store` and the others are stored.
-    let outcomes = state
-        .ingest
-        .record_states_isolating(batch, &[])
-        .await
-        .map_err(|e| match e {
-            IngestError::Store(e) => ApiError::from(e),
-            #[allow(unreachable_patterns)]
-            other => ApiError::Unavailable(other.to_string()),
-        })?;
+    // answers `rejected_by_store` and the others are stored. Only a store failure is an error
+    // here: it stored nothing (a `503` to retry as is). Rows stored with their zones pending are
+    // an answer like any other (decision 47).
+    let (outcomes, zones_pending) = match state.ingest.record_states_isolating(batch, &[]).await {
+        Ok(outcomes) => (outcomes, false),
+        Err(IngestError::ZonesPending { outcomes, error }) => {
+            tracing::warn!(%error, reports = outcomes.len(), "Stored reports received over HTTP, but their virtual zones are pending; the ingest consumer evaluates them.");
+            (outcomes, true)
+        }
+        Err(IngestError::Store(e)) => return Err(ApiError::from(e)),
+    };
 
     for (report, outcome) in valid.iter().zip(&outcomes) {
         if let (Some(report), StateOutcome::Stored) = (report, outcome) {
@@ -152,6 +162,7 @@ pub async fn record_states(
         items: Vec::with_capacity(outcomes.len()),
         stored: 0,
         dropped: 0,
+        zones_pending,
     };
     for (index, (outcome, detail)) in outcomes.into_iter().zip(details).enumerate() {
         let item = match outcome {

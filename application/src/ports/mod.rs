@@ -33,6 +33,6 @@ pub use tokens::{
     TokenInfo, TokenQuery, TokenStore, TOKEN_PREFIX,
 };
 pub use watch::{
-    AlertCursor, AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRows, WatchStore,
-    ZoneBatch, ZoneRows,
+    AlertCursor, AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRead, WatchRows,
+    WatchStore, ZoneBatch, ZoneRows,
 };

@@ -95,6 +95,17 @@ pub struct WatchRows {
     pub busy: Vec<BusyStatus>,
 }
 
+/// What [`WatchStore::begin_watch`] reads for a watcher batch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WatchRead {
+    /// Per mower in the directory: its account, current geofence version and watch row.
+    pub snapshots: BTreeMap<MowerId, WatchSnapshot>,
+    /// The polygon of each snapshot's geofence version that the caller has not parsed, read
+    /// together with the version: every version a snapshot names is either here or among the
+    /// caller's `parsed` versions.
+    pub geofences: BTreeMap<MowerId, GeoPolygon>,
+}
+
 /// The zones of a mower and what W7 remembers about it, as read for a batch.
 pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 
@@ -106,7 +117,10 @@ pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 ///   directory account, its current geofence version and its watch row, **once**, and hold the
 ///   watch rows locked against any other watch batch (or sweep) until the returned [`WatchBatch`]
 ///   is committed or dropped; lock in mower id order, so that two replicas never deadlock. A
-///   mower missing from the directory is absent from the map.
+///   mower missing from the directory is absent from the map. In the same read (one snapshot of
+///   the geofences), return the polygon of every current version that is not in `parsed`: a
+///   geofence replaced or removed after that read must not change what the batch was given (the
+///   batch judges against the version it read; the next batch sees the change).
 /// - in [`WatchBatch::commit`], write all of [`WatchChanges`] atomically: the watch rows replaced,
 ///   the events inserted (an id stored already is left as it is), then the alerts: `clears`
 ///   applied to the open alert of their mower and kind (if any), then `raised` inserted (an id
@@ -130,17 +144,13 @@ pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 /// - return [`WatchError::Unavailable`] when its backing store fails.
 #[async_trait]
 pub trait WatchStore: Send + Sync {
-    /// Reads and locks the watch rows of `mowers` (sorted, without duplicates).
+    /// Reads and locks the watch rows of `mowers` (sorted, without duplicates), with the polygons
+    /// of their current geofence versions except those in `parsed`.
     async fn begin_watch(
         &self,
         mowers: &[MowerId],
-    ) -> Result<(BTreeMap<MowerId, WatchSnapshot>, Box<dyn WatchBatch>), WatchError>;
-
-    /// The polygons of these geofence versions (those that still exist), in one read.
-    async fn geofence_polygons(
-        &self,
-        keys: &[(MowerId, Uuid)],
-    ) -> Result<Vec<(MowerId, Uuid, GeoPolygon)>, WatchError>;
+        parsed: &[Uuid],
+    ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError>;
 
     /// Locks and returns watches silent since before `silent_before` and not offline yet.
     async fn begin_sweep(
