@@ -2,7 +2,7 @@
 //!
 //! Keeping them apart lets the stores change their rows (integer milliseconds and millimetres,
 //! columns added for the write rules) without changing the API, which speaks seconds and metres
-//! (DESIGN §7). Every optional field is serialised as `null` rather than left out, so that every
+//! (docs/rules.md §7). Every optional field is serialised as `null` rather than left out, so that every
 //! document of a type has the same keys: simpler for generated SDKs and snapshot tests.
 //!
 //! # Layout
@@ -229,7 +229,7 @@ pub struct MowerList {
     pub next_cursor: Option<String>,
 }
 
-/// A mower's running health totals (DESIGN §3, W4): time and distance attributed to its states,
+/// A mower's running health totals (docs/rules.md §3, W4): time and distance attributed to its states,
 /// error and charge counts, and blade wear.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct MowerHealth {

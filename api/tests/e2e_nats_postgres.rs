@@ -261,7 +261,7 @@ async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
         .unwrap();
 
     // Every table exactly the reference, totals included, whatever the interleaving: a state
-    // stored after a newer one of its mower is merged into the totals (DESIGN §3, W4).
+    // stored after a newer one of its mower is merged into the totals (docs/rules.md §3, W4).
     verify(&store, &plan, Checked::Everything, &[&first, &second]).await;
 
     // Both replicas did share the work, and together stored each state once.

@@ -1,5 +1,5 @@
 //! History import: NDJSON state reports, one per line, stored 200 per transaction through the
-//! same batch path as live ingestion (DESIGN §3), so an import gives the rows live ingestion
+//! same batch path as live ingestion (docs/rules.md §3), so an import gives the rows live ingestion
 //! would have given. A backfill of states older than a mower's live ones counts: they are merged
 //! into the health and day totals (W4, W5), and the summary says how many were.
 

@@ -1,4 +1,4 @@
-//! Batched state ingestion (DESIGN §3, ADR 0078): validate each report, read and lock the rows
+//! Batched state ingestion (docs/rules.md §3): validate each report, read and lock the rows
 //! of the batch's mowers once (and, for a batch with late states, their stored neighbours in one
 //! more read), apply the write rules in memory, write every table at once (one statement on
 //! PostgreSQL), publish the derived events after the commit.

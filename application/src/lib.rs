@@ -4,18 +4,18 @@
 //! # Layout
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
-//! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (DESIGN §3), and
+//! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
-//!   sweep (DESIGN §4).
+//!   sweep (docs/rules.md §4).
 //! - [`retention`]: retention and downsampling of history and positions, by steps under a
 //!   store-wide lock, on a schedule or from `swath maintenance retention`.
 //! - [`scheduler`]: the scheduler's busy check, run on the watcher's batches.
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
-//!   their ceilings (DESIGN §6).
+//!   their ceilings (docs/rules.md §6).
 
 pub mod import;
 pub mod ingest;

@@ -1,4 +1,4 @@
-//! The bounded live projections (DESIGN §6, ADR-012): the fleet dashboard, the site wall and the
+//! The bounded live projections (docs/rules.md §6): the fleet dashboard, the site wall and the
 //! health wall, built level by level from the [`ProjectionStore`]'s reads into snapshots.
 //!
 //! Each level asks the store for one row beyond its ceiling (the sentinel): when it comes back,
@@ -31,7 +31,7 @@ pub const HEALTH_SITES: usize = 16;
 /// Mowers per site on the health wall.
 pub const HEALTH_MOWERS_PER_SITE: usize = 32;
 
-/// The ceilings of every level. [`Ceilings::default`] is DESIGN §6; tests lower them.
+/// The ceilings of every level. [`Ceilings::default`] is docs/rules.md §6; tests lower them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ceilings {
     pub fleet_mowers: usize,

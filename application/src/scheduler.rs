@@ -1,4 +1,4 @@
-//! The scheduler's busy check (DESIGN §4, ADR 0078): the status a scheduler reads before it starts
+//! The scheduler's busy check (docs/rules.md §4): the status a scheduler reads before it starts
 //! a run. It runs on the watcher consumer's batches, after the watcher: one read of the batch's
 //! mowers' statuses, the throttle rule of the domain state by state, and one write of the statuses
 //! that changed (none, most of the time). No lock is needed: the store never replaces a status by

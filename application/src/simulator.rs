@@ -1,5 +1,5 @@
 //! The simulated demo fleet: `cargo run` serves the whole product with mowers that mow, charge and
-//! fail, publishing their states on the bus exactly like a gateway would (DESIGN §1, §8).
+//! fail, publishing their states on the bus exactly like a gateway would (README).
 //!
 //! Three parts, from pure to wired:
 //! - [`seed_demo_fleet`] writes a demo account ("Demo Gardens"), three sites in three time zones
@@ -16,7 +16,7 @@
 //! battery ran low meanwhile).
 //!
 //! A report is published when the state period elapsed since the previous one (periodic), and at
-//! once when the activity changed, so that consumers never see a change late (DESIGN §8).
+//! once when the activity changed, so that consumers never see a change late (README).
 
 use crate::ports::{Account, Clock, Directory, DirectoryError, EventBus, Mower, Site};
 use crate::subjects;

@@ -1,4 +1,4 @@
-//! The watcher (DESIGN §4, ADR 0078): the second durable consumer of every state. Per batch it
+//! The watcher (docs/rules.md §4): the second durable consumer of every state. Per batch it
 //! reads each mower's account, geofence version and watch row once (the watch rows locked in
 //! mower id order), runs the notification rules state by state, writes each changed watch once
 //! and stores the derived events and alerts in the same transaction, then publishes the events
@@ -6,7 +6,7 @@
 //!
 //! A redelivered state is older than or equal to `watched_until` and skipped, so an event is never
 //! derived twice; so is any late state (a backfill, or one overtaken by a newer one): the
-//! notification rules are about the present, while the totals merge late states (DESIGN §3 W4); an event is stored before it is published, so a crash after the commit loses a
+//! notification rules are about the present, while the totals merge late states (docs/rules.md §3 W4); an event is stored before it is published, so a crash after the commit loses a
 //! publication but never the event (the feed has it).
 //!
 //! Geofences are parsed once per (mower, version): versions are never reused, so the cache needs

@@ -4,9 +4,9 @@
 //! # Layout
 //! - [`ids`]: typed identifiers (UUID v7 where Swath creates them).
 //! - [`report`]: the state report a gateway publishes, its validation and the Home Assistant
-//!   `lawn_mower` activity mapping (DESIGN §2).
+//!   `lawn_mower` activity mapping (docs/rules.md §2).
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
-//! - [`rules`]: write rules W0–W6 (DESIGN §3) applied to a batch of states over rows held in memory.
+//! - [`rules`]: write rules W0–W6 (docs/rules.md §3) applied to a batch of states over rows held in memory.
 //! - [`text`]: what every store can keep (no NUL in strings, instants in a four-digit-year
 //!   range), checked at the door.
 //! - [`events`]: events raised by the write rules, published after the commit.

@@ -1,4 +1,4 @@
-//! The state report a mower's gateway publishes on `telemetry.mower.<mower_id>` (DESIGN §2), and
+//! The state report a mower's gateway publishes on `telemetry.mower.<mower_id>` (docs/rules.md §2), and
 //! its validation. A report that fails validation is dropped alone, with a [`DropReason`].
 
 use crate::ids::{AccountId, MowerId};
@@ -349,7 +349,7 @@ impl StateReport {
         report.check(received_at)
     }
 
-    /// Checks every rule of DESIGN §2 that the types do not already enforce, including the size
+    /// Checks every rule of docs/rules.md §2 that the types do not already enforce, including the size
     /// of the serialised report, and normalises `observed_at` to microseconds. For reports built in
     /// code; [`StateReport::parse`] and [`StateReport::from_value`] validate already.
     pub fn validate(self, received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {

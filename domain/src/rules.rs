@@ -1,4 +1,4 @@
-//! Write rules W0–W6 (DESIGN §3), applied state by state, in arrival order, to the rows of a
+//! Write rules W0–W6 (docs/rules.md §3), applied state by state, in arrival order, to the rows of a
 //! batch's mowers held in memory.
 //!
 //! A store reads the rows of the batch's mowers once ([`MowerSnapshot`]); when some states of the

@@ -1,4 +1,4 @@
-//! The live projections (DESIGN §6): operator assignments, and the indexes that let every level of
+//! The live projections (docs/rules.md §6): operator assignments, and the indexes that let every level of
 //! a projection stop after its window plus one sentinel row instead of reading the tenant.
 //!
 //! - `mowers_site_order`: a site's mowers in `(display_order, name, id)` order (names byte by

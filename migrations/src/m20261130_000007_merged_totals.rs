@@ -1,4 +1,4 @@
-//! Totals that do not depend on arrival order (DESIGN §3, W4–W6): a late state is merged between
+//! Totals that do not depend on arrival order (docs/rules.md §3, W4–W6): a late state is merged between
 //! its stored neighbours, which needs two more facts per mower in `health_totals`:
 //! - `counted_from`: the oldest counted state, so that a late state older than every counted one
 //!   is known to be the mower's new first state. Filled from the oldest stored history row (or

@@ -1,6 +1,6 @@
 //! PostgreSQL ingest, in process: states/s through `Ingest::record_states` batched (64 per
 //! batch) against one state per transaction, in the same run, with commits per state; the same
-//! batched states with 10 % and 50 % of them arriving late (merged into the totals, DESIGN §3
+//! batched states with 10 % and 50 % of them arriving late (merged into the totals, docs/rules.md §3
 //! W4); and the physical limit: the same history and position rows written by a raw `COPY`.
 //!
 //! Run: `SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \

@@ -1,4 +1,4 @@
-//! The event bus contract (DESIGN §5, the `EventBus` doc comment), as scenarios any adapter must
+//! The event bus contract (docs/rules.md §5, the `EventBus` doc comment), as scenarios any adapter must
 //! pass.
 //!
 //! Each scenario is a `pub async fn(bus, prefix)`. `prefix` is a subject prefix (one or more

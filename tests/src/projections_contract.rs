@@ -1,4 +1,4 @@
-//! The live projections' contract (DESIGN §6, ADR-012), run against every adapter with lowered
+//! The live projections' contract (docs/rules.md §6), run against every adapter with lowered
 //! ceilings: windows and sentinels, visibility before every cutoff, total orders, the site wall's
 //! filter, the health wall's counts, the operator on duty, and the reads each level costs.
 //!

@@ -464,7 +464,7 @@ pub async fn an_abandoned_run_releases_the_lock(factory: &dyn RetentionFactory) 
     panic!("the lock of an abandoned run was never released");
 }
 
-/// A late state is merged only where retention cannot have removed one of its neighbours (DESIGN
+/// A late state is merged only where retention cannot have removed one of its neighbours (docs/rules.md
 /// §3, W4; decision 39): next to recent states it is merged, next to expired history it is
 /// stored but counts nothing, and a redelivered expired state is not counted twice.
 pub async fn late_states_after_retention(factory: &dyn RetentionFactory) {

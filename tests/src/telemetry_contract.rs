@@ -97,7 +97,7 @@ pub async fn batched_equals_one_at_a_time(
 
 /// Any permutation of a trace of distinct states (with identical redeliveries) split into any
 /// batches ends with exactly the rows of the same states sorted by `observed_at` and stored one at
-/// a time: every table, health totals and day rows included (DESIGN §3, W4–W5). The blade
+/// a time: every table, health totals and day rows included (docs/rules.md §3, W4–W5). The blade
 /// threshold is the default one, never reached: whether `blade_due` was raised may depend on the
 /// order (decision 39).
 pub async fn any_order_equals_time_order(

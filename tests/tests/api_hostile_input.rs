@@ -346,7 +346,10 @@ async fn nul_and_out_of_range_input_on_the_memory_store() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory() {
     let url = test_database_url();
     let factory = PostgresFactory::new(url);

@@ -96,7 +96,10 @@ async fn an_abandoned_run_releases_the_lock() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 async fn late_states_after_retention() {
     let f = factory();
     contract::late_states_after_retention(&f).await;

@@ -80,7 +80,10 @@ fn batched_equals_one_at_a_time() {
 
 /// Any permutation of a trace, in any batches, gives the rows of the trace in time order.
 #[test]
-#[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
 fn any_order_equals_time_order() {
     let url = test_database_url();
     let rt = runtime();

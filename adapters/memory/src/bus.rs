@@ -1,5 +1,5 @@
 //! The in-memory event bus: the embedded default behind [`EventBus`] when no NATS server is
-//! configured, with the same contract as the JetStream adapter (DESIGN §5), minus durability
+//! configured, with the same contract as the JetStream adapter (docs/rules.md §5), minus durability
 //! across restarts.
 //!
 //! # Design

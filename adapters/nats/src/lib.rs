@@ -1,4 +1,4 @@
-//! Swath's event bus on NATS JetStream: the [`EventBus`] port (DESIGN §5) with the same contract
+//! Swath's event bus on NATS JetStream: the [`EventBus`] port (docs/rules.md §5) with the same contract
 //! as the in-memory bus, plus durability across restarts and several replicas sharing one
 //! durable consumer.
 //!

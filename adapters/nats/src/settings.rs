@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-/// The stream of mower states (DESIGN §5).
+/// The stream of mower states (docs/rules.md §5).
 pub const TELEMETRY_STREAM: &str = "TELEMETRY";
 /// The stream of events derived by the watcher (notifications, alerts).
 pub const NOTIFICATIONS_STREAM: &str = "NOTIFICATIONS";

@@ -1,7 +1,7 @@
 //! Swath's PostgreSQL adapters: the directory and tokens through SeaORM entities, the telemetry
 //! store through constant SQL with array parameters (`UNNEST`) executed with sqlx on the same
 //! pool, so each statement is prepared once per connection and a batch costs the same number of
-//! statements whatever its size (DESIGN §3).
+//! statements whatever its size (docs/rules.md §3).
 //!
 //! # Layout
 //! - [`PostgresStore`]: the pool, the SeaORM connection over it, and statement counters.

@@ -1,4 +1,4 @@
-//! The telemetry store on PostgreSQL: the batch unit of work of DESIGN §3 and the reads.
+//! The telemetry store on PostgreSQL: the batch unit of work of docs/rules.md §3 and the reads.
 //!
 //! Per batch: `BEGIN`; one statement reading the directory entry and the health row of every mower
 //! of the batch, locked in mower id order; for a batch with late states, one statement reading

@@ -15,7 +15,7 @@ use uuid::Uuid;
 pub const MAX_TEXT_CHARS: usize = 100;
 /// The largest blade threshold accepted: ten years of blade time, in seconds.
 pub const MAX_BLADE_THRESHOLD_SECONDS: f64 = 315_360_000.0;
-/// The blade threshold of a mower created without one: 100 hours (DESIGN §3, W6).
+/// The blade threshold of a mower created without one: 100 hours (docs/rules.md §3, W6).
 pub const DEFAULT_BLADE_THRESHOLD_SECONDS: f64 = 360_000.0;
 
 /// A text field of a request: 1 to 100 characters, not only spaces.

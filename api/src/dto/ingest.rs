@@ -26,7 +26,7 @@ pub struct ReportedPosition {
     pub heading_deg: Option<f64>,
 }
 
-/// A state report, exactly as a gateway publishes it on `telemetry.mower.<mower_id>` (DESIGN
+/// A state report, exactly as a gateway publishes it on `telemetry.mower.<mower_id>` (docs/rules.md
 /// §2). Fields Swath does not know are kept in the state document; the whole report may have at
 /// most 16 KiB of JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

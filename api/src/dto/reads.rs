@@ -251,7 +251,7 @@ impl TrackFeatureCollection {
     }
 }
 
-/// A mower's totals of one local day of its site (DESIGN §3, W5).
+/// A mower's totals of one local day of its site (docs/rules.md §3, W5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DayItem {
     /// The local date in the site's time zone (`YYYY-MM-DD`).

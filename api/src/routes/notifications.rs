@@ -1,5 +1,5 @@
 //! Notifications: a mower's geofence and virtual zones, blade resets, the events feed, open
-//! alerts and the scheduler's busy check (DESIGN §3 W6/W7, §4).
+//! alerts and the scheduler's busy check (docs/rules.md §3 W6/W7, §4).
 //!
 //! Every route that names a mower checks its visibility first ([`visible_mower`]), so a mower of
 //! another account answers the `404` of an unknown id before any notification data is read. The

@@ -1,5 +1,5 @@
 //! `POST /v1/states`: state reports over HTTP, through the same validation and the same
-//! `Ingest::record_states` as the bus consumer (DESIGN §3), answered per report.
+//! `Ingest::record_states` as the bus consumer (docs/rules.md §3), answered per report.
 //!
 //! Tenant rules come first: a report of another account than the token's is dropped as
 //! `account_mismatch` before it reaches ingestion, and a mower the token cannot see answers

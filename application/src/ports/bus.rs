@@ -123,7 +123,7 @@ pub struct LiveSubscription {
     pub guard: Option<Box<dyn Send + Sync>>,
 }
 
-/// The event bus (DESIGN §5).
+/// The event bus (docs/rules.md §5).
 ///
 /// An implementation MUST:
 /// - `publish`: store the message for every consumer whose subject filter matches (NATS wildcards

@@ -1,4 +1,4 @@
-//! The ports of the bounded live projections (DESIGN §6): [`ProjectionStore`], the reads a live
+//! The ports of the bounded live projections (docs/rules.md §6): [`ProjectionStore`], the reads a live
 //! view is built from, one bounded read per level, and [`Assignments`], the operators assigned to
 //! mowers (the "operator on duty" of a live view).
 //!

@@ -116,7 +116,7 @@ pub trait RetentionRun: Send {
 
     /// Raises (never lowers) the floors before which this run may remove history rows and
     /// positions, durably and visibly to ingestion **before** it removes any: a late state whose
-    /// neighbours are older than a floor is stored but not merged into the totals (DESIGN §3 W4).
+    /// neighbours are older than a floor is stored but not merged into the totals (docs/rules.md §3 W4).
     async fn raise_floors(
         &mut self,
         history: DateTime<Utc>,

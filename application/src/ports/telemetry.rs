@@ -31,7 +31,7 @@ impl StoreError {
     }
 }
 
-/// The telemetry store: a batch unit of work for ingestion (DESIGN §3), plus the reads of the API.
+/// The telemetry store: a batch unit of work for ingestion (docs/rules.md §3), plus the reads of the API.
 ///
 /// An implementation MUST:
 /// - in [`TelemetryStore::begin`], read the directory entry (account, site time zone, blade

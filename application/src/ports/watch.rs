@@ -110,7 +110,7 @@ pub struct WatchRead {
 pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 
 /// What the notification side stores: watch rows, geofences, zones and their occupancy, the events
-/// feed, alerts and the scheduler's busy status (DESIGN §3 W6/W7, §4).
+/// feed, alerts and the scheduler's busy status (docs/rules.md §3 W6/W7, §4).
 ///
 /// An implementation MUST:
 /// - in [`WatchStore::begin_watch`], read for every given mower (sorted, without duplicates) its

@@ -1,4 +1,4 @@
-//! The scheduler's busy check (DESIGN §4, ADR 0078): the status the scheduler reads before it
+//! The scheduler's busy check (docs/rules.md §4): the status the scheduler reads before it
 //! starts a run. It needs the activity when it changes and a recent position (for the weather),
 //! not every state: an activity change is written at once, an unchanged activity at most every
 //! [`REFRESH_AFTER`] or after a move of [`REFRESH_AFTER_MOVE_M`], and an older report never.

@@ -1,4 +1,4 @@
-//! Notification rules (DESIGN §4): the watch row of a mower, the events its states derive and the
+//! Notification rules (docs/rules.md §4): the watch row of a mower, the events its states derive and the
 //! alerts those open and clear; virtual zones (W7, [`zones`]); the scheduler's busy check
 //! ([`busy`]). Pure, like the write rules: stores read rows, these functions advance them in
 //! memory, stores write what changed.
@@ -460,7 +460,7 @@ impl WatchChanges {
     }
 }
 
-/// The watcher's rules, state by state in arrival order (DESIGN §4). `fences` holds the parsed
+/// The watcher's rules, state by state in arrival order (docs/rules.md §4). `fences` holds the parsed
 /// current geofence of every mower whose snapshot names one (a missing entry counts as no
 /// geofence). `received_at` is when the batch arrived.
 ///

@@ -1,4 +1,4 @@
-//! W7, virtual zones (DESIGN §3): named polygons per mower. After the ingest commit, the batch's
+//! W7, virtual zones (docs/rules.md §3): named polygons per mower. After the ingest commit, the batch's
 //! positions newer than what was evaluated for the mower are evaluated in order; entering and
 //! leaving raise `zone_entered` / `zone_left`, and the occupancy (which zones the mower is in,
 //! since when) is stored.
