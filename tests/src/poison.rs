@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swath_application::ports::{
     BatchHandler, BatchSettings, Directory, EventBus, HandlerError, Message, Settle, StoreError,
-    SystemClock, TelemetryBatch, TelemetryStore, TimeWindow,
+    Subscription, SystemClock, TelemetryBatch, TelemetryStore, TimeWindow,
 };
 use swath_application::Ingest;
 use swath_domain::{
@@ -187,11 +187,34 @@ pub trait Backlog: Send + Sync {
     async fn backlog(&self, consumer: &str) -> u64;
 }
 
-/// The subject filter of the scenario's telemetry and a mower's subject under it.
-fn subjects(root: &str) -> (String, impl Fn(MowerId) -> String + '_) {
-    (format!("{root}.telemetry.mower.*"), move |m: MowerId| {
-        format!("{root}.telemetry.mower.{m}")
-    })
+/// The fleet seeded in `directory`, and the ingest handler on `store` subscribed (through
+/// [`Settlements`]) as durable consumer `consumer` of the scenario's telemetry subjects.
+async fn start(
+    bus: &Arc<dyn EventBus>,
+    root: &str,
+    store: Arc<dyn TelemetryStore>,
+    directory: &dyn Directory,
+    consumer: &str,
+) -> (Fleet, Arc<Settlements>, Subscription) {
+    let fleet = Fleet::new();
+    fleet.seed(directory, DEFAULT_THRESHOLD).await;
+    let ingest = Arc::new(Ingest::new(store, bus.clone(), Arc::new(SystemClock)));
+    let handler = Settlements::new(ingest.handler());
+    let subscription = bus
+        .subscribe_batch(
+            &format!("{root}.telemetry.mower.*"),
+            consumer,
+            settings(),
+            handler.clone(),
+        )
+        .await
+        .expect("subscribe the ingest handler");
+    (fleet, handler, subscription)
+}
+
+/// A mower's subject under the scenario's root.
+fn subject(root: &str, mower: MowerId) -> String {
+    format!("{root}.telemetry.mower.{mower}")
 }
 
 fn report(fleet: &Fleet, mower: MowerId, at: DateTime<Utc>, error_code: Option<&str>) -> Bytes {
@@ -252,20 +275,10 @@ pub async fn a_refused_state_never_blocks_the_stream(
     store: Arc<dyn TelemetryStore>,
     directory: &dyn Directory,
 ) {
-    let fleet = Fleet::new();
-    fleet.seed(directory, DEFAULT_THRESHOLD).await;
-    let ingest = Arc::new(Ingest::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SystemClock),
-    ));
-    let handler = Settlements::new(ingest.handler());
-    let (filter, subject) = subjects(root);
     let consumer = "poison-ingest";
-    let subscription = bus
-        .subscribe_batch(&filter, consumer, settings(), handler.clone())
-        .await
-        .expect("subscribe the ingest handler");
+    let (fleet, handler, subscription) =
+        start(&bus, root, store.clone(), directory, consumer).await;
+    let subject = |mower| subject(root, mower);
 
     let t0 = Utc::now() - ChronoDuration::hours(1);
     let poison = report(&fleet, fleet.mowers[0], t0, Some(POISON));
@@ -323,21 +336,11 @@ pub async fn a_store_that_is_down_drops_nothing(
     store: Arc<Faulty>,
     directory: &dyn Directory,
 ) {
-    let fleet = Fleet::new();
-    fleet.seed(directory, DEFAULT_THRESHOLD).await;
-    let ingest = Arc::new(Ingest::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SystemClock),
-    ));
-    let handler = Settlements::new(ingest.handler());
-    let (filter, subject) = subjects(root);
-    let consumer = "down-ingest";
     store.down.store(true, Ordering::SeqCst);
-    let subscription = bus
-        .subscribe_batch(&filter, consumer, settings(), handler.clone())
-        .await
-        .expect("subscribe the ingest handler");
+    let consumer = "down-ingest";
+    let (fleet, handler, subscription) =
+        start(&bus, root, store.clone(), directory, consumer).await;
+    let subject = |mower| subject(root, mower);
     let t0 = Utc::now() - ChronoDuration::hours(1);
     let mut payloads = Vec::new();
     for i in 0..30 {
@@ -383,20 +386,10 @@ pub async fn the_subject_is_the_gateways_identity(
     store: Arc<dyn TelemetryStore>,
     directory: &dyn Directory,
 ) {
-    let fleet = Fleet::new();
-    fleet.seed(directory, DEFAULT_THRESHOLD).await;
-    let ingest = Arc::new(Ingest::new(
-        store.clone(),
-        bus.clone(),
-        Arc::new(SystemClock),
-    ));
-    let handler = Settlements::new(ingest.handler());
-    let (filter, subject) = subjects(root);
     let consumer = "identity-ingest";
-    let subscription = bus
-        .subscribe_batch(&filter, consumer, settings(), handler.clone())
-        .await
-        .expect("subscribe the ingest handler");
+    let (fleet, handler, subscription) =
+        start(&bus, root, store.clone(), directory, consumer).await;
+    let subject = |mower| subject(root, mower);
     let t0 = Utc::now() - ChronoDuration::hours(1);
     // Mower 2 is account B's; the gateway of account A's mower 0 publishes for it.
     let spoofed = report(&fleet, fleet.mowers[2], t0, None);

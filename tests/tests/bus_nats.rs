@@ -687,6 +687,20 @@ fn settings_for_restart() -> BatchSettings {
 // constraint the test adds) is isolated and terminated, the 100 valid states behind it stored;
 // a store that is down drops nothing (issue 13; the same scenarios run on the memory bus).
 
+/// A NATS fixture and a fresh PostgreSQL store (its factory drops the database), or `None`
+/// (skipped) without both services' variables.
+async fn nats_and_postgres() -> (
+    Fixture,
+    swath_tests::postgres::PostgresFactory,
+    swath_postgres::PostgresStore,
+) {
+    let fixture = Fixture::new().await;
+    let factory =
+        swath_tests::postgres::PostgresFactory::new(swath_tests::postgres::test_database_url());
+    let store = factory.fresh_store().await;
+    (fixture, factory, store)
+}
+
 struct NatsBacklog {
     bus: Arc<TestBus>,
 }
@@ -712,10 +726,7 @@ impl swath_tests::poison::Backlog for NatsBacklog {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn a_state_postgres_refuses_never_blocks_the_stream() {
-    let fixture = Fixture::new().await;
-    let database = swath_tests::postgres::test_database_url();
-    let factory = swath_tests::postgres::PostgresFactory::new(database);
-    let store = factory.fresh_store().await;
+    let (fixture, _factory, store) = nats_and_postgres().await;
     // What the store refuses, deterministically: SQLSTATE 23514 (check_violation).
     sqlx::query(&format!(
         "ALTER TABLE state_history ADD CONSTRAINT no_poison \
@@ -744,10 +755,8 @@ async fn a_state_postgres_refuses_never_blocks_the_stream() {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn a_postgres_store_that_is_down_drops_nothing() {
-    let fixture = Fixture::new().await;
-    let database = swath_tests::postgres::test_database_url();
-    let factory = swath_tests::postgres::PostgresFactory::new(database);
-    let store = Arc::new(factory.fresh_store().await);
+    let (fixture, _factory, store) = nats_and_postgres().await;
+    let store = Arc::new(store);
     swath_tests::poison::a_store_that_is_down_drops_nothing(
         fixture.dyn_bus(),
         &NatsBacklog {
@@ -766,10 +775,8 @@ async fn a_postgres_store_that_is_down_drops_nothing() {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn the_subject_is_the_gateways_identity_on_postgres() {
-    let fixture = Fixture::new().await;
-    let database = swath_tests::postgres::test_database_url();
-    let factory = swath_tests::postgres::PostgresFactory::new(database);
-    let store = Arc::new(factory.fresh_store().await);
+    let (fixture, _factory, store) = nats_and_postgres().await;
+    let store = Arc::new(store);
     swath_tests::poison::the_subject_is_the_gateways_identity(
         fixture.dyn_bus(),
         &NatsBacklog {
