@@ -14,8 +14,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// The NATS server binary (Debian's `nats-server` package).
-pub const NATS_SERVER: &str = "/usr/sbin/nats-server";
+/// The NATS server binary the private servers run: `SWATH_TEST_NATS_SERVER` (CI sets it to the
+/// release the project pins, `.ci/nats-server`), else Debian's `nats-server` package.
+pub fn nats_server_binary() -> PathBuf {
+    std::env::var_os("SWATH_TEST_NATS_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nats-server"))
+}
 
 /// The shared PostgreSQL server's URL. The shared NATS is not used by the end-to-end tests (each
 /// starts its own, so that the service's fixed stream and consumer names are its own), but its
@@ -108,9 +113,12 @@ pub struct NatsServer {
 
 impl NatsServer {
     pub fn start() -> anyhow::Result<NatsServer> {
+        let binary = nats_server_binary();
         anyhow::ensure!(
-            Path::new(NATS_SERVER).exists(),
-            "{NATS_SERVER} is missing (apt-get install nats-server)"
+            binary.exists(),
+            "{} is missing (run .ci/nats-server and set SWATH_TEST_NATS_SERVER to the path it \
+             prints, or apt-get install nats-server)",
+            binary.display()
         );
         let mut server = NatsServer {
             port: free_port(),
@@ -123,7 +131,7 @@ impl NatsServer {
 
     fn launch(&mut self) -> anyhow::Result<()> {
         let log = std::fs::File::create(self.dir.path().join("nats.log"))?;
-        let child = Command::new(NATS_SERVER)
+        let child = Command::new(nats_server_binary())
             .args([
                 "-a",
                 "127.0.0.1",
