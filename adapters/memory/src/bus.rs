@@ -57,12 +57,16 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use swath_application::ports::bus_rules::{
+    check_consumer_name, check_filter, check_live, check_subject, is_stopped, judge, stopped,
+    subject_matches, HandlerResult, Verdict,
+};
 use swath_application::ports::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
     Message, Settle, Subscription, MAX_IN_FLIGHT,
 };
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::{JoinError, JoinHandle};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// Settings of a [`MemoryBus`].
@@ -219,67 +223,6 @@ impl Inner {
     }
 }
 
-/// NATS subject matching: `*` matches one token, a final `>` matches one or more tokens.
-fn subject_matches(filter: &str, subject: &str) -> bool {
-    let mut filter = filter.split('.');
-    let mut subject = subject.split('.');
-    loop {
-        match (filter.next(), subject.next()) {
-            (Some(">"), Some(_)) => return true,
-            (Some("*"), Some(_)) => {}
-            (Some(f), Some(s)) if f == s => {}
-            (None, None) => return true,
-            _ => return false,
-        }
-    }
-}
-
-/// A subject to publish on: non-empty tokens, no wildcards.
-fn check_subject(subject: &str) -> Result<(), BusError> {
-    let ok = !subject.is_empty()
-        && subject
-            .split('.')
-            .all(|t| !t.is_empty() && t != "*" && t != ">" && !t.contains(char::is_whitespace));
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid subject to publish on: {subject:?}"
-        )))
-    }
-}
-
-/// A subject filter: non-empty tokens, `>` only as the last token.
-fn check_filter(filter: &str) -> Result<(), BusError> {
-    let tokens: Vec<&str> = filter.split('.').collect();
-    let last = tokens.len() - 1;
-    let ok = !filter.is_empty()
-        && tokens.iter().enumerate().all(|(i, t)| {
-            !t.is_empty() && !t.contains(char::is_whitespace) && (*t != ">" || i == last)
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid subject filter: {filter:?}"
-        )))
-    }
-}
-
-/// A durable consumer name as JetStream accepts it, so that a name that works here also works
-/// against NATS.
-fn check_consumer_name(name: &str) -> Result<(), BusError> {
-    let ok = !name.is_empty()
-        && !name.contains(|c: char| c == '.' || c == '*' || c == '>' || c.is_whitespace());
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid durable consumer name: {name:?}"
-        )))
-    }
-}
-
 #[async_trait]
 impl EventBus for MemoryBus {
     async fn publish(
@@ -408,22 +351,7 @@ impl EventBus for MemoryBus {
         subject: &str,
         options: LiveOptions,
     ) -> Result<LiveSubscription, BusError> {
-        if options.acknowledge {
-            return Err(BusError::Refused(
-                "a live subscription has no acknowledgements".into(),
-            ));
-        }
-        if let Some(durable) = options.durable {
-            return Err(BusError::Refused(format!(
-                "a durable consumer ({durable}) needs acknowledgements: use subscribe_batch"
-            )));
-        }
-        if let Some(group) = options.queue_group {
-            return Err(BusError::Refused(format!(
-                "a queue group ({group}) shares work, which needs acknowledgements: use subscribe_batch"
-            )));
-        }
-        check_filter(subject)?;
+        check_live(subject, &options)?;
         let (sender, messages) = mpsc::channel(self.inner.settings.live_buffer.max(1));
         let mut state = self.inner.lock();
         state.live.retain(|live| !live.sender.is_closed());
@@ -548,48 +476,28 @@ impl Worker {
     }
 
     /// Settles a finished handler call.
-    fn settle(
-        &self,
-        batch: &[Message],
-        result: Result<Result<Vec<Settle>, HandlerError>, JoinError>,
-    ) -> Settled {
+    fn settle(&self, batch: &[Message], result: HandlerResult) -> Settled {
         let consumer = self.consumer.as_str();
-        let outcomes = match result {
-            Ok(Ok(outcomes)) if outcomes.len() == batch.len() => outcomes,
-            Ok(Ok(outcomes)) => {
-                tracing::warn!(
-                    consumer,
-                    batch = batch.len(),
-                    answers = outcomes.len(),
-                    "A batch handler answered the wrong number of outcomes; the batch will be redelivered."
-                );
+        let verdict = judge(consumer, batch.iter().map(|m| m.subject.as_str()), result);
+        let no_progress = verdict.made_no_progress();
+        match verdict {
+            Verdict::Failed => {
                 self.inner.put_back(consumer, batch.to_vec());
-                return Settled::Failed;
+                Settled::Failed
             }
-            Ok(Err(e)) => {
-                tracing::warn!(consumer, batch = batch.len(), error = %e, "A batch handler failed; the batch will be redelivered.");
-                self.inner.put_back(consumer, batch.to_vec());
-                return Settled::Failed;
-            }
-            Err(e) => {
-                tracing::error!(consumer, batch = batch.len(), error = %e, "A batch handler panicked; the batch will be redelivered.");
-                self.inner.put_back(consumer, batch.to_vec());
-                return Settled::Failed;
-            }
-        };
-        let mut redeliver = Vec::new();
-        for (message, outcome) in batch.iter().zip(outcomes) {
-            match outcome {
-                Settle::Ack => {}
-                Settle::Drop => {
-                    tracing::warn!(consumer, subject = %message.subject, delivery = message.delivery, "Dropped a message that cannot succeed.");
+            Verdict::Settle(answers) => {
+                let redeliver = batch
+                    .iter()
+                    .zip(answers)
+                    .filter(|(_, answer)| *answer == Settle::Redeliver)
+                    .map(|(message, _)| message.clone())
+                    .collect();
+                self.inner.put_back(consumer, redeliver);
+                Settled::Answered {
+                    all_redelivered: no_progress,
                 }
-                Settle::Redeliver => redeliver.push(message.clone()),
             }
         }
-        let all_redelivered = redeliver.len() == batch.len();
-        self.inner.put_back(consumer, redeliver);
-        Settled::Answered { all_redelivered }
     }
 
     /// On unsubscribe while a handler call runs: gives it the drain timeout to finish and be
@@ -617,50 +525,9 @@ impl Worker {
     }
 }
 
-fn is_stopped(stop: &watch::Receiver<bool>) -> bool {
-    *stop.borrow() || stop.has_changed().is_err()
-}
-
-/// Resolves once the subscription is stopped: `true` was sent, or the sender was dropped.
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stopped| *stopped).await;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn subjects_match_like_nats() {
-        assert!(subject_matches("a.b", "a.b"));
-        assert!(!subject_matches("a.b", "a.c"));
-        assert!(!subject_matches("a.b", "a.b.c"));
-        assert!(!subject_matches("a.b.c", "a.b"));
-        assert!(subject_matches("a.*", "a.b"));
-        assert!(!subject_matches("a.*", "a.b.c"));
-        assert!(!subject_matches("a.*", "a"));
-        assert!(subject_matches("a.*.c", "a.b.c"));
-        assert!(subject_matches("a.>", "a.b"));
-        assert!(subject_matches("a.>", "a.b.c"));
-        assert!(!subject_matches("a.>", "a"));
-        assert!(subject_matches(">", "a"));
-        assert!(subject_matches("*.>", "a.b"));
-        assert!(!subject_matches("*.>", "a"));
-    }
-
-    #[test]
-    fn invalid_subjects_and_names_are_refused() {
-        assert!(check_subject("a.b").is_ok());
-        assert!(check_subject("a.*").is_err());
-        assert!(check_subject("a..b").is_err());
-        assert!(check_subject("").is_err());
-        assert!(check_filter("a.>").is_ok());
-        assert!(check_filter("a.>.b").is_err());
-        assert!(check_filter("a.").is_err());
-        assert!(check_consumer_name("swath-ingest").is_ok());
-        assert!(check_consumer_name("swath.ingest").is_err());
-        assert!(check_consumer_name("").is_err());
-    }
 
     #[test]
     fn dedup_window_forgets_the_oldest_ids() {

@@ -12,7 +12,8 @@
 //!   handler, settles, drains on unsubscribe, survives reconnects. Its module documentation
 //!   explains why batches are pulled the way they are.
 //! - `live`: ack-less live subscriptions on ordered consumers.
-//! - `subjects`: the subject and name checks shared with the memory bus's rules.
+//! - `subjects`: which stream covers a subject filter (the subject and name checks both buses
+//!   make are `swath_application::ports::bus_rules`).
 //!
 //! # Mapping the port onto JetStream
 //! - `publish` is a JetStream publish with `Nats-Msg-Id` set to the de-duplication id; it returns
@@ -63,6 +64,7 @@ use async_nats::{Client, ConnectOptions, Event, HeaderMap};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::sync::Arc;
+use swath_application::ports::bus_rules;
 use swath_application::ports::{
     BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
     MAX_IN_FLIGHT,
@@ -193,7 +195,7 @@ impl NatsBus {
         let mut acknowledged = 0;
         let mut failure = None;
         for (subject, payload, id) in messages {
-            if let Err(e) = subjects::check_subject(&subject) {
+            if let Err(e) = bus_rules::check_subject(&subject) {
                 failure = Some(e);
                 break;
             }
@@ -301,7 +303,7 @@ impl EventBus for NatsBus {
         payload: Bytes,
         dedup_id: Option<String>,
     ) -> Result<(), BusError> {
-        subjects::check_subject(subject)?;
+        bus_rules::check_subject(subject)?;
         let js = &self.inner.js;
         let sent = match &dedup_id {
             Some(id) => {
@@ -330,8 +332,8 @@ impl EventBus for NatsBus {
         settings: BatchSettings,
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
-        subjects::check_filter(subject)?;
-        subjects::check_consumer_name(consumer)?;
+        bus_rules::check_filter(subject)?;
+        bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
         let pull_consumer =
@@ -372,22 +374,7 @@ impl EventBus for NatsBus {
         subject: &str,
         options: LiveOptions,
     ) -> Result<LiveSubscription, BusError> {
-        if options.acknowledge {
-            return Err(BusError::Refused(
-                "a live subscription has no acknowledgements".into(),
-            ));
-        }
-        if let Some(durable) = options.durable {
-            return Err(BusError::Refused(format!(
-                "a durable consumer ({durable}) needs acknowledgements: use subscribe_batch"
-            )));
-        }
-        if let Some(group) = options.queue_group {
-            return Err(BusError::Refused(format!(
-                "a queue group ({group}) shares work, which needs acknowledgements: use subscribe_batch"
-            )));
-        }
-        subjects::check_filter(subject)?;
+        bus_rules::check_live(subject, &options)?;
         let settings = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &settings.streams, subject).await?;
         live::subscribe(

@@ -1,52 +1,6 @@
-//! Subject and name checks, the same the memory bus makes, so that what one bus refuses the other
-//! refuses too (and NATS never sees a request it would answer with an obscure error).
-
-use swath_application::ports::BusError;
-
-/// A subject to publish on: non-empty tokens, no wildcards, no whitespace.
-pub(crate) fn check_subject(subject: &str) -> Result<(), BusError> {
-    let ok = !subject.is_empty()
-        && subject
-            .split('.')
-            .all(|t| !t.is_empty() && t != "*" && t != ">" && !t.contains(char::is_whitespace));
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid subject to publish on: {subject:?}"
-        )))
-    }
-}
-
-/// A subject filter: non-empty tokens, `>` only as the last token.
-pub(crate) fn check_filter(filter: &str) -> Result<(), BusError> {
-    let tokens: Vec<&str> = filter.split('.').collect();
-    let last = tokens.len() - 1;
-    let ok = !filter.is_empty()
-        && tokens.iter().enumerate().all(|(i, t)| {
-            !t.is_empty() && !t.contains(char::is_whitespace) && (*t != ">" || i == last)
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid subject filter: {filter:?}"
-        )))
-    }
-}
-
-/// A durable consumer name as JetStream accepts it: no dots, wildcards or whitespace.
-pub(crate) fn check_consumer_name(name: &str) -> Result<(), BusError> {
-    let ok = !name.is_empty()
-        && !name.contains(|c: char| c == '.' || c == '*' || c == '>' || c.is_whitespace());
-    if ok {
-        Ok(())
-    } else {
-        Err(BusError::Refused(format!(
-            "invalid durable consumer name: {name:?}"
-        )))
-    }
-}
+//! Which stream holds a subject filter. The subject and name checks both buses make are in
+//! `swath_application::ports::bus_rules`, so that what one bus refuses the other refuses too
+//! (and NATS never sees a request it would answer with an obscure error).
 
 /// Whether every subject `filter` matches is also matched by `subjects` (a stream's subject):
 /// the stream then holds everything a consumer with that filter needs.
@@ -84,21 +38,5 @@ mod tests {
         assert!(covers("a.b", "a.b"));
         assert!(!covers("a.b", "a.b.c"));
         assert!(covers(">", "a.b.c"));
-    }
-
-    #[test]
-    fn invalid_subjects_and_names_are_refused() {
-        assert!(check_subject("a.b").is_ok());
-        assert!(check_subject("a.*").is_err());
-        assert!(check_subject("a..b").is_err());
-        assert!(check_subject("a b").is_err());
-        assert!(check_subject("").is_err());
-        assert!(check_filter("a.>").is_ok());
-        assert!(check_filter("a.*.b").is_ok());
-        assert!(check_filter("a.>.b").is_err());
-        assert!(check_filter("a.").is_err());
-        assert!(check_consumer_name("swath-ingest").is_ok());
-        assert!(check_consumer_name("swath.ingest").is_err());
-        assert!(check_consumer_name("").is_err());
     }
 }

@@ -79,9 +79,10 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use swath_application::ports::bus_rules::{is_stopped, judge, stopped, HandlerResult, Verdict};
 use swath_application::ports::{BatchHandler, BatchSettings, HandlerError, Message, Settle};
 use tokio::sync::watch;
-use tokio::task::{JoinError, JoinHandle};
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 /// What to allow beyond two heartbeat intervals before a silent request counts as lost.
@@ -147,8 +148,6 @@ enum Kept<T> {
     Stopped,
     Deadline,
 }
-
-type HandlerResult = Result<Result<Vec<Settle>, HandlerError>, JoinError>;
 
 impl Worker {
     pub(crate) async fn run(mut self) {
@@ -557,34 +556,13 @@ impl Worker {
 
     /// Settles a finished handler call as it answered. A failed call settles nothing.
     async fn settle(&self, batch: &[jetstream::Message], result: HandlerResult) -> Settled {
-        let consumer = self.name.as_str();
-        let outcomes = match result {
-            Ok(Ok(outcomes)) if outcomes.len() == batch.len() => outcomes,
-            Ok(Ok(outcomes)) => {
-                tracing::warn!(
-                    consumer,
-                    batch = batch.len(),
-                    answers = outcomes.len(),
-                    "A batch handler answered the wrong number of outcomes; the batch will be redelivered."
-                );
-                return Settled::Failed;
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(consumer, batch = batch.len(), error = %e, "A batch handler failed; the batch will be redelivered.");
-                return Settled::Failed;
-            }
-            Err(e) => {
-                tracing::error!(consumer, batch = batch.len(), error = %e, "A batch handler panicked; the batch will be redelivered.");
-                return Settled::Failed;
-            }
+        let subjects = batch.iter().map(|m| m.message.subject.as_str());
+        let verdict = judge(&self.name, subjects, result);
+        let all_redelivered = verdict.made_no_progress();
+        let Verdict::Settle(answers) = verdict else {
+            return Settled::Failed;
         };
-        for (message, outcome) in batch.iter().zip(&outcomes) {
-            if *outcome == Settle::Drop {
-                tracing::warn!(consumer, subject = %message.message.subject, "Dropped a message that cannot succeed.");
-            }
-        }
-        let all_redelivered = outcomes.iter().all(|o| *o == Settle::Redeliver);
-        let kinds = outcomes.iter().map(|outcome| match outcome {
+        let kinds = answers.into_iter().map(|answer| match answer {
             Settle::Ack => AckKind::Ack,
             Settle::Redeliver => AckKind::Nak(None),
             Settle::Drop => AckKind::Term,
@@ -723,13 +701,4 @@ pub(crate) fn to_message(message: &jetstream::Message) -> Message {
         payload: message.message.payload.clone(),
         delivery,
     }
-}
-
-pub(crate) fn is_stopped(stop: &watch::Receiver<bool>) -> bool {
-    *stop.borrow() || stop.has_changed().is_err()
-}
-
-/// Resolves once the subscription is stopped: `true` was sent, or the sender was dropped.
-pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|stopped| *stopped).await;
 }

@@ -3,6 +3,7 @@
 //! `swath-tests` check every adapter against exactly these sentences.
 
 mod bus;
+pub mod bus_rules;
 mod clock;
 mod directory;
 mod projections;
