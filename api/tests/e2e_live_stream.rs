@@ -370,8 +370,32 @@ async fn readyz_reports_the_store_and_the_bus() {
 
 #[tokio::test]
 async fn metrics_are_prometheus_text() {
+    // As `swath serve` does before anything records a metric.
+    swath_api::routes::operations::metrics_handle();
     let app = app().await;
-    // Something to count: one state through the ingest path.
+    // Something to count: one state through the ingest path (`POST /v1/states`).
+    let report = json!([{
+        "mower_id": app.a_north,
+        "account_id": app.account_a,
+        "observed_at": Utc::now().to_rfc3339(),
+        "activity": "mowing",
+    }]);
+    let response = app
+        .router
+        .clone()
+        .oneshot(
+            Request::post("/v1/states")
+                .header(
+                    header::AUTHORIZATION,
+                    format!("Bearer {TOKEN_A_WRITE_ONLY}"),
+                )
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(report.to_string()))
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
     let response = app
         .router
         .clone()
@@ -383,6 +407,35 @@ async fn metrics_are_prometheus_text() {
         .to_str()
         .unwrap()
         .starts_with("text/plain; version=0.0.4"));
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(body.to_vec()).unwrap();
+    // The text format: `# HELP`/`# TYPE` comments, and `name{labels} value` samples.
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if line.starts_with('#') {
+            assert!(
+                line.starts_with("# HELP ") || line.starts_with("# TYPE "),
+                "{line}"
+            );
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').expect("a sample: series and value");
+        assert!(
+            series.starts_with("swath_") && value.parse::<f64>().is_ok(),
+            "{line}"
+        );
+    }
+    assert!(
+        text.contains("# TYPE swath_states_stored_total counter"),
+        "{text}"
+    );
+    // Other tests of this binary may have counted states too (the recorder is global).
+    let stored: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("swath_states_stored_total "))
+        .expect("the stored states are counted")
+        .parse()
+        .unwrap();
+    assert!(stored >= 1.0, "{text}");
 }
 
 /// A bus that does not answer its ping (as NATS during a restart).

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use swath_api::{router, AppState};
 use swath_application::ports::{Clock, WatchStore};
 use swath_application::{Ingest, SchedulerStatus, Watcher};
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges, DEFAULT_OFFLINE_AFTER};
 use swath_memory::MemoryBus;
 
 /// The test application with the notification store wired, and a watcher over the same store.
@@ -225,14 +225,38 @@ async fn zones_are_managed_and_report_occupancy() {
 async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
     let (app, _watcher, _scheduler) = app().await;
     let mower = app.a.mowers[0];
-    let reset = app
-        .post(
-            &format!("/v1/mowers/{mower}/blade-reset"),
-            Some(TOKEN_A_ADMIN),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(reset.status, StatusCode::NO_CONTENT);
+    // An open blade alert, stored as the watcher would have raised it.
+    let watch: &dyn WatchStore = &app.store;
+    let (_, batch) = watch.begin_watch(&[mower], &[]).await.unwrap();
+    batch
+        .commit(WatchChanges {
+            alerts: AlertChanges {
+                clears: Vec::new(),
+                raised: vec![Alert {
+                    id: uuid::Uuid::now_v7(),
+                    mower_id: mower,
+                    account_id: app.a.account_id,
+                    kind: AlertKind::BladeDue,
+                    severity: AlertKind::BladeDue.severity(),
+                    raised_at: t0(),
+                    cleared_at: None,
+                    code: None,
+                }],
+            },
+            ..WatchChanges::default()
+        })
+        .await
+        .unwrap();
+    let blade_alerts = || async {
+        let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
+        alerts["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["kind"] == "blade_due" && a["mower_id"] == json!(mower))
+            .count()
+    };
+    assert_eq!(blade_alerts().await, 1, "the blade alert is open");
     assert_eq!(
         app.post(
             &format!("/v1/mowers/{mower}/blade-reset"),
@@ -243,6 +267,16 @@ async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
         .status,
         StatusCode::FORBIDDEN
     );
+    assert_eq!(blade_alerts().await, 1, "a refused reset clears nothing");
+    let reset = app
+        .post(
+            &format!("/v1/mowers/{mower}/blade-reset"),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(reset.status, StatusCode::NO_CONTENT);
+    assert_eq!(blade_alerts().await, 0, "the reset cleared the blade alert");
     // Zones entered and left, to fill the feed.
     app.post(
         &format!("/v1/mowers/{mower}/zones"),

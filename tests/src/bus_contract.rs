@@ -73,6 +73,7 @@ macro_rules! bus_contract_suite {
             wrong_number_of_answers_redelivers_the_whole_batch,
             unsubscribe_drains_the_running_batch,
             unsettled_after_the_drain_timeout_are_redelivered,
+            redeliveries_of_a_vanished_subscriber_come_before_newer_messages,
             in_flight_is_bounded,
             subscriptions_of_one_consumer_share_its_messages,
             durable_consumers_match_wildcards,
@@ -718,6 +719,53 @@ pub async fn unsettled_after_the_drain_timeout_are_redelivered(bus: DynBus, pref
     sub.unsubscribe().await;
 }
 
+/// The order after a crash (docs/rules.md §5, docs/decisions.md 30): the deliveries a subscriber
+/// left unsettled when it vanished come back before any message published after them, whether
+/// that newer message was published while they were in flight or once the subscriber was gone.
+/// The subscriber vanishes as the port lets one: its handler never returns and unsubscribing
+/// gives up on it after the drain timeout. The next subscriber takes one message per batch, so
+/// that the order is the order of its batches, not of one batch's contents.
+pub async fn redeliveries_of_a_vanished_subscriber_come_before_newer_messages(
+    bus: DynBus,
+    prefix: &str,
+) {
+    let subject = subject(prefix, "vanished");
+    let name = consumer(prefix, "vanished");
+    // a and b queue up before the subscriber comes, so that its one batch holds both.
+    create_consumer(&bus, &subject, &name).await;
+    publish_all(&bus, &subject, &["a".into(), "b".into()]).await;
+    let stuck = Recorder::new(|_, _| (Duration::ZERO, Reply::Hang));
+    let mut s = settings(2, 0);
+    s.drain_timeout = Duration::from_millis(300);
+    let sub = subscribe(&bus, &subject, &name, s, &stuck).await;
+    wait_until("a and b are in flight", || stuck.delivered().len() >= 2).await;
+    assert_eq!(texts(&stuck.delivered()), ["a", "b"]);
+    // Newer, while a and b are in flight; the stuck subscriber never asks for it.
+    publish_all(&bus, &subject, &["c".into()]).await;
+    sub.unsubscribe().await;
+    // Newer, once the subscriber is gone.
+    publish_all(&bus, &subject, &["d".into()]).await;
+
+    let next = Recorder::acking();
+    let sub = subscribe(&bus, &subject, &name, settings(1, 0), &next).await;
+    wait_until("all four are delivered", || next.delivered().len() >= 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let delivered = next.delivered();
+    assert_eq!(
+        texts(&delivered),
+        ["a", "b", "c", "d"],
+        "a newer message came before an unsettled delivery, or something came twice"
+    );
+    let deliveries: Vec<u32> = delivered.iter().map(|m| m.delivery).collect();
+    assert!(
+        deliveries[0] >= 2 && deliveries[1] >= 2,
+        "a and b are redeliveries: {deliveries:?}"
+    );
+    assert_eq!(deliveries[2..], [1, 1], "c and d are first deliveries");
+    assert_eq!(stuck.started(), 1, "the vanished subscriber took one batch");
+    sub.unsubscribe().await;
+}
+
 /// `max_batch` above [`MAX_IN_FLIGHT`] is clamped: no batch carries more.
 pub async fn in_flight_is_bounded(bus: DynBus, prefix: &str) {
     let subject = subject(prefix, "inflight");
@@ -745,7 +793,8 @@ pub async fn in_flight_is_bounded(bus: DynBus, prefix: &str) {
     sub.unsubscribe().await;
 }
 
-/// Several subscriptions to one durable consumer share its messages: each goes to exactly one.
+/// Several subscriptions to one durable consumer share its messages: each goes to exactly one,
+/// and both get some.
 pub async fn subscriptions_of_one_consumer_share_its_messages(bus: DynBus, prefix: &str) {
     let subject = subject(prefix, "shared");
     let name = consumer(prefix, "shared");
@@ -771,6 +820,14 @@ pub async fn subscriptions_of_one_consumer_share_its_messages(bus: DynBus, prefi
     assert_eq!(
         all, sent,
         "a message was delivered to both subscriptions, or lost"
+    );
+    // Shared, not one taking everything: each handler call takes 30 ms for at most two of the
+    // twenty, so while one subscription handles a batch the other takes the next.
+    assert!(
+        !a.delivered().is_empty() && !b.delivered().is_empty(),
+        "one subscription got nothing: {:?} / {:?}",
+        texts(&a.delivered()),
+        texts(&b.delivered())
     );
     sub_a.unsubscribe().await;
     sub_b.unsubscribe().await;

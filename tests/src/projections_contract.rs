@@ -4,7 +4,10 @@
 //!
 //! Every scenario reads through a [`Counting`] store that records each port call (and the mower
 //! ids the operator lookup was given); on PostgreSQL the harness also reads the adapter's
-//! statement counter, and the two must agree: one statement per call, one call per level.
+//! statement counter, and the two must agree: one statement per call, one call per level. The
+//! same wrapper counts the rows each call returns and fails the scenario when a read returns more
+//! than it was asked for (the use case asks for its ceiling plus the sentinel, `limit + 1`): the
+//! use case cuts what it gets, so a read that lost its `LIMIT` would otherwise go unnoticed.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -38,10 +41,32 @@ pub trait ProjectionFactory: Send + Sync {
     async fn fresh(&self) -> ProjectionHarness;
     /// Adds `n` mowers to `site` of `account`, named `bulk-00000…`, display order 10.
     async fn bulk_mowers(&self, h: &ProjectionHarness, account: AccountId, site: SiteId, n: usize);
+    /// Gives every mower of `account` `per_mower` active assignments (operators `op-1`…, of
+    /// priorities low, normal, high…, all at [`at`]`(0)`). By default through the port, one
+    /// assignment at a time; a store may seed them in one statement.
+    async fn bulk_assignments(&self, h: &ProjectionHarness, account: AccountId, per_mower: usize) {
+        let priorities = [Priority::Low, Priority::Normal, Priority::High];
+        for mower in h.directory.mowers(account).await.unwrap() {
+            for i in 0..per_mower {
+                h.assignments
+                    .create_assignment(Assignment {
+                        id: Uuid::now_v7(),
+                        mower_id: mower.id,
+                        account_id: account,
+                        operator: format!("op-{}", i + 1),
+                        priority: priorities[i % priorities.len()],
+                        active: true,
+                        updated_at: at(0),
+                    })
+                    .await
+                    .unwrap();
+            }
+        }
+    }
 }
 
-/// The reads a projection made: the calls per port method, and the ids given to the operator
-/// lookup.
+/// The reads a projection made: the calls per port method, the ids given to the operator
+/// lookup, and what each call returned.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Calls {
     pub window_mowers: usize,
@@ -51,6 +76,62 @@ pub struct Calls {
     pub health: usize,
     pub operators: usize,
     pub operator_ids: Vec<MowerId>,
+    /// Every call, in order, with the rows it returned.
+    pub reads: Vec<Read>,
+}
+
+/// One port call: what it was asked for and how many rows the adapter returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub port: &'static str,
+    /// Parents given (sites or mowers), or 1 for a first level.
+    pub parents: usize,
+    /// The rows allowed per parent: the `limit` passed (ceiling + 1), 1 for the health and
+    /// operator reads (one row per mower).
+    pub limit: usize,
+    /// Rows returned.
+    pub rows: usize,
+    /// The most rows returned for one parent.
+    pub most_per_parent: usize,
+}
+
+impl Read {
+    /// Records a call and fails at once when the adapter returned more than it was asked for,
+    /// in all or for one parent, or rows of a parent it was not given.
+    fn check<K: Eq + std::hash::Hash + std::fmt::Debug>(
+        port: &'static str,
+        parents: &[K],
+        limit: usize,
+        rows: impl IntoIterator<Item = K>,
+    ) -> Self {
+        let mut per_parent: std::collections::HashMap<K, usize> = Default::default();
+        let mut total = 0;
+        for key in rows {
+            assert!(
+                parents.contains(&key),
+                "{port}: a row of {key:?}, which was not asked for"
+            );
+            *per_parent.entry(key).or_default() += 1;
+            total += 1;
+        }
+        let most_per_parent = per_parent.values().copied().max().unwrap_or(0);
+        assert!(
+            most_per_parent <= limit,
+            "{port}: {most_per_parent} rows for one parent, asked for at most {limit}"
+        );
+        assert!(
+            total <= parents.len().saturating_mul(limit),
+            "{port}: {total} rows for {} parents of at most {limit}",
+            parents.len()
+        );
+        Read {
+            port,
+            parents: parents.len(),
+            limit,
+            rows: total,
+            most_per_parent,
+        }
+    }
 }
 
 impl Calls {
@@ -91,7 +172,10 @@ impl ProjectionStore for Counting {
         limit: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         self.calls.lock().unwrap().window_mowers += 1;
-        self.inner.window_mowers(who, limit).await
+        let rows = self.inner.window_mowers(who, limit).await?;
+        let read = Read::check("window_mowers", &[()], limit, rows.iter().map(|_| ()));
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 
     async fn window_sites(
@@ -100,7 +184,10 @@ impl ProjectionStore for Counting {
         limit: usize,
     ) -> Result<Vec<SiteCard>, ProjectionError> {
         self.calls.lock().unwrap().window_sites += 1;
-        self.inner.window_sites(who, limit).await
+        let rows = self.inner.window_sites(who, limit).await?;
+        let read = Read::check("window_sites", &[()], limit, rows.iter().map(|_| ()));
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 
     async fn site_mowers(
@@ -111,7 +198,15 @@ impl ProjectionStore for Counting {
         per_site: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         self.calls.lock().unwrap().site_mowers += 1;
-        self.inner.site_mowers(who, sites, filter, per_site).await
+        let rows = self.inner.site_mowers(who, sites, filter, per_site).await?;
+        let read = Read::check(
+            "site_mowers",
+            sites,
+            per_site,
+            rows.iter().map(|m| m.site_id),
+        );
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 
     async fn open_alerts(
@@ -121,7 +216,15 @@ impl ProjectionStore for Counting {
         per_mower: usize,
     ) -> Result<Vec<AlertCard>, ProjectionError> {
         self.calls.lock().unwrap().open_alerts += 1;
-        self.inner.open_alerts(who, mowers, per_mower).await
+        let rows = self.inner.open_alerts(who, mowers, per_mower).await?;
+        let read = Read::check(
+            "open_alerts",
+            mowers,
+            per_mower,
+            rows.iter().map(|a| a.mower_id),
+        );
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 
     async fn health(
@@ -130,7 +233,10 @@ impl ProjectionStore for Counting {
         mowers: &[MowerId],
     ) -> Result<Vec<HealthCard>, ProjectionError> {
         self.calls.lock().unwrap().health += 1;
-        self.inner.health(who, mowers).await
+        let rows = self.inner.health(who, mowers).await?;
+        let read = Read::check("health", mowers, 1, rows.iter().map(|h| h.mower_id));
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 
     async fn operators_on_duty(
@@ -143,7 +249,15 @@ impl ProjectionStore for Counting {
             calls.operators += 1;
             calls.operator_ids.extend_from_slice(mowers);
         }
-        self.inner.operators_on_duty(who, mowers).await
+        let rows = self.inner.operators_on_duty(who, mowers).await?;
+        let read = Read::check(
+            "operators_on_duty",
+            mowers,
+            1,
+            rows.iter().map(|a| a.mower_id),
+        );
+        self.calls.lock().unwrap().reads.push(read);
+        Ok(rows)
     }
 }
 
@@ -859,6 +973,183 @@ pub async fn reads_are_constant_in_the_tenant_size(factory: &dyn ProjectionFacto
     }
 }
 
+/// At 10 000 mowers on 20 sites, each with a latest state (mowing), four open alerts and three
+/// active assignments, every level of every projection is read and no adapter read returns more
+/// than it was asked for (checked by [`Counting`] on every call): the first levels stop at their
+/// sentinel, each site at its own, each mower's alerts at theirs, and one operator per mower.
+/// The alert ceilings are lowered to 2: a mower has at most one open alert per kind (five), so
+/// only a ceiling below four lets a lost per-mower `LIMIT` show.
+pub async fn every_read_is_bounded_at_ten_thousand_mowers(factory: &dyn ProjectionFactory) {
+    const SITES: usize = 20;
+    const PER_SITE: usize = 500;
+    const ASSIGNMENTS: usize = 3;
+    let ceilings = Ceilings {
+        fleet_alerts_per_mower: 2,
+        wall_alerts_per_mower: 2,
+        ..Ceilings::default()
+    };
+    assert!(SITES > ceilings.wall_sites + 1 && SITES > ceilings.health_sites + 1);
+    assert!(PER_SITE > ceilings.wall_mowers_per_site + 1);
+    let s = Setup::new(factory, ceilings).await;
+    let a = s.account("Big").await;
+    for i in 0..SITES {
+        let site = s.site(a, &format!("Site {i:02}"), 0).await;
+        factory.bulk_mowers(&s.h, a, site, PER_SITE).await;
+    }
+    let mowers: Vec<MowerId> =
+        s.h.directory
+            .mowers(a)
+            .await
+            .unwrap()
+            .iter()
+            .map(|m| m.id)
+            .collect();
+    assert_eq!(mowers.len(), SITES * PER_SITE);
+    // States and alerts through the write ports, in batches of a thousand mowers.
+    let kinds = [
+        AlertKind::Error,
+        AlertKind::Geofence,
+        AlertKind::BatteryLow,
+        AlertKind::BladeDue,
+    ];
+    for chunk in mowers.chunks(1_000) {
+        let latest = chunk
+            .iter()
+            .map(|&m| {
+                let bytes = json!({
+                    "mower_id": m, "account_id": a, "observed_at": at(0).to_rfc3339(),
+                    "activity": "mowing", "battery_percent": 80,
+                })
+                .to_string();
+                LatestRow {
+                    mower_id: m,
+                    account_id: a,
+                    observed_at: at(0),
+                    last_seen_at: at(0),
+                    state: StateReport::parse(bytes.as_bytes(), at(0)).unwrap(),
+                }
+            })
+            .collect();
+        let (_, batch) = s.h.telemetry.begin(chunk).await.unwrap();
+        batch
+            .commit(BatchChanges {
+                latest,
+                ..BatchChanges::default()
+            })
+            .await
+            .unwrap();
+        let raised = chunk
+            .iter()
+            .flat_map(|&m| {
+                kinds.iter().enumerate().map(move |(i, &kind)| Alert {
+                    id: Uuid::now_v7(),
+                    mower_id: m,
+                    account_id: a,
+                    kind,
+                    severity: kind.severity(),
+                    raised_at: at(i as i64),
+                    cleared_at: None,
+                    code: None,
+                })
+            })
+            .collect();
+        let (_, batch) = s.h.watch.begin_watch(chunk, &[]).await.unwrap();
+        batch
+            .commit(WatchChanges {
+                alerts: AlertChanges {
+                    clears: Vec::new(),
+                    raised,
+                },
+                ..WatchChanges::default()
+            })
+            .await
+            .unwrap();
+    }
+    factory.bulk_assignments(&s.h, a, ASSIGNMENTS).await;
+
+    let p = reader(a, None);
+    // The rows of each read, by port: the lower levels of a level are read concurrently, so the
+    // order of the calls is not part of the contract.
+    let rows = |calls: &Calls| -> Vec<(&'static str, usize)> {
+        let mut rows: Vec<_> = calls.reads.iter().map(|r| (r.port, r.rows)).collect();
+        rows.sort();
+        rows
+    };
+    let sorted = |mut expected: Vec<(&'static str, usize)>| {
+        expected.sort();
+        expected
+    };
+    let c = ceilings;
+
+    let (fleet, calls) = s.measure(s.projections.fleet(&p)).await;
+    let fleet = fleet.unwrap();
+    assert!(fleet.mowers.truncated);
+    assert!(fleet.mowers.items.iter().all(|m| m.alerts.truncated
+        && m.alerts.items.len() == c.fleet_alerts_per_mower
+        && m.operator.is_some()));
+    // Each read returned exactly its window plus the sentinel: every level was reached at
+    // size, and none returned more (the wrapper checked each parent's rows as well).
+    assert_eq!(
+        rows(&calls),
+        sorted(vec![
+            ("window_mowers", c.fleet_mowers + 1),
+            (
+                "open_alerts",
+                c.fleet_mowers * (c.fleet_alerts_per_mower + 1)
+            ),
+            ("operators_on_duty", c.fleet_mowers),
+        ]),
+        "{:?}",
+        calls.reads
+    );
+
+    let (wall, calls) = s.measure(s.projections.wall(&p)).await;
+    let wall = wall.unwrap();
+    assert!(wall.sites.truncated);
+    assert!(wall.sites.items.iter().all(|w| w.mowers.truncated
+        && w.mowers.items.len() == c.wall_mowers_per_site
+        && w.mowers
+            .items
+            .iter()
+            .all(|m| m.alerts.truncated && m.operator.is_some())));
+    let field = c.wall_sites * c.wall_mowers_per_site;
+    assert_eq!(
+        rows(&calls),
+        sorted(vec![
+            ("window_sites", c.wall_sites + 1),
+            ("site_mowers", c.wall_sites * (c.wall_mowers_per_site + 1)),
+            ("open_alerts", field * (c.wall_alerts_per_mower + 1)),
+            ("operators_on_duty", field),
+        ]),
+        "{:?}",
+        calls.reads
+    );
+
+    let (health, calls) = s.measure(s.projections.health(&p)).await;
+    let health = health.unwrap();
+    assert!(health.sites.truncated);
+    assert!(health.sites.items.iter().all(|w| w.mowers.truncated
+        && w.mowers
+            .items
+            .iter()
+            .all(|m| m.status == HealthStatus::Critical && m.operator.is_some())));
+    let shown = c.health_sites * c.health_mowers_per_site;
+    assert_eq!(
+        rows(&calls),
+        sorted(vec![
+            ("window_sites", c.health_sites + 1),
+            (
+                "site_mowers",
+                c.health_sites * (c.health_mowers_per_site + 1)
+            ),
+            ("health", shown),
+            ("operators_on_duty", shown),
+        ]),
+        "{:?}",
+        calls.reads
+    );
+}
+
 pub async fn run_all(factory: &dyn ProjectionFactory) {
     an_empty_tenant_costs_one_read(factory).await;
     the_sentinel_row_decides_truncation(factory).await;
@@ -867,4 +1158,5 @@ pub async fn run_all(factory: &dyn ProjectionFactory) {
     the_wall_filters_before_the_cutoff_and_health_counts_everything(factory).await;
     the_operator_on_duty_is_ranked_by_the_store(factory).await;
     reads_are_constant_in_the_tenant_size(factory).await;
+    every_read_is_bounded_at_ten_thousand_mowers(factory).await;
 }

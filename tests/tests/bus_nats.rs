@@ -509,6 +509,85 @@ async fn every_kind_of_settlement_is_confirmed_at_once() {
     sub.unsubscribe().await;
 }
 
+/// Decision 30 with a real crash: a replica whose process dies (its runtime and connection
+/// dropped, nothing settled, nothing unsubscribed, like `kill -9`) leaves `a` and `b` unsettled;
+/// JetStream redelivers them only once `ack_wait` expires, so a new subscriber that pulled at once
+/// would get the newer `c` and `d` first. The worker waits for them on start: it must deliver
+/// `a`, `b` (redeliveries) before `c`, `d`, one message per batch. `ack_wait` is 2 s here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
+async fn after_a_crash_the_unsettled_deliveries_come_before_newer_messages() {
+    let f = Fixture::with(|s| s.ack_wait = Duration::from_secs(2)).await;
+    let subject = f.subject("crash");
+    let stuck = Recorder::new(|_, _| (Duration::ZERO, Reply::Hang));
+    let (url, nats, crash_subject, crash_stuck) = (
+        f.url.clone(),
+        f.settings.clone(),
+        subject.clone(),
+        stuck.clone(),
+    );
+    tokio::task::spawn_blocking(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let bus = NatsBus::connect(&url, nats)
+                .await
+                .expect("the crashing replica");
+            // a and b queue up before the replica subscribes, so that its one batch holds both.
+            bus.subscribe_batch(&crash_subject, "crash", settings(2, 0), Recorder::acking())
+                .await
+                .unwrap()
+                .unsubscribe()
+                .await;
+            for body in ["a", "b"] {
+                publish(&bus, &crash_subject, body).await.unwrap();
+            }
+            let sub = bus
+                .subscribe_batch(&crash_subject, "crash", settings(2, 0), crash_stuck.clone())
+                .await
+                .unwrap();
+            wait_until("a and b are in flight", || {
+                crash_stuck.delivered().len() >= 2
+            })
+            .await;
+            // Newer, while a and b are in flight.
+            publish(&bus, &crash_subject, "c").await.unwrap();
+            // Never unsubscribed: the process dies with it.
+            std::mem::forget(sub);
+        });
+        // Dropping the runtime cancels every task of the replica, its connection with them.
+        drop(runtime);
+    })
+    .await
+    .unwrap();
+    assert_eq!(texts(&stuck.delivered()), ["a", "b"]);
+    // Newer, once the replica is gone.
+    publish(&*f.bus, &subject, "d").await.unwrap();
+
+    let next = Recorder::acking();
+    let sub = f
+        .bus
+        .subscribe_batch(&subject, "crash", settings(1, 0), next.clone())
+        .await
+        .unwrap();
+    wait_until("all four are delivered", || next.delivered().len() >= 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let delivered = next.delivered();
+    assert_eq!(
+        texts(&delivered),
+        ["a", "b", "c", "d"],
+        "a newer message came before a delivery the crashed replica left unsettled"
+    );
+    // a and b are redeliveries. c may count a second delivery: the worker's wait probes one
+    // message, and a newer one it got is handed back so that it comes after the redeliveries.
+    let deliveries: Vec<u32> = delivered.iter().map(|m| m.delivery).collect();
+    assert_eq!(deliveries[..2], [2, 2], "{deliveries:?}");
+    sub.unsubscribe().await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // A NATS restart, on a private server this test starts and stops itself.
 

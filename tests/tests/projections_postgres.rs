@@ -41,6 +41,23 @@ impl ProjectionFactory for Postgres {
         .await
         .unwrap();
     }
+
+    /// One statement for every mower of the account (the port would take three per assignment).
+    async fn bulk_assignments(&self, h: &ProjectionHarness, account: AccountId, per_mower: usize) {
+        let store = h.postgres.as_ref().expect("a PostgreSQL harness");
+        sqlx::query(
+            "INSERT INTO assignments (id, mower_id, account_id, operator, priority, active, \
+             updated_at) SELECT gen_random_uuid(), m.id, m.account_id, 'op-' || g, \
+             (ARRAY['low', 'normal', 'high'])[1 + (g - 1) % 3], true, $3 \
+             FROM mowers m CROSS JOIN generate_series(1, $2) AS g WHERE m.account_id = $1",
+        )
+        .bind(account.0)
+        .bind(per_mower as i32)
+        .bind(contract::at(0))
+        .execute(store.pool())
+        .await
+        .unwrap();
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -417,31 +417,52 @@ impl TestResponse {
     }
 }
 
-/// A JSON snapshot with ids, instants, cursors and tokens redacted: they say nothing about the
-/// shape of an answer and change from run to run.
+/// What a snapshot hides: only what changes from run to run. An id is hidden when it is a UUID v7
+/// made during the run (its timestamp within an hour of the wall clock), an instant when it is
+/// within an hour of the wall clock (a `now`-based time); the fixtures' fixed ids
+/// ([`TestApp`]'s `id`, timestamp 2024) and fixed instants ([`t0`], June 2026) stay visible, and
+/// so does `null`, which says something (no state yet, the last page).
+pub fn made_during_the_run(value: &insta::internals::Content) -> Option<&'static str> {
+    let text = value.as_str()?;
+    let now = Utc::now();
+    let recent = |t: DateTime<Utc>| (now - t).num_minutes().abs() < 60;
+    if let Ok(id) = Uuid::parse_str(text) {
+        let (seconds, nanos) = id.get_timestamp()?.to_unix();
+        let made = DateTime::from_timestamp(seconds as i64, nanos)?;
+        return (id.get_version_num() == 7 && recent(made)).then_some("[id]");
+    }
+    let instant = DateTime::parse_from_rfc3339(text).ok()?;
+    recent(instant.with_timezone(&Utc)).then_some("[time]")
+}
+
+/// A redaction that hides a value only when [`made_during_the_run`] says so.
+pub fn runtime_redaction() -> insta::internals::Redaction {
+    insta::dynamic_redaction(|value, _| match made_during_the_run(&value) {
+        Some(label) => insta::internals::Content::from(label),
+        None => value,
+    })
+}
+
+/// A JSON snapshot with what changes from run to run redacted ([`made_during_the_run`]: ids
+/// and instants made during the run), cursors that name such ids, and token secrets. Fixed ids
+/// and instants of the fixtures stay visible; `null` is never redacted.
 #[macro_export]
 macro_rules! redacted_snapshot {
     ($name:expr, $value:expr) => {
         insta::assert_json_snapshot!($name, $value, {
-            ".**.id" => "[id]",
-            ".**.mower_id" => "[id]",
-            ".**.site_id" => "[id]",
-            ".**.account_id" => "[id]",
-            ".**.sites[]" => "[id]",
-            ".**.observed_at" => "[time]",
-            ".**.last_seen_at" => "[time]",
-            ".**.counted_until" => "[time]",
-            ".**.created_at" => "[time]",
-            ".**.times[]" => "[time]",
-            // A cursor, not `null` (which says it is the last page).
-            ".**.next_cursor" => insta::dynamic_redaction(|value, _| {
-                if value.as_str().is_some() {
-                    insta::internals::Content::from("[cursor]")
-                } else {
-                    value
-                }
-            }),
-            // A created token's secret; `token` is also the object of a created account's token.
+            ".**.id" => $crate::helpers::runtime_redaction(),
+            ".**.mower_id" => $crate::helpers::runtime_redaction(),
+            ".**.site_id" => $crate::helpers::runtime_redaction(),
+            ".**.account_id" => $crate::helpers::runtime_redaction(),
+            ".**.sites[]" => $crate::helpers::runtime_redaction(),
+            ".**.observed_at" => $crate::helpers::runtime_redaction(),
+            ".**.last_seen_at" => $crate::helpers::runtime_redaction(),
+            ".**.counted_until" => $crate::helpers::runtime_redaction(),
+            ".**.created_at" => $crate::helpers::runtime_redaction(),
+            ".**.updated_at" => $crate::helpers::runtime_redaction(),
+            ".**.times[]" => $crate::helpers::runtime_redaction(),
+            // A created token's secret, random on every run; `token` is also the object of a
+            // created account's token, whose secret is `.token.token`.
             ".**.token" => insta::dynamic_redaction(|value, _| {
                 if value.as_str().is_some() {
                     insta::internals::Content::from("[token]")
