@@ -135,7 +135,9 @@ pub struct LiveSubscription {
 ///   handler returned, as it answered; on a handler error (or a wrong number of answers)
 ///   redeliver the whole batch after `redelivery_delay`; never have more than [`MAX_IN_FLIGHT`]
 ///   messages delivered and unsettled. Several subscriptions to the same consumer share its
-///   messages (each message goes to one of them).
+///   messages (each message goes to one of them). What a subscription leaves unsettled when it
+///   ends (unsubscribed past the drain timeout, or its process killed) is redelivered to the
+///   consumer's next subscription **before** any message published after it (docs/rules.md §5).
 /// - `subscribe`: an ack-less live view; refused with [`BusError::Refused`] when
 ///   `options.acknowledge` is set or a durable name or a queue group is given.
 /// - return [`BusError::Unavailable`] when the bus cannot be reached.
