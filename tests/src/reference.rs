@@ -397,7 +397,7 @@ fn watcher(m: &MowerSetup, states: &[&StateReport], out: &mut Expected, alerts: 
             continue;
         }
         let previous = watch.as_ref().map(|w| w.last_activity);
-        let w = watch.get_or_insert_with(|| Watch {
+        let w = watch.get_or_insert(Watch {
             mower_id: s.mower_id,
             account_id: s.account_id,
             watched_until: s.observed_at,
@@ -802,7 +802,7 @@ pub fn check_final_state(
                 s.activity
             )),
         }
-        if !busy.get(mower).is_some_and(|b| b.activity == s.activity) {
+        if busy.get(mower).is_none_or(|b| b.activity != s.activity) {
             out.push(format!("busy: {mower} does not end with {:?}", s.activity));
         }
         if !setup[mower].zones.is_empty() {
