@@ -8,8 +8,12 @@
 //! errors, charges, day rows on two local days).
 //!
 //! [`Plan::reference`] is what storing the states one at a time, in publication order, gives: the
-//! same states through [`Ingest`] on a [`MemoryStore`], one state per batch. [`compare`] reports
-//! every difference between it and what a store exported.
+//! same states through [`Ingest`] on a [`MemoryStore`], one state per batch. [`Plan::expected`] is
+//! the independent reference's answer ([`crate::reference`]: written from the rule text, no rule
+//! code of the service), for the telemetry rows and for the watcher's, W6's and W7's rows when the
+//! plan has fences ([`Plan::with_fences`]). [`compare`] reports every difference between telemetry
+//! rows and what a store exported; [`reference::compare_watch`] does the same for the
+//! notification rows.
 
 use crate::reference::{self, BusyClock, Expected, MowerSetup, Rect};
 use anyhow::Context;
