@@ -1,7 +1,10 @@
 //! End to end on NATS JetStream and PostgreSQL: the real `swath` binary (no simulated fleet)
-//! ingesting states a load generator publishes, with the stored rows compared to the one-pass
-//! reference (the same states stored one at a time, in publication order, on a memory store).
-//! What each scenario guarantees, and why, is in `docs/e2e.md`.
+//! ingesting and watching states a load generator publishes, with geofences and zones. The
+//! stored rows are compared with the independent reference (`swath_tests::reference`, written
+//! from the rule text) and with the one-pass reference (the same states stored one at a time,
+//! in publication order, through `Ingest` on a memory store); the watcher's events, alerts,
+//! watch rows, zone watches and busy statuses with the independent reference. What each
+//! scenario guarantees, and why, is in `docs/e2e.md`.
 //!
 //! Run when `SWATH_TEST_DATABASE_URL` and `SWATH_TEST_NATS_URL` are set. Each test has a NATS
 //! server of its own (the service's stream and consumer names are fixed) and a database of its
@@ -10,11 +13,12 @@
 
 use rand::Rng;
 use std::time::Duration;
-use swath_application::ports::TelemetryStore;
+use swath_application::ports::{TelemetryStore, WatchRows, WatchStore};
 use swath_nats::{NatsBus, NatsBusSettings};
 use swath_postgres::PostgresStore;
 use swath_tests::e2e::{self, NatsServer, PgServer, Service, TestDatabase};
 use swath_tests::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan};
+use swath_tests::reference::{self, BusyClock, WatchChecked};
 use tokio::sync::Mutex;
 
 const SWATH: &str = env!("CARGO_BIN_EXE_swath");
@@ -28,7 +32,15 @@ const STALL: Duration = Duration::from_secs(60);
 /// `ack_wait` of the services under test: short, so that a restart after a crash resumes soon.
 const ACK_WAIT: &str = "5";
 
-/// A database on `server_url`, migrated, with the plan's directory seeded.
+/// The plans of these tests: with geofences and zones, and a blade threshold of one minute, so
+/// that every rule of the watcher, W6 and W7 has something to derive.
+fn plan(seed: u64, mowers: usize, states: usize) -> Plan {
+    Plan::new(seed, mowers, states)
+        .with_fences(true)
+        .with_blade_threshold_ms(60_000)
+}
+
+/// A database on `server_url`, migrated, with the plan's directory, geofences and zones seeded.
 async fn database(server_url: &str, plan: &Plan) -> (TestDatabase, PostgresStore) {
     let db = TestDatabase::create(server_url)
         .await
@@ -38,6 +50,7 @@ async fn database(server_url: &str, plan: &Plan) -> (TestDatabase, PostgresStore
     plan.seed_directory(&store)
         .await
         .expect("seed the directory");
+    plan.seed_fences(&store).await.expect("seed the fences");
     (db, store)
 }
 
@@ -60,23 +73,122 @@ fn publish_in_background(
     })
 }
 
-/// Waits until every state is stored, then compares the rows with the reference.
-async fn verify(store: &PostgresStore, plan: &Plan, checked: Checked, services: &[&Service]) {
-    if let Err(e) = wait_stored(store.pool(), plan, plan.states, STALL, None).await {
+/// Waits until every state is stored and watched, then compares the rows with both references
+/// (telemetry: `checked`; notifications: `watched`).
+async fn verify(
+    store: &PostgresStore,
+    plan: &Plan,
+    checked: Checked,
+    watched: WatchChecked,
+    services: &[&Service],
+) {
+    let logs = || {
         for s in services {
             eprintln!("--- service log (tail) ---\n{}", s.log_tail());
         }
+    };
+    if let Err(e) = wait_stored(store.pool(), plan, plan.states, STALL, None).await {
+        logs();
         panic!("{e}");
     }
+    let states = plan.parsed_states();
+    let setup = plan.setup();
+    let watch = match wait_watched(store, plan, &setup, &states).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            logs();
+            panic!("{e}");
+        }
+    };
     let stored = store.export(&plan.mower_ids()).await.expect("export");
-    let reference = plan.reference().await.expect("the reference");
-    let differences = compare(&reference, &stored, checked);
+    let one_pass = plan.reference().await.expect("the one-pass reference");
+    let differences = compare(&one_pass, &stored, checked);
     assert!(
         differences.is_empty(),
         "the stored rows differ from the one-pass reference:\n{}",
         differences.join("\n")
     );
-    eprintln!("verified ({checked:?}): {}", summary(&stored));
+    let expected = reference::expect(&setup, &states, BusyClock::Wall);
+    let differences = compare(&expected.telemetry, &stored, checked);
+    assert!(
+        differences.is_empty(),
+        "the stored rows differ from the independent reference:\n{}",
+        differences.join("\n")
+    );
+    let differences = match watched {
+        WatchChecked::Everything => {
+            let mut d = reference::compare_watch(&expected.watch, &watch);
+            d.extend(reference::check_busy(&states, &watch.busy));
+            d
+        }
+        // `wait_watched` waited for exactly this.
+        WatchChecked::FinalState => reference::check_final_state(&setup, &states, &watch),
+    };
+    assert!(
+        differences.is_empty(),
+        "the notification rows differ from the independent reference ({watched:?}):\n{}",
+        differences.join("\n")
+    );
+    // The comparison had something to compare: the plan gives every rule work.
+    let census = reference::census(&expected.watch);
+    for kind in [
+        "error_raised",
+        "error_cleared",
+        "mowing_started",
+        "mowing_finished",
+        "geofence_left",
+        "geofence_returned",
+        "battery_low",
+        "blade_due",
+        "zone_entered",
+        "zone_left",
+    ] {
+        let n = census.get(kind).copied().unwrap_or(0);
+        assert!(
+            n >= plan.mowers / 4,
+            "only {n} {kind} events expected: {census:?}"
+        );
+    }
+    eprintln!(
+        "verified ({checked:?}, {watched:?}): {}; expected notifications {census:?}; stored {} events, {} alerts",
+        summary(&stored),
+        watch.events.len(),
+        watch.alerts.len()
+    );
+}
+
+/// Waits until the watcher has watched, and W7 evaluated, every mower's newest state (they run
+/// on their own consumer and after the ingest commit, so a complete history does not mean they
+/// are done). Fails after `STALL`.
+async fn wait_watched(
+    store: &PostgresStore,
+    plan: &Plan,
+    setup: &std::collections::BTreeMap<swath_domain::MowerId, reference::MowerSetup>,
+    states: &[swath_domain::StateReport],
+) -> anyhow::Result<WatchRows> {
+    let started = std::time::Instant::now();
+    loop {
+        // A database restart makes a read fail for a while: that is not a verdict.
+        let rows = store.export_watch(&plan.mower_ids()).await;
+        let missing = match &rows {
+            Ok(rows) => reference::check_final_state(setup, states, rows),
+            Err(e) => vec![e.to_string()],
+        };
+        if missing.is_empty() {
+            return Ok(rows?);
+        }
+        anyhow::ensure!(
+            started.elapsed() < STALL,
+            "the watcher has not caught up after {STALL:?}:\n{}",
+            missing
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
 /// Waits until at least `count` states are stored.
@@ -94,7 +206,7 @@ async fn wait_for_count(store: &PostgresStore, plan: &Plan, count: usize) {
 async fn states_of_200_mowers_are_stored_exactly_once() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = Plan::new(100, 200, 100_000);
+    let plan = plan(100, 200, 100_000);
     let nats = NatsServer::start().expect("a private NATS server");
     let (_db, store) = database(&server, &plan).await;
     let service = Service::start(SWATH, &_db.url, &nats.url(), &[])
@@ -105,7 +217,14 @@ async fn states_of_200_mowers_are_stored_exactly_once() {
     publish_in_background(bus, plan, 0..plan.states)
         .await
         .unwrap();
-    verify(&store, &plan, Checked::Everything, &[&service]).await;
+    verify(
+        &store,
+        &plan,
+        Checked::Everything,
+        WatchChecked::Everything,
+        &[&service],
+    )
+    .await;
 
     // Exactly once, as the service counted it too.
     assert_eq!(
@@ -128,7 +247,7 @@ async fn states_of_200_mowers_are_stored_exactly_once() {
 async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = Plan::new(200, 200, 40_000);
+    let plan = plan(200, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");
     let (db, store) = database(&server, &plan).await;
     let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ACK_WAIT)];
@@ -139,7 +258,6 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
 
     // Two crashes, each once a random share of the states is stored.
     let mut rng = rand::thread_rng();
-    let mut waited = 0;
     for (low, high) in [(0.05, 0.35), (0.45, 0.75)] {
         let at = (plan.states as f64 * rng.gen_range(low..high)) as usize;
         wait_for_count(&store, &plan, at).await;
@@ -150,24 +268,41 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
         service = Service::start(SWATH, &db.url, &nats.url(), &env)
             .await
             .expect("swath restarts");
-        // The restarted service resumes once the killed one's deliveries are due (docs/e2e.md).
+        // The restarted service resumes once the killed one's deliveries are due (docs/e2e.md):
+        // it waited for them, and they came back to it as redeliveries. Both consumers had
+        // deliveries in flight (the stream holds thousands of states to go).
         let next = at + 1000;
         wait_for_count(&store, &plan, next.min(plan.states)).await;
-        waited += service
+        let waited = service
             .log_text()
             .matches("Earlier deliveries are unsettled")
             .count();
-    }
-    publishing.await.unwrap();
-    verify(&store, &plan, Checked::Everything, &[&service]).await;
-    eprintln!(
-        "the restarted services waited for the killed ones' deliveries {waited} time(s); the \
-         last one saw {} redelivered messages",
-        service
+        let redelivered = service
             .metric("swath_ingest_redeliveries_total")
             .await
-            .unwrap()
-    );
+            .unwrap();
+        eprintln!(
+            "the restarted service waited for the killed one's deliveries {waited} time(s) and \
+             saw {redelivered} redelivered messages"
+        );
+        assert!(
+            waited >= 1,
+            "the restarted service did not wait for the killed one's deliveries"
+        );
+        assert!(
+            redelivered >= 1.0,
+            "the killed service's unsettled states were not redelivered"
+        );
+    }
+    publishing.await.unwrap();
+    verify(
+        &store,
+        &plan,
+        Checked::Everything,
+        WatchChecked::Everything,
+        &[&service],
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -178,7 +313,7 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
 async fn a_nats_restart_during_ingestion_loses_nothing() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = Plan::new(300, 200, 40_000);
+    let plan = plan(300, 200, 40_000);
     let mut nats = NatsServer::start().expect("a private NATS server");
     let (db, store) = database(&server, &plan).await;
     let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ACK_WAIT)];
@@ -200,7 +335,14 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
     plan.publish(&bus, half..plan.states, None, 512, Duration::from_secs(60))
         .await
         .expect("publish the second half after the restart");
-    verify(&store, &plan, Checked::Everything, &[&service]).await;
+    verify(
+        &store,
+        &plan,
+        Checked::Everything,
+        WatchChecked::Everything,
+        &[&service],
+    )
+    .await;
     let (status, _) = service.get("/readyz").await.unwrap();
     assert_eq!(status, 200, "ready again after the restart");
 }
@@ -213,7 +355,7 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
 async fn a_postgres_restart_during_ingestion_loses_nothing() {
     let _server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = Plan::new(400, 200, 40_000);
+    let plan = plan(400, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");
     let pg = PgServer::start().expect("a private PostgreSQL server");
     let (db, store) = database(&pg.url(), &plan).await;
@@ -234,7 +376,14 @@ async fn a_postgres_restart_during_ingestion_loses_nothing() {
     pg.restart_after("fast", Duration::ZERO)
         .expect("PostgreSQL restarts");
     publishing.await.unwrap();
-    verify(&store, &plan, Checked::Everything, &[&service]).await;
+    verify(
+        &store,
+        &plan,
+        Checked::Everything,
+        WatchChecked::Everything,
+        &[&service],
+    )
+    .await;
     let (status, _) = service.get("/readyz").await.unwrap();
     assert_eq!(status, 200, "ready again after the restart");
 }
@@ -247,7 +396,7 @@ async fn a_postgres_restart_during_ingestion_loses_nothing() {
 async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = Plan::new(500, 200, 40_000);
+    let plan = plan(500, 200, 40_000);
     let nats = NatsServer::start().expect("a private NATS server");
     let (db, store) = database(&server, &plan).await;
     let first = Service::start(SWATH, &db.url, &nats.url(), &[])
@@ -262,7 +411,14 @@ async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
 
     // Every table exactly the reference, totals included, whatever the interleaving: a state
     // stored after a newer one of its mower is merged into the totals (docs/rules.md §3, W4).
-    verify(&store, &plan, Checked::Everything, &[&first, &second]).await;
+    verify(
+        &store,
+        &plan,
+        Checked::Everything,
+        WatchChecked::FinalState,
+        &[&first, &second],
+    )
+    .await;
 
     // Both replicas did share the work, and together stored each state once.
     let a = first.metric("swath_states_stored_total").await.unwrap();

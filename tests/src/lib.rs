@@ -11,6 +11,11 @@
 //!   tokens, telemetry reads), for every adapter.
 //! - [`load`]: the load generator and verifier (`swath-load`): a seeded plan of states, its
 //!   one-pass reference, and the comparison of stored rows with it.
+//! - [`reference`]: an independent reference, written from the rule text: the rows, events,
+//!   alerts, watch rows, zone watches and busy statuses a sequence of states must give; the
+//!   property tests and the end-to-end verifier compare stores with it.
+//! - [`reference_contract`]: property scenarios comparing a store with the reference, for every
+//!   adapter.
 //! - [`e2e`]: end-to-end harness: private NATS and PostgreSQL servers, test databases, the
 //!   `swath` binary as a child process.
 //! - [`retention_contract`]: retention and downsampling, for every adapter, on a manual clock.
@@ -33,6 +38,8 @@ pub mod load;
 pub mod poison;
 pub mod postgres;
 pub mod projections_contract;
+pub mod reference;
+pub mod reference_contract;
 pub mod retention_contract;
 pub mod support;
 pub mod telemetry_contract;

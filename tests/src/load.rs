@@ -8,22 +8,30 @@
 //! errors, charges, day rows on two local days).
 //!
 //! [`Plan::reference`] is what storing the states one at a time, in publication order, gives: the
-//! same states through [`Ingest`] on a [`MemoryStore`], one state per batch. [`compare`] reports
-//! every difference between it and what a store exported.
+//! same states through [`Ingest`] on a [`MemoryStore`], one state per batch. [`Plan::expected`] is
+//! the independent reference's answer ([`crate::reference`]: written from the rule text, no rule
+//! code of the service), for the telemetry rows and for the watcher's, W6's and W7's rows when the
+//! plan has fences ([`Plan::with_fences`]). [`compare`] reports every difference between telemetry
+//! rows and what a store exported; [`reference::compare_watch`] does the same for the
+//! notification rows.
 
+use crate::reference::{self, BusyClock, Expected, MowerSetup, Rect};
 use anyhow::Context;
 use bytes::Bytes;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{json, Value};
 use sqlx::PgPool;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 use swath_application::ports::{
-    Account, Directory, DirectoryError, ManualClock, Mower, Site, TelemetryStore,
+    Account, Directory, DirectoryError, Geofence, ManualClock, Mower, Site, TelemetryStore,
+    WatchStore,
 };
 use swath_application::{subjects, Ingest};
-use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, TelemetryRows};
+use swath_domain::watch::zones::Zone;
+use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport, TelemetryRows};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_nats::NatsBus;
 use uuid::Uuid;
@@ -65,6 +73,13 @@ pub struct Plan {
     /// fleet as it usually is: each mower keeps its activity for 10-minute runs (staggered
     /// between mowers), its battery moves slowly, a mowing mower always reports a position.
     pub steady: bool,
+    /// The mowers' blade threshold (W6): 1 h by default, so that long runs raise `blade_due`
+    /// now and then; the end-to-end tests lower it so that every mower raises it.
+    pub blade_threshold_ms: i64,
+    /// `true`: [`Plan::seed_fences`] gives even mowers a geofence that their positions leave and
+    /// re-enter, and two mowers in three two zones they drive in and out of (see
+    /// [`Plan::geofence`], [`Plan::zones`]), so that the watcher and W7 have work to do.
+    pub fences: bool,
 }
 
 /// SplitMix64: a fixed, well-mixed function of its input (no dependency, the same everywhere).
@@ -84,7 +99,21 @@ impl Plan {
             states,
             start: Self::default_start(),
             steady: false,
+            blade_threshold_ms: 3_600_000,
+            fences: false,
         }
+    }
+
+    /// The same plan with another blade threshold (see [`Plan::blade_threshold_ms`](Plan)).
+    pub fn with_blade_threshold_ms(mut self, threshold_ms: i64) -> Self {
+        self.blade_threshold_ms = threshold_ms;
+        self
+    }
+
+    /// The same plan with geofences and zones (see [`Plan::fences`](Plan)).
+    pub fn with_fences(mut self, fences: bool) -> Self {
+        self.fences = fences;
+        self
     }
 
     /// The same plan with steady activities (see [`Plan::steady`](Plan)).
@@ -250,14 +279,128 @@ impl Plan {
                         model: "LOAD".into(),
                         serial: format!("L{i:06}"),
                         display_order: 0,
-                        // Low enough that long runs raise `blade_due` (W6) now and then.
-                        blade_threshold_ms: 3_600_000,
+                        blade_threshold_ms: self.blade_threshold_ms,
                     })
                     .await,
             )
             .with_context(|| format!("seeding mower {i}"))?;
         }
         Ok(())
+    }
+
+    /// Mower `i`'s geofence when the plan has fences: even mowers only. Mower `i` drifts north
+    /// 1e-5° (1.1 m) a second from 52° + `i` × 1e-3° and reports a longitude between 13° and
+    /// 13.001° in steps of 1e-6° (7 cm); the fence ends 600.5 steps east and 150.5 s north of
+    /// its start, so positions leave and re-enter it. Every boundary lies half a step between
+    /// reported coordinates: no position is within 1 cm of "farther out than its accuracy"
+    /// (0.5 m), so two correct computations of the distance never disagree on a side.
+    pub fn geofence(&self, i: usize) -> Option<(Uuid, Rect)> {
+        (self.fences && i.is_multiple_of(2)).then(|| {
+            let base = 52.0 + i as f64 * 1e-3;
+            (
+                self.uuid(3, i as u64),
+                Rect {
+                    south: base - 5e-4,
+                    west: 13.0 - 5e-4,
+                    north: base + 150.5e-5,
+                    east: 13.0 + 600.5e-6,
+                },
+            )
+        })
+    }
+
+    /// Mower `i`'s zones when the plan has fences, in id order: none for every third mower, two
+    /// strips of longitude for the others ("Strip": 200.5–400.5 steps, "East": 700.5–900.5).
+    pub fn zones(&self, i: usize) -> Vec<(Uuid, String, Rect)> {
+        if !self.fences || i % 3 == 2 {
+            return Vec::new();
+        }
+        let base = 52.0 + i as f64 * 1e-3;
+        let strip = |west: f64, east: f64| Rect {
+            south: base - 5e-4,
+            west: 13.0 + west * 1e-6,
+            north: base + 1e-2,
+            east: 13.0 + east * 1e-6,
+        };
+        vec![
+            (
+                self.uuid(4, 2 * i as u64),
+                "Strip".into(),
+                strip(200.5, 400.5),
+            ),
+            (
+                self.uuid(4, 2 * i as u64 + 1),
+                "East".into(),
+                strip(700.5, 900.5),
+            ),
+        ]
+    }
+
+    /// Stores the geofences and zones of a plan with fences (nothing otherwise). Once per store:
+    /// a zone stored already is refused.
+    pub async fn seed_fences(&self, store: &dyn WatchStore) -> anyhow::Result<()> {
+        let at = self.start;
+        for i in 0..self.mowers {
+            if let Some((version, rect)) = self.geofence(i) {
+                store
+                    .put_geofence(Geofence {
+                        mower_id: self.mower(i),
+                        account_id: self.account(),
+                        version,
+                        polygon: rect.polygon(),
+                        updated_at: at,
+                    })
+                    .await?;
+            }
+            for (id, name, rect) in self.zones(i) {
+                store
+                    .create_zone(Zone {
+                        id,
+                        mower_id: self.mower(i),
+                        account_id: self.account(),
+                        name,
+                        polygon: rect.polygon(),
+                        created_at: at,
+                        updated_at: at,
+                    })
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The directory, fences and zones as the independent reference sees them.
+    pub fn setup(&self) -> BTreeMap<MowerId, MowerSetup> {
+        (0..self.mowers)
+            .map(|i| {
+                (
+                    self.mower(i),
+                    MowerSetup {
+                        account_id: self.account(),
+                        time_zone: chrono_tz::Europe::Berlin,
+                        blade_threshold_ms: self.blade_threshold_ms,
+                        geofence: self.geofence(i),
+                        zones: self.zones(i),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// States `0..states` as the service parses them, in publication order.
+    pub fn parsed_states(&self) -> Vec<StateReport> {
+        let now = Utc::now();
+        (0..self.states)
+            .map(|n| {
+                StateReport::parse(&self.message(n).1, now).expect("the plan's states are valid")
+            })
+            .collect()
+    }
+
+    /// What the independent reference expects of states `0..states` received in publication
+    /// order (see [`crate::reference`]).
+    pub fn expected(&self, busy: BusyClock) -> Expected {
+        reference::expect(&self.setup(), &self.parsed_states(), busy)
     }
 
     /// The rows of storing states `0..states` one at a time, in publication order.
@@ -499,7 +642,7 @@ pub fn compare(expected: &TelemetryRows, actual: &TelemetryRows, checked: Checke
 
 /// Compares two tables in key order: missing rows, extra rows, differing rows (the first few of
 /// each shown, all counted).
-fn diff_table<T: PartialEq + std::fmt::Debug, K: Ord + std::fmt::Debug>(
+pub fn diff_table<T: PartialEq + std::fmt::Debug, K: Ord + std::fmt::Debug>(
     name: &str,
     expected: &[T],
     actual: &[T],
@@ -620,6 +763,56 @@ mod tests {
             .filter(|n| volatile.state(*n)["activity"] != volatile.state(n - 10)["activity"])
             .count();
         assert!(churn > 1000, "{churn}");
+    }
+
+    /// The end-to-end plans give every rule of the watcher, W6 and W7 work: the independent
+    /// reference derives many events of each kind, open and closed alerts, occupied zones. (The
+    /// end-to-end verifier asserts the same on its own plans.)
+    #[test]
+    fn a_plan_with_fences_gives_every_rule_work() {
+        let plan = Plan::new(7, 20, 20 * 200)
+            .with_fences(true)
+            .with_blade_threshold_ms(60_000);
+        let expected = plan.expected(BusyClock::Fixed(Utc::now()));
+        let census = reference::census(&expected.watch);
+        eprintln!("{census:?}");
+        for kind in [
+            "error_raised",
+            "error_cleared",
+            "mowing_started",
+            "mowing_finished",
+            "geofence_left",
+            "geofence_returned",
+            "battery_low",
+            "blade_due",
+            "zone_entered",
+            "zone_left",
+            "closed error alerts",
+            "closed geofence alerts",
+            "closed battery_low alerts",
+            "open blade_due alerts",
+        ] {
+            let n = census.get(kind).copied().unwrap_or(0);
+            assert!(n >= plan.mowers / 4, "{n} {kind}: {census:?}");
+        }
+        assert!(census["zone occupancies"] > 0, "{census:?}");
+        assert_eq!(census["watch rows"], 20);
+        assert_eq!(census["busy statuses"], 20);
+        // Without fences: no geofence or zone event at all.
+        let bare = Plan::new(7, 20, 20 * 200).expected(BusyClock::Wall);
+        let bare = reference::census(&bare.watch);
+        assert!(!bare.contains_key("geofence_left") && !bare.contains_key("zone_entered"));
+    }
+
+    /// The two references agree on a plan (with late-free, in-order states both are exact).
+    #[tokio::test]
+    async fn the_independent_reference_agrees_with_the_one_pass_one() {
+        let plan = Plan::new(9, 7, 7 * 300).with_blade_threshold_ms(60_000);
+        let one_pass = plan.reference().await.unwrap();
+        let independent = plan.expected(BusyClock::Wall);
+        let differences = compare(&independent.telemetry, &one_pass, Checked::Everything);
+        assert!(differences.is_empty(), "{}", differences.join("\n"));
+        assert!(one_pass.health.iter().all(|h| h.blade_due_raised));
     }
 
     #[tokio::test]

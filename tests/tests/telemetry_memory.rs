@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use proptest::prelude::*;
 use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::reference_contract as reference;
 use swath_tests::support::{StoreFactory, TestStore};
 use swath_tests::telemetry_contract as contract;
 use swath_tests::traces::{distinct_trace, splits, trace};
@@ -43,6 +44,23 @@ proptest! {
         sizes in splits(),
     ) {
         block_on(contract::any_order_equals_time_order(
+            &Memory, &steps, &redeliveries, &order, &sizes,
+        ));
+    }
+
+    /// The same traces against the independent reference (docs/rules.md §3 read directly):
+    /// a rule wrong on the batch and the single path alike fails here.
+    #[test]
+    fn matches_the_reference(steps in trace(150), sizes in splits()) {
+        block_on(reference::telemetry_matches_the_reference(&Memory, &steps, &sizes));
+    }
+
+    #[test]
+    fn any_order_matches_the_reference(
+        (steps, redeliveries, order) in distinct_trace(150),
+        sizes in splits(),
+    ) {
+        block_on(reference::any_order_matches_the_reference(
             &Memory, &steps, &redeliveries, &order, &sizes,
         ));
     }

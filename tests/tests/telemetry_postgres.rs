@@ -78,6 +78,21 @@ fn batched_equals_one_at_a_time() {
     });
 }
 
+/// Random traces in random batches on PostgreSQL end with the independent reference's rows and
+/// `blade_due` events (docs/testing.md, "References").
+#[test]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+fn matches_the_reference() {
+    property(12, |factory, steps, sizes, rt| {
+        rt.block_on(
+            swath_tests::reference_contract::telemetry_matches_the_reference(factory, steps, sizes),
+        )
+    });
+}
+
 /// Any permutation of a trace, in any batches, gives the rows of the trace in time order.
 #[test]
 #[cfg_attr(

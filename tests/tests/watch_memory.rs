@@ -35,6 +35,19 @@ proptest! {
             .unwrap()
             .block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
     }
+
+    /// Rows, events, alerts, watch rows, zone watches and busy statuses against the independent
+    /// reference (docs/rules.md §3–§4 and decision 8 read directly).
+    #[test]
+    fn matches_the_reference(steps in trace(150), sizes in splits()) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(swath_tests::reference_contract::watch_matches_the_reference(
+                &Memory, &steps, &sizes,
+            ));
+    }
 }
 
 /// End to end on the memory bus: states published on `telemetry.mower.<id>` reach the watcher's

@@ -70,6 +70,38 @@ fn batched_equals_one_at_a_time() {
         .unwrap();
 }
 
+/// Random traces, ingested and watched on PostgreSQL, end with the independent reference's rows,
+/// events, alerts, watch rows, zone watches and busy statuses (docs/testing.md, "References").
+#[test]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+fn matches_the_reference() {
+    let url = test_database_url();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let factory = Postgres(PostgresFactory::new(url));
+    let mut runner = TestRunner::new(Config {
+        cases: 10,
+        max_shrink_iters: 32,
+        ..Config::default()
+    });
+    runner
+        .run(&(trace(100), splits()), |(steps, sizes)| {
+            rt.block_on(
+                swath_tests::reference_contract::watch_matches_the_reference(
+                    &factory, &steps, &sizes,
+                ),
+            );
+            Ok(())
+        })
+        .unwrap();
+}
+
 /// Eight mowers of one account, each with a geofence.
 async fn eight_fenced_mowers(store: &swath_postgres::PostgresStore) -> (AccountId, Vec<MowerId>) {
     let (account, mowers) = seed_account_with_mowers(store, 8, DEFAULT_THRESHOLD).await;
