@@ -10,7 +10,9 @@
 //!
 //! Memory is bounded: history and positions keep at most `history_per_mower` rows per mower (the
 //! oldest go first). Latest, health and day rows are one per mower (and day) and are kept. A
-//! late state whose neighbours the cap removed is stored but not counted (`capped_until`).
+//! late state whose neighbours the cap removed is stored but not counted (`capped_until`). The
+//! history and track reads say where the kept rows begin once the cap removed some
+//! (`WindowRows::oldest_kept`), so a client never takes a capped history for the whole one.
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
 //! its `commit` (the commit would re-create the rows of a mower just deleted).
@@ -24,13 +26,17 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
     Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, NewToken, OrderKey,
     Principal, Site, StoreError, TelemetryBatch, TelemetryStore, TimeWindow, TokenError, TokenHash,
-    TokenId, TokenInfo, TokenQuery, TokenStore,
+    TokenId, TokenInfo, TokenQuery, TokenStore, WindowRows,
 };
 use swath_domain::{
     AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
     MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one
+/// state a second (decision 52).
+pub const DEFAULT_HISTORY_PER_MOWER: usize = 100_000;
 
 /// Settings of the memory store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +48,8 @@ pub struct MemoryStoreSettings {
 impl Default for MemoryStoreSettings {
     fn default() -> Self {
         Self {
-            history_per_mower: 10_000,
+            // A day of the demo's one state a second (86 400), with room: decision 52.
+            history_per_mower: DEFAULT_HISTORY_PER_MOWER,
         }
     }
 }
@@ -68,17 +75,55 @@ pub(crate) struct MowerRows {
     latest: Option<LatestRow>,
     health: Option<HealthTotals>,
     days: BTreeMap<NaiveDate, DayTotals>,
-    /// Just after the newest row the cap removed: older rows of the mower may be gone (a late
-    /// state's neighbours among them), see `swath_domain::Neighbourhood`.
-    capped_until: Option<DateTime<Utc>>,
+    /// Just after the newest history row the cap removed: older history rows may be gone.
+    history_capped_until: Option<DateTime<Utc>>,
+    /// Just after the newest position the cap removed: older positions may be gone.
+    positions_capped_until: Option<DateTime<Utc>>,
 }
 
 impl MowerRows {
-    /// Notes that the row at `at` was removed by the cap.
-    fn capped(&mut self, at: DateTime<Utc>) {
-        let floor = at + chrono::Duration::microseconds(1);
-        self.capped_until = self.capped_until.max(Some(floor));
+    /// Just after the newest row the cap removed from either table: older rows of the mower may
+    /// be gone (a late state's neighbours among them), see `swath_domain::Neighbourhood`.
+    fn capped_until(&self) -> Option<DateTime<Utc>> {
+        self.history_capped_until.max(self.positions_capped_until)
     }
+
+    /// Removes the oldest history row when the table holds more than `cap`.
+    fn cap_history(&mut self, cap: usize) {
+        if self.history.len() > cap {
+            if let Some((at, _)) = self.history.pop_first() {
+                raise(&mut self.history_capped_until, at);
+            }
+        }
+    }
+
+    /// Removes the oldest position when the table holds more than `cap`.
+    fn cap_positions(&mut self, cap: usize) {
+        if self.positions.len() > cap {
+            if let Some((at, _)) = self.positions.pop_first() {
+                raise(&mut self.positions_capped_until, at);
+            }
+        }
+    }
+}
+
+/// Raises `floor` to just after `removed`, a row the cap removed.
+fn raise(floor: &mut Option<DateTime<Utc>>, removed: DateTime<Utc>) {
+    let after = removed + chrono::Duration::microseconds(1);
+    *floor = (*floor).max(Some(after));
+}
+
+/// The oldest row of `rows` kept after what the cap removed below `capped_until` (the port's
+/// `WindowRows::oldest_kept`). Normally the table's first row: the cap removes the oldest, so
+/// every kept row is newer. A late state stored below the floor after retention made room is
+/// kept but does not start the complete part. No row after the floor means retention (by age)
+/// has since removed every row the cap had removed and more: the cap explains nothing missing,
+/// as in PostgreSQL, so `None`.
+fn oldest_kept<T>(
+    rows: &BTreeMap<DateTime<Utc>, T>,
+    capped_until: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    capped_until.and_then(|floor| rows.range(floor..).next().map(|(at, _)| *at))
 }
 
 /// The in-memory store. Cheap to clone (shared state).
@@ -410,10 +455,13 @@ impl TelemetryBatch for MemoryBatch {
                 continue;
             };
             let near = &mut snapshot.neighbourhood;
-            for floor in [history_floor, rows.capped_until].into_iter().flatten() {
+            // Either table's cap raises both floors, as before the tables had a floor each: a
+            // neighbour is a history row with its position.
+            let capped_until = rows.capped_until();
+            for floor in [history_floor, capped_until].into_iter().flatten() {
                 near.raise_history_floor(floor);
             }
-            for floor in [positions_floor, rows.capped_until].into_iter().flatten() {
+            for floor in [positions_floor, capped_until].into_iter().flatten() {
                 near.raise_positions_floor(floor);
             }
             let before = rows.history.range(..=*at).next_back();
@@ -452,11 +500,7 @@ impl TelemetryBatch for MemoryBatch {
                 }
                 Entry::Occupied(_) => false,
             };
-            if rows.history.len() > cap {
-                if let Some((at, _)) = rows.history.pop_first() {
-                    rows.capped(at);
-                }
-            }
+            rows.cap_history(cap);
             let Some(position) =
                 positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
             else {
@@ -464,11 +508,7 @@ impl TelemetryBatch for MemoryBatch {
             };
             if inserted {
                 rows.positions.entry(at).or_insert(position);
-                if rows.positions.len() > cap {
-                    if let Some((at, _)) = rows.positions.pop_first() {
-                        rows.capped(at);
-                    }
-                }
+                rows.cap_positions(cap);
             }
         }
         for row in changes.latest {
@@ -580,24 +620,30 @@ impl TelemetryStore for MemoryStore {
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+    ) -> Result<WindowRows<HistoryRow>, StoreError> {
         let telemetry = read(&self.telemetry);
         Ok(telemetry
             .get(&mower)
-            .map(|rows| in_window(&rows.history, window))
-            .unwrap_or_default())
+            .map(|rows| WindowRows {
+                rows: in_window(&rows.history, window),
+                oldest_kept: oldest_kept(&rows.history, rows.history_capped_until),
+            })
+            .unwrap_or_else(|| WindowRows::complete(Vec::new())))
     }
 
     async fn track(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<PositionRow>, StoreError> {
+    ) -> Result<WindowRows<PositionRow>, StoreError> {
         let telemetry = read(&self.telemetry);
         Ok(telemetry
             .get(&mower)
-            .map(|rows| in_window(&rows.positions, window))
-            .unwrap_or_default())
+            .map(|rows| WindowRows {
+                rows: in_window(&rows.positions, window),
+                oldest_kept: oldest_kept(&rows.positions, rows.positions_capped_until),
+            })
+            .unwrap_or_else(|| WindowRows::complete(Vec::new())))
     }
 
     async fn days(

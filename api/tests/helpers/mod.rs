@@ -441,6 +441,14 @@ macro_rules! redacted_snapshot {
                     value
                 }
             }),
+            // An instant when the memory store dropped states, not `null` (nothing dropped).
+            ".**.oldest_kept" => insta::dynamic_redaction(|value, _| {
+                if value.as_str().is_some() {
+                    insta::internals::Content::from("[time]")
+                } else {
+                    value
+                }
+            }),
             // A created token's secret; `token` is also the object of a created account's token.
             ".**.token" => insta::dynamic_redaction(|value, _| {
                 if value.as_str().is_some() {
