@@ -14,12 +14,16 @@
 //! history and track reads say where the kept rows begin once the cap removed some
 //! (`WindowRows::oldest_kept`), so a client never takes a capped history for the whole one.
 //!
+//! The rows are kept compact, because a day of the demo is 1.7 million states (BENCHMARKS.md): a
+//! mower's maps do not repeat its id nor the key in each value ([`KeptHistory`],
+//! [`KeptPosition`]), and a mower's error codes are shared between its rows. Reads rebuild the
+//! domain rows.
+//!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
 //! its `commit` (the commit would re-create the rows of a mower just deleted).
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -29,8 +33,8 @@ use swath_application::ports::{
     TokenId, TokenInfo, TokenQuery, TokenStore, WindowRows,
 };
 use swath_domain::{
-    AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
-    MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
+    AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
+    LatestRow, MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -70,8 +74,10 @@ struct TokenData {
 
 #[derive(Default)]
 pub(crate) struct MowerRows {
-    pub(crate) history: BTreeMap<DateTime<Utc>, HistoryRow>,
-    pub(crate) positions: BTreeMap<DateTime<Utc>, PositionRow>,
+    pub(crate) history: BTreeMap<DateTime<Utc>, KeptHistory>,
+    pub(crate) positions: BTreeMap<DateTime<Utc>, KeptPosition>,
+    /// The distinct error codes of the mower's history rows, shared by them (see `intern`).
+    error_codes: Vec<Arc<str>>,
     latest: Option<LatestRow>,
     health: Option<HealthTotals>,
     days: BTreeMap<NaiveDate, DayTotals>,
@@ -81,7 +87,88 @@ pub(crate) struct MowerRows {
     positions_capped_until: Option<DateTime<Utc>>,
 }
 
+/// The most distinct error codes a mower's rows share; further ones get a copy each, so that a
+/// gateway sending ever new codes never makes the search long.
+const SHARED_ERROR_CODES: usize = 32;
+
+/// A history row as the memory store keeps it: without the mower id (the map's) and
+/// `observed_at` (the key). 24 bytes instead of 56.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptHistory {
+    error_code: Option<Arc<str>>,
+    activity: Activity,
+    battery_percent: Option<u8>,
+    blade_on: bool,
+}
+
+impl KeptHistory {
+    fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> HistoryRow {
+        HistoryRow {
+            mower_id,
+            observed_at,
+            activity: self.activity,
+            battery_percent: self.battery_percent,
+            error_code: self.error_code.as_deref().map(str::to_owned),
+            blade_on: self.blade_on,
+        }
+    }
+}
+
+/// A position as the memory store keeps it: without the mower id and `observed_at`. 48 bytes
+/// instead of 80.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptPosition {
+    lat: f64,
+    lon: f64,
+    accuracy_m: Option<f64>,
+    heading_deg: Option<f64>,
+}
+
+impl KeptPosition {
+    fn new(row: PositionRow) -> Self {
+        Self {
+            lat: row.lat,
+            lon: row.lon,
+            accuracy_m: row.accuracy_m,
+            heading_deg: row.heading_deg,
+        }
+    }
+
+    fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> PositionRow {
+        PositionRow {
+            mower_id,
+            observed_at,
+            lat: self.lat,
+            lon: self.lon,
+            accuracy_m: self.accuracy_m,
+            heading_deg: self.heading_deg,
+        }
+    }
+}
+
 impl MowerRows {
+    /// The kept form of a history row, its error code shared with the mower's earlier rows.
+    fn keep_history(&mut self, row: HistoryRow) -> KeptHistory {
+        KeptHistory {
+            error_code: row.error_code.map(|code| self.intern(code)),
+            activity: row.activity,
+            battery_percent: row.battery_percent,
+            blade_on: row.blade_on,
+        }
+    }
+
+    /// The shared copy of `code`: a mower in error reports the same code every second.
+    fn intern(&mut self, code: String) -> Arc<str> {
+        if let Some(shared) = self.error_codes.iter().find(|c| &***c == code.as_str()) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(code);
+        if self.error_codes.len() < SHARED_ERROR_CODES {
+            self.error_codes.push(Arc::clone(&shared));
+        }
+        shared
+    }
+
     /// Just after the newest row the cap removed from either table: older rows of the mower may
     /// be gone (a late state's neighbours among them), see `swath_domain::Neighbourhood`.
     fn capped_until(&self) -> Option<DateTime<Utc>> {
@@ -469,10 +556,10 @@ impl TelemetryBatch for MemoryBatch {
                 .history
                 .range((Bound::Excluded(*at), Bound::Unbounded))
                 .next();
-            for (_, row) in before.into_iter().chain(after) {
-                let position = rows.positions.get(&row.observed_at);
+            for (observed_at, row) in before.into_iter().chain(after) {
+                let position = rows.positions.get(observed_at);
                 near.insert_stored(StoredState {
-                    observed_at: row.observed_at,
+                    observed_at: *observed_at,
                     activity: row.activity,
                     blade_on: row.blade_on,
                     lat: position.map(|p| p.lat),
@@ -493,13 +580,11 @@ impl TelemetryBatch for MemoryBatch {
         for row in changes.history {
             let (mower_id, at) = (row.mower_id, row.observed_at);
             let rows = telemetry.entry(mower_id).or_default();
-            let inserted = match rows.history.entry(at) {
-                Entry::Vacant(vacant) => {
-                    vacant.insert(row);
-                    true
-                }
-                Entry::Occupied(_) => false,
-            };
+            let inserted = !rows.history.contains_key(&at);
+            if inserted {
+                let kept = rows.keep_history(row);
+                rows.history.insert(at, kept);
+            }
             rows.cap_history(cap);
             let Some(position) =
                 positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
@@ -507,7 +592,9 @@ impl TelemetryBatch for MemoryBatch {
                 continue;
             };
             if inserted {
-                rows.positions.entry(at).or_insert(position);
+                rows.positions
+                    .entry(at)
+                    .or_insert_with(|| KeptPosition::new(position));
                 rows.cap_positions(cap);
             }
         }
@@ -602,9 +689,14 @@ impl TelemetryStore for MemoryStore {
         sorted.dedup();
         let telemetry = read(&self.telemetry);
         let mut out = TelemetryRows::default();
-        for rows in sorted.iter().filter_map(|m| telemetry.get(m)) {
-            out.history.extend(rows.history.values().cloned());
-            out.positions.extend(rows.positions.values().cloned());
+        for (mower, rows) in sorted
+            .iter()
+            .filter_map(|m| telemetry.get(m).map(|rows| (*m, rows)))
+        {
+            out.history
+                .extend(rows.history.iter().map(|(at, h)| h.row(mower, *at)));
+            out.positions
+                .extend(rows.positions.iter().map(|(at, p)| p.row(mower, *at)));
             out.latest.extend(rows.latest.clone());
             out.health.extend(rows.health.clone());
             out.days.extend(rows.days.values().cloned());
@@ -625,7 +717,9 @@ impl TelemetryStore for MemoryStore {
         Ok(telemetry
             .get(&mower)
             .map(|rows| WindowRows {
-                rows: in_window(&rows.history, window),
+                rows: in_window(&rows.history, window)
+                    .map(|(at, h)| h.row(mower, *at))
+                    .collect(),
                 oldest_kept: oldest_kept(&rows.history, rows.history_capped_until),
             })
             .unwrap_or_else(|| WindowRows::complete(Vec::new())))
@@ -640,7 +734,9 @@ impl TelemetryStore for MemoryStore {
         Ok(telemetry
             .get(&mower)
             .map(|rows| WindowRows {
-                rows: in_window(&rows.positions, window),
+                rows: in_window(&rows.positions, window)
+                    .map(|(at, p)| p.row(mower, *at))
+                    .collect(),
                 oldest_kept: oldest_kept(&rows.positions, rows.positions_capped_until),
             })
             .unwrap_or_else(|| WindowRows::complete(Vec::new())))
@@ -664,7 +760,10 @@ impl TelemetryStore for MemoryStore {
 }
 
 /// The rows of `window` (see [`TimeWindow`]) from one mower's rows keyed by `observed_at`.
-fn in_window<T: Clone>(rows: &BTreeMap<DateTime<Utc>, T>, window: &TimeWindow) -> Vec<T> {
+fn in_window<'a, T>(
+    rows: &'a BTreeMap<DateTime<Utc>, T>,
+    window: &TimeWindow,
+) -> impl Iterator<Item = (&'a DateTime<Utc>, &'a T)> {
     // The lower bound is the later of `from` (inclusive) and `after` (exclusive).
     let lower = match (window.from, window.after) {
         (Some(from), Some(after)) if after >= from => Bound::Excluded(after),
@@ -680,11 +779,35 @@ fn in_window<T: Clone>(rows: &BTreeMap<DateTime<Utc>, T>, window: &TimeWindow) -
         }
         _ => false,
     };
-    if empty {
-        return Vec::new();
+    let range = (!empty).then(|| rows.range((lower, upper)).take(window.limit));
+    range.into_iter().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes the compact rows are kept for (module docs; BENCHMARKS.md has the whole store's).
+    #[test]
+    fn kept_rows_are_compact() {
+        assert_eq!(std::mem::size_of::<KeptHistory>(), 24);
+        assert_eq!(std::mem::size_of::<KeptPosition>(), 48);
+        assert!(std::mem::size_of::<HistoryRow>() > 2 * std::mem::size_of::<KeptHistory>());
     }
-    rows.range((lower, upper))
-        .take(window.limit)
-        .map(|(_, row)| row.clone())
-        .collect()
+
+    /// A mower's rows share one copy of an error code; beyond the shared ones, codes are copied.
+    #[test]
+    fn error_codes_are_shared() {
+        let mut rows = MowerRows::default();
+        let a = rows.intern("BLADE_BLOCKED".to_owned());
+        let b = rows.intern("BLADE_BLOCKED".to_owned());
+        assert!(Arc::ptr_eq(&a, &b));
+        for i in 0..2 * SHARED_ERROR_CODES {
+            rows.intern(format!("E{i}"));
+        }
+        assert_eq!(rows.error_codes.len(), SHARED_ERROR_CODES);
+        let late = rows.intern("LATE".to_owned());
+        assert_eq!(&*late, "LATE");
+        assert!(!rows.error_codes.iter().any(|c| Arc::ptr_eq(c, &late)));
+    }
 }
