@@ -30,6 +30,7 @@ use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, Simula
 use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
 use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
+    DEFAULT_HISTORY_PER_MOWER,
 };
 use swath_postgres::PostgresStore;
 use tokio::net::TcpListener;
@@ -136,9 +137,12 @@ struct StoreArgs {
         value_name = "SWATH_DATABASE_MAX_CONNECTIONS", default_value_t = 16,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     database_max_connections: u32,
-    /// History and position rows the memory store keeps per mower (the oldest go first).
+    /// History and position rows the memory store keeps per mower (the oldest go first; the
+    /// history and track pages then say where the kept rows begin). The default keeps more than
+    /// a day of one state a second.
     #[arg(long = "memory-history-per-mower", env = "SWATH_MEMORY_HISTORY_PER_MOWER",
-        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER", default_value_t = 10_000,
+        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER",
+        default_value_t = DEFAULT_HISTORY_PER_MOWER as u64,
         value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
     memory_history_per_mower: u64,
 }

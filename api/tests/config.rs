@@ -242,6 +242,48 @@ fn a_dry_run_of_retention_on_memory_prints_a_summary() {
     assert!(stdout.contains("downsampled to one per minute"), "{stdout}");
 }
 
+/// Every default `swath --help` gives (`SWATH_X [default]`) is the one README's configuration
+/// table gives, so that raising a default (as `SWATH_MEMORY_HISTORY_PER_MOWER`'s, decision 52)
+/// cannot leave the README behind. Settings without a default (`[-]`) are described in words.
+#[test]
+fn the_readme_table_gives_the_defaults_of_the_help() {
+    let help = Command::new(env!("CARGO_BIN_EXE_swath"))
+        .arg("--help")
+        .env_clear()
+        .output()
+        .expect("swath --help");
+    assert!(help.status.success());
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let mut compared = 0;
+    for line in help.lines() {
+        let Some((name, default)) = line
+            .trim()
+            .strip_prefix("SWATH_")
+            .and_then(|l| l.strip_suffix(']'))
+            .and_then(|l| l.split_once(" ["))
+        else {
+            continue;
+        };
+        if default == "-" {
+            continue;
+        }
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `SWATH_{name}` |")))
+            .unwrap_or_else(|| panic!("SWATH_{name} is not in README's table"));
+        let in_readme = row.split('|').nth(2).map(str::trim);
+        assert_eq!(
+            in_readme,
+            Some(format!("`{default}`").as_str()),
+            "the default of SWATH_{name}"
+        );
+        compared += 1;
+    }
+    assert!(compared >= 20, "only {compared} defaults found in the help");
+}
+
 /// The `SWATH_*` names in a text.
 fn variables(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();

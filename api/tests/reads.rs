@@ -224,6 +224,83 @@ async fn the_track_pages_like_the_history() {
     );
 }
 
+/// The first page of `path` (which has a `?`) with `limit`, and the one after it.
+async fn two_pages(app: &TestApp, path: &str, limit: u32) -> (Value, Value) {
+    let first = app
+        .get(&format!("{path}&limit={limit}"), Some(TOKEN_A))
+        .await;
+    assert_eq!(first.status, StatusCode::OK);
+    let first = first.json();
+    let cursor = first["next_cursor"].as_str().expect("a second page");
+    let second = app
+        .get(
+            &format!("{path}&limit={limit}&cursor={cursor}"),
+            Some(TOKEN_A),
+        )
+        .await;
+    assert_eq!(second.status, StatusCode::OK);
+    (first, second.json())
+}
+
+/// A memory store whose bound (`SWATH_MEMORY_HISTORY_PER_MOWER`, here 5) has dropped states says
+/// so on every history and track page (JSON and GeoJSON): `oldest_kept` is where the kept rows
+/// begin, the first item of the first page. Before anything is dropped, and for a mower whose
+/// rows all fit, it is `null`.
+#[tokio::test]
+async fn pages_say_where_the_kept_rows_begin_once_the_bound_dropped_states() {
+    let app = TestApp::spawn_with_history(5).await;
+    let bravo = app.a.mowers[0];
+    let alpha = app.a.mowers[2];
+    let history = format!("/v1/mowers/{bravo}/history?");
+    let track = format!("/v1/mowers/{bravo}/track?");
+    let geojson = format!("/v1/mowers/{bravo}/track?format=geojson");
+
+    // Bravo's 2 seeded states fit: nothing dropped.
+    for path in [&history, &track, &geojson] {
+        let (first, second) = two_pages(&app, path, 1).await;
+        assert_eq!(first["oldest_kept"], Value::Null, "{path}");
+        assert_eq!(second["oldest_kept"], Value::Null, "{path}");
+    }
+
+    // 10 states (12:00:00, :30, :31 … :38), 5 kept: :34 … :38.
+    more_states(&app, 8).await;
+    let kept = "2026-06-01T12:00:34Z";
+    let (first, second) = two_pages(&app, &history, 2).await;
+    assert_eq!(first["items"][0]["observed_at"], kept);
+    assert_eq!(first["oldest_kept"], kept);
+    assert_eq!(second["oldest_kept"], kept, "on every page");
+    redacted_snapshot!("history_bounded", &first);
+
+    let (first, second) = two_pages(&app, &track, 2).await;
+    assert_eq!(first["items"][0]["observed_at"], kept);
+    assert_eq!(first["oldest_kept"], kept);
+    assert_eq!(second["oldest_kept"], kept, "on every page");
+
+    let (first, second) = two_pages(&app, &geojson, 2).await;
+    assert_eq!(first["features"][0]["properties"]["times"][0], kept);
+    assert_eq!(first["oldest_kept"], kept);
+    assert_eq!(second["oldest_kept"], kept, "on every page");
+    redacted_snapshot!("track_geojson_bounded", &first);
+
+    // A window after the kept start still says where the kept rows begin.
+    let from = urlencode("2026-06-01T12:00:37Z");
+    let late = app
+        .get(&format!("{history}from={from}"), Some(TOKEN_A))
+        .await
+        .json();
+    assert_eq!(late["items"][0]["observed_at"], "2026-06-01T12:00:37Z");
+    assert_eq!(late["oldest_kept"], kept);
+
+    // Alpha's one state fits: its pages say nothing was dropped.
+    for path in [
+        format!("/v1/mowers/{alpha}/history"),
+        format!("/v1/mowers/{alpha}/track"),
+    ] {
+        let page = app.get(&path, Some(TOKEN_A)).await.json();
+        assert_eq!(page["oldest_kept"], Value::Null, "{path}");
+    }
+}
+
 #[tokio::test]
 async fn day_totals_are_per_local_day_of_the_site() {
     let app = TestApp::spawn().await;

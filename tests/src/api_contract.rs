@@ -649,7 +649,7 @@ pub async fn reads_answer_the_window(factory: &dyn ApiStoreFactory) {
             .take(limit)
             .cloned()
             .collect();
-        let history = h.store.telemetry.history(m, &window).await.unwrap();
+        let history = h.store.telemetry.history(m, &window).await.unwrap().rows;
         assert_eq!(history, expected, "{window:?}");
         let expected: Vec<_> = rows
             .positions
@@ -658,7 +658,7 @@ pub async fn reads_answer_the_window(factory: &dyn ApiStoreFactory) {
             .take(limit)
             .cloned()
             .collect();
-        let track = h.store.telemetry.track(m, &window).await.unwrap();
+        let track = h.store.telemetry.track(m, &window).await.unwrap().rows;
         assert_eq!(track, expected, "{window:?}");
     }
     let unknown = h
@@ -675,7 +675,8 @@ pub async fn reads_answer_the_window(factory: &dyn ApiStoreFactory) {
         )
         .await
         .unwrap();
-    assert!(unknown.is_empty());
+    assert!(unknown.rows.is_empty());
+    assert_eq!(unknown.oldest_kept, None, "nothing stored, nothing removed");
 
     // Days: the seeded mower 0 is in Berlin; trace_start is 22:00 local, so the trace spans two
     // local days.
@@ -742,7 +743,7 @@ pub async fn paging_while_ingesting_returns_each_row_once(factory: &dyn ApiStore
             tokio::join!(h.store.telemetry.history(m, &window), h.ingest(&batch));
         assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored));
         round += 1;
-        let page = page.unwrap();
+        let page = page.unwrap().rows;
         let more = page.len() > PAGE;
         let page = &page[..page.len().min(PAGE)];
         seen.extend(page.iter().map(|r| r.observed_at));

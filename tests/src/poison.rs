@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swath_application::ports::{
     BatchHandler, BatchSettings, Directory, EventBus, HandlerError, Message, Settle, StoreError,
-    Subscription, SystemClock, TelemetryBatch, TelemetryStore, TimeWindow,
+    Subscription, SystemClock, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
 };
 use swath_application::Ingest;
 use swath_domain::{
@@ -108,14 +108,14 @@ impl TelemetryStore for Faulty {
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+    ) -> Result<WindowRows<HistoryRow>, StoreError> {
         self.inner.history(mower, window).await
     }
     async fn track(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<PositionRow>, StoreError> {
+    ) -> Result<WindowRows<PositionRow>, StoreError> {
         self.inner.track(mower, window).await
     }
     async fn days(

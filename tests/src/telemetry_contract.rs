@@ -10,7 +10,7 @@ use crate::traces::{build_distinct_trace, build_trace, ingest_clock, split, Dist
 use chrono::Duration;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_application::ports::ManualClock;
+use swath_application::ports::{ManualClock, TimeWindow, WindowRows};
 use swath_application::Ingest;
 use swath_domain::{Activity, DropReason, MowerId, StateOutcome, TelemetryRows};
 
@@ -547,6 +547,95 @@ pub async fn import_backfill_counts_in_the_totals(factory: &dyn StoreFactory) {
         health_before.counted_until,
         "the latest state is still the live one"
     );
+}
+
+/// The history and track reads say where the kept rows begin once the store's bound on rows per
+/// mower removed older ones (`WindowRows::oldest_kept`), per table, on every page whatever the
+/// window; and `None` while the bound removed nothing. `bound` is the rows per mower the store
+/// keeps (the memory store's cap), `None` for a store that keeps every row (PostgreSQL).
+///
+/// Mower 0 reports 12 states, a position every other one (6): with a bound of 5 both tables
+/// lose rows. Mower 1 reports 8 states with 3 positions: only its history loses rows. Mower 2
+/// reports 3 states: nothing is removed.
+pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory, bound: Option<usize>) {
+    let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let f = &h.fleet;
+    let with_position = |mower: usize, seconds: i64, position: bool| {
+        let mut r = report(f, mower, seconds, Activity::Mowing);
+        if !position {
+            r.as_object_mut().unwrap().remove("position");
+        }
+        r
+    };
+    let mut reports: Vec<Value> = (0..12).map(|i| with_position(0, i, i % 2 == 0)).collect();
+    reports.extend((0..8).map(|i| with_position(1, i, i < 3)));
+    reports.extend((0..3).map(|i| with_position(2, i, true)));
+    // In three batches, so that the bound is reached across commits as well as within one.
+    for batch in reports.chunks(8) {
+        assert!(h
+            .ingest(batch)
+            .await
+            .iter()
+            .all(|o| *o == StateOutcome::Stored));
+    }
+    let at = |seconds: i64| trace_start() + Duration::seconds(seconds);
+    // What each table must say: the oldest kept of `sent` rows (their instants, in order) when the
+    // bound removed some, and `None` otherwise.
+    let expected = |sent: &[i64]| {
+        bound
+            .filter(|b| sent.len() > *b)
+            .map(|b| at(sent[sent.len() - b]))
+    };
+    let all = TimeWindow {
+        from: None,
+        to: None,
+        after: None,
+        limit: 2,
+    };
+    let late = TimeWindow {
+        from: Some(at(9)),
+        to: None,
+        after: Some(at(10)),
+        limit: 100,
+    };
+    let sent: [(usize, Vec<i64>, Vec<i64>); 3] = [
+        (0, (0..12).collect(), (0..12).step_by(2).collect()),
+        (1, (0..8).collect(), (0..3).collect()),
+        (2, (0..3).collect(), (0..3).collect()),
+    ];
+    for (mower, history_sent, positions_sent) in &sent {
+        let m = f.mowers[*mower];
+        let (history_kept, positions_kept) = (expected(history_sent), expected(positions_sent));
+        for window in [&all, &late] {
+            let history = h.store.telemetry.history(m, window).await.unwrap();
+            assert_eq!(
+                history.oldest_kept, history_kept,
+                "mower {mower}'s history, {window:?}"
+            );
+            let track = h.store.telemetry.track(m, window).await.unwrap();
+            assert_eq!(
+                track.oldest_kept, positions_kept,
+                "mower {mower}'s track, {window:?}"
+            );
+        }
+        // The first page of an open window starts at the oldest kept row: the field and the rows
+        // agree.
+        let first = h.store.telemetry.history(m, &all).await.unwrap().rows;
+        let kept_from =
+            history_sent[history_sent.len() - bound.unwrap_or(usize::MAX).min(history_sent.len())];
+        assert_eq!(first[0].observed_at, at(kept_from), "mower {mower}");
+        let first = h.store.telemetry.track(m, &all).await.unwrap().rows;
+        let kept_from = positions_sent
+            [positions_sent.len() - bound.unwrap_or(usize::MAX).min(positions_sent.len())];
+        assert_eq!(first[0].observed_at, at(kept_from), "mower {mower}");
+    }
+    let unknown = h
+        .store
+        .telemetry
+        .history(f.unknown_mower, &all)
+        .await
+        .unwrap();
+    assert_eq!(unknown, WindowRows::complete(Vec::new()));
 }
 
 /// Every scenario that takes one factory, for adapters to run in one go.

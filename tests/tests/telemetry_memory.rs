@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use proptest::prelude::*;
-use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_memory::{MemoryStore, MemoryStoreSettings, DEFAULT_HISTORY_PER_MOWER};
 use swath_tests::reference_contract as reference;
 use swath_tests::support::{StoreFactory, TestStore};
 use swath_tests::telemetry_contract as contract;
@@ -14,6 +14,18 @@ struct Memory;
 impl StoreFactory for Memory {
     async fn fresh(&self) -> TestStore {
         TestStore::memory(MemoryStore::new(MemoryStoreSettings::default()))
+    }
+}
+
+/// Memory stores keeping this many history and position rows per mower.
+struct Capped(usize);
+
+#[async_trait]
+impl StoreFactory for Capped {
+    async fn fresh(&self) -> TestStore {
+        TestStore::memory(MemoryStore::new(MemoryStoreSettings {
+            history_per_mower: self.0,
+        }))
     }
 }
 
@@ -70,16 +82,7 @@ proptest! {
 /// newest ones.
 #[tokio::test]
 async fn history_is_capped_per_mower() {
-    struct Capped;
-    #[async_trait]
-    impl StoreFactory for Capped {
-        async fn fresh(&self) -> TestStore {
-            TestStore::memory(MemoryStore::new(MemoryStoreSettings {
-                history_per_mower: 5,
-            }))
-        }
-    }
-    let h = contract::Harness::new(&Capped, swath_tests::support::DEFAULT_THRESHOLD).await;
+    let h = contract::Harness::new(&Capped(5), swath_tests::support::DEFAULT_THRESHOLD).await;
     let mower = h.fleet.mowers[0];
     let reports: Vec<_> = (0..12)
         .map(|i| {
@@ -102,6 +105,14 @@ async fn history_is_capped_per_mower() {
         "the oldest rows went first"
     );
     assert_eq!(rows.health[0].mowing_ms, 11_000, "totals are never capped");
+}
+
+/// Once the cap removed rows, the history and track reads say where the kept rows begin (per
+/// table); with the default cap, which these few states never reach, they say nothing was removed.
+#[tokio::test]
+async fn reads_say_where_the_kept_rows_begin() {
+    contract::reads_say_where_the_kept_rows_begin(&Capped(5), Some(5)).await;
+    contract::reads_say_where_the_kept_rows_begin(&Memory, Some(DEFAULT_HISTORY_PER_MOWER)).await;
 }
 
 proptest! {

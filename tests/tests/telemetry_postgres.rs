@@ -43,6 +43,18 @@ async fn scenarios() {
     contract::run_all(&PostgresFactory::new(url)).await;
 }
 
+/// PostgreSQL has no bound on rows per mower: its history and track reads always say that
+/// nothing was removed (`oldest_kept` is `None`), and answer every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+async fn reads_say_nothing_was_removed() {
+    let url = test_database_url();
+    contract::reads_say_where_the_kept_rows_begin(&PostgresFactory::new(url), None).await;
+}
+
 /// Runs a property over random traces with one factory (one template database) for all cases.
 fn property(
     cases: u32,

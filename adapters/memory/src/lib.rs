@@ -11,7 +11,7 @@
 //!   assignments over a [`MemoryStore`].
 
 pub mod store;
-pub use store::{MemoryStore, MemoryStoreSettings};
+pub use store::{MemoryStore, MemoryStoreSettings, DEFAULT_HISTORY_PER_MOWER};
 
 pub mod bus;
 pub use bus::{MemoryBus, MemoryBusSettings};

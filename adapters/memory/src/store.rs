@@ -10,27 +10,37 @@
 //!
 //! Memory is bounded: history and positions keep at most `history_per_mower` rows per mower (the
 //! oldest go first). Latest, health and day rows are one per mower (and day) and are kept. A
-//! late state whose neighbours the cap removed is stored but not counted (`capped_until`).
+//! late state whose neighbours the cap removed is stored but not counted (`capped_until`). The
+//! history and track reads say where the kept rows begin once the cap removed some
+//! (`WindowRows::oldest_kept`), so a client never takes a capped history for the whole one.
+//!
+//! The rows are kept compact, because a day of the demo is 1.7 million states (BENCHMARKS.md,
+//! decision 53): a mower's maps do not repeat its id nor the key in each value (`KeptHistory`,
+//! `KeptPosition`), a position's optional numbers take 8 bytes each, and a mower's error codes
+//! are shared between its rows. Reads rebuild the domain rows.
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
 //! its `commit` (the commit would re-create the rows of a mower just deleted).
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
-use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
     Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, NewToken, OrderKey,
     Principal, Site, StoreError, TelemetryBatch, TelemetryStore, TimeWindow, TokenError, TokenHash,
-    TokenId, TokenInfo, TokenQuery, TokenStore,
+    TokenId, TokenInfo, TokenQuery, TokenStore, WindowRows,
 };
 use swath_domain::{
-    AccountId, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow,
-    MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
+    AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
+    LatestRow, MowerId, MowerSnapshot, PositionRow, SiteId, StoredState, TelemetryRows,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
+
+/// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one
+/// state a second (decision 52).
+pub const DEFAULT_HISTORY_PER_MOWER: usize = 100_000;
 
 /// Settings of the memory store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,7 +52,8 @@ pub struct MemoryStoreSettings {
 impl Default for MemoryStoreSettings {
     fn default() -> Self {
         Self {
-            history_per_mower: 10_000,
+            // A day of the demo's one state a second (86 400), with room: decision 52.
+            history_per_mower: DEFAULT_HISTORY_PER_MOWER,
         }
     }
 }
@@ -63,22 +74,163 @@ struct TokenData {
 
 #[derive(Default)]
 pub(crate) struct MowerRows {
-    pub(crate) history: BTreeMap<DateTime<Utc>, HistoryRow>,
-    pub(crate) positions: BTreeMap<DateTime<Utc>, PositionRow>,
+    pub(crate) history: BTreeMap<DateTime<Utc>, KeptHistory>,
+    pub(crate) positions: BTreeMap<DateTime<Utc>, KeptPosition>,
+    /// The distinct error codes of the mower's history rows, shared by them (see `intern`).
+    error_codes: Vec<Arc<str>>,
     latest: Option<LatestRow>,
     health: Option<HealthTotals>,
     days: BTreeMap<NaiveDate, DayTotals>,
-    /// Just after the newest row the cap removed: older rows of the mower may be gone (a late
-    /// state's neighbours among them), see `swath_domain::Neighbourhood`.
-    capped_until: Option<DateTime<Utc>>,
+    /// Just after the newest history row the cap removed: older history rows may be gone.
+    history_capped_until: Option<DateTime<Utc>>,
+    /// Just after the newest position the cap removed: older positions may be gone.
+    positions_capped_until: Option<DateTime<Utc>>,
+}
+
+/// The most distinct error codes a mower's rows share; further ones get a copy each, so that a
+/// gateway sending ever new codes never makes the search long.
+const SHARED_ERROR_CODES: usize = 32;
+
+/// A history row as the memory store keeps it: without the mower id (the map's) and
+/// `observed_at` (the key). 24 bytes instead of 56.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptHistory {
+    error_code: Option<Arc<str>>,
+    activity: Activity,
+    battery_percent: Option<u8>,
+    blade_on: bool,
+}
+
+impl KeptHistory {
+    fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> HistoryRow {
+        HistoryRow {
+            mower_id,
+            observed_at,
+            activity: self.activity,
+            battery_percent: self.battery_percent,
+            error_code: self.error_code.as_deref().map(str::to_owned),
+            blade_on: self.blade_on,
+        }
+    }
+}
+
+/// A position as the memory store keeps it: without the mower id and `observed_at`. 32 bytes
+/// instead of 80.
+#[derive(Clone, Debug)]
+pub(crate) struct KeptPosition {
+    lat: f64,
+    lon: f64,
+    accuracy_m: MaybeF64,
+    heading_deg: MaybeF64,
+}
+
+impl KeptPosition {
+    fn new(row: PositionRow) -> Self {
+        Self {
+            lat: row.lat,
+            lon: row.lon,
+            accuracy_m: MaybeF64::new(row.accuracy_m),
+            heading_deg: MaybeF64::new(row.heading_deg),
+        }
+    }
+
+    fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> PositionRow {
+        PositionRow {
+            mower_id,
+            observed_at,
+            lat: self.lat,
+            lon: self.lon,
+            accuracy_m: self.accuracy_m.get(),
+            heading_deg: self.heading_deg.get(),
+        }
+    }
+}
+
+/// An `Option<f64>` in 8 bytes instead of 16: NaN stands for `None`. A position's accuracy and
+/// heading are finite whenever present (ingest refuses a report otherwise: `StateReport`'s
+/// validation, and JSON cannot carry NaN anyway), so no value is lost (decision 53).
+#[derive(Clone, Copy, Debug)]
+struct MaybeF64(f64);
+
+impl MaybeF64 {
+    fn new(value: Option<f64>) -> Self {
+        debug_assert!(
+            value.is_none_or(|v| !v.is_nan()),
+            "a position's optional number is never NaN"
+        );
+        Self(value.unwrap_or(f64::NAN))
+    }
+
+    fn get(self) -> Option<f64> {
+        (!self.0.is_nan()).then_some(self.0)
+    }
 }
 
 impl MowerRows {
-    /// Notes that the row at `at` was removed by the cap.
-    fn capped(&mut self, at: DateTime<Utc>) {
-        let floor = at + chrono::Duration::microseconds(1);
-        self.capped_until = self.capped_until.max(Some(floor));
+    /// The kept form of a history row, its error code shared with the mower's earlier rows.
+    fn keep_history(&mut self, row: HistoryRow) -> KeptHistory {
+        KeptHistory {
+            error_code: row.error_code.map(|code| self.intern(code)),
+            activity: row.activity,
+            battery_percent: row.battery_percent,
+            blade_on: row.blade_on,
+        }
     }
+
+    /// The shared copy of `code`: a mower in error reports the same code every second.
+    fn intern(&mut self, code: String) -> Arc<str> {
+        if let Some(shared) = self.error_codes.iter().find(|c| &***c == code.as_str()) {
+            return Arc::clone(shared);
+        }
+        let shared: Arc<str> = Arc::from(code);
+        if self.error_codes.len() < SHARED_ERROR_CODES {
+            self.error_codes.push(Arc::clone(&shared));
+        }
+        shared
+    }
+
+    /// Just after the newest row the cap removed from either table: older rows of the mower may
+    /// be gone (a late state's neighbours among them), see `swath_domain::Neighbourhood`.
+    fn capped_until(&self) -> Option<DateTime<Utc>> {
+        self.history_capped_until.max(self.positions_capped_until)
+    }
+
+    /// Removes the oldest history row when the table holds more than `cap`.
+    fn cap_history(&mut self, cap: usize) {
+        if self.history.len() > cap {
+            if let Some((at, _)) = self.history.pop_first() {
+                raise(&mut self.history_capped_until, at);
+            }
+        }
+    }
+
+    /// Removes the oldest position when the table holds more than `cap`.
+    fn cap_positions(&mut self, cap: usize) {
+        if self.positions.len() > cap {
+            if let Some((at, _)) = self.positions.pop_first() {
+                raise(&mut self.positions_capped_until, at);
+            }
+        }
+    }
+}
+
+/// Raises `floor` to just after `removed`, a row the cap removed.
+fn raise(floor: &mut Option<DateTime<Utc>>, removed: DateTime<Utc>) {
+    let after = removed + chrono::Duration::microseconds(1);
+    *floor = (*floor).max(Some(after));
+}
+
+/// The oldest row of `rows` kept after what the cap removed below `capped_until` (the port's
+/// `WindowRows::oldest_kept`). Normally the table's first row: the cap removes the oldest, so
+/// every kept row is newer. A late state stored below the floor after retention made room is
+/// kept but does not start the complete part. No row after the floor means retention (by age)
+/// has since removed every row the cap had removed and more: the cap explains nothing missing,
+/// as in PostgreSQL, so `None`.
+fn oldest_kept<T>(
+    rows: &BTreeMap<DateTime<Utc>, T>,
+    capped_until: Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
+    capped_until.and_then(|floor| rows.range(floor..).next().map(|(at, _)| *at))
 }
 
 /// The in-memory store. Cheap to clone (shared state).
@@ -410,10 +562,13 @@ impl TelemetryBatch for MemoryBatch {
                 continue;
             };
             let near = &mut snapshot.neighbourhood;
-            for floor in [history_floor, rows.capped_until].into_iter().flatten() {
+            // Either table's cap raises both floors, as before the tables had a floor each: a
+            // neighbour is a history row with its position.
+            let capped_until = rows.capped_until();
+            for floor in [history_floor, capped_until].into_iter().flatten() {
                 near.raise_history_floor(floor);
             }
-            for floor in [positions_floor, rows.capped_until].into_iter().flatten() {
+            for floor in [positions_floor, capped_until].into_iter().flatten() {
                 near.raise_positions_floor(floor);
             }
             let before = rows.history.range(..=*at).next_back();
@@ -421,10 +576,10 @@ impl TelemetryBatch for MemoryBatch {
                 .history
                 .range((Bound::Excluded(*at), Bound::Unbounded))
                 .next();
-            for (_, row) in before.into_iter().chain(after) {
-                let position = rows.positions.get(&row.observed_at);
+            for (observed_at, row) in before.into_iter().chain(after) {
+                let position = rows.positions.get(observed_at);
                 near.insert_stored(StoredState {
-                    observed_at: row.observed_at,
+                    observed_at: *observed_at,
                     activity: row.activity,
                     blade_on: row.blade_on,
                     lat: position.map(|p| p.lat),
@@ -445,30 +600,22 @@ impl TelemetryBatch for MemoryBatch {
         for row in changes.history {
             let (mower_id, at) = (row.mower_id, row.observed_at);
             let rows = telemetry.entry(mower_id).or_default();
-            let inserted = match rows.history.entry(at) {
-                Entry::Vacant(vacant) => {
-                    vacant.insert(row);
-                    true
-                }
-                Entry::Occupied(_) => false,
-            };
-            if rows.history.len() > cap {
-                if let Some((at, _)) = rows.history.pop_first() {
-                    rows.capped(at);
-                }
+            let inserted = !rows.history.contains_key(&at);
+            if inserted {
+                let kept = rows.keep_history(row);
+                rows.history.insert(at, kept);
             }
+            rows.cap_history(cap);
             let Some(position) =
                 positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
             else {
                 continue;
             };
             if inserted {
-                rows.positions.entry(at).or_insert(position);
-                if rows.positions.len() > cap {
-                    if let Some((at, _)) = rows.positions.pop_first() {
-                        rows.capped(at);
-                    }
-                }
+                rows.positions
+                    .entry(at)
+                    .or_insert_with(|| KeptPosition::new(position));
+                rows.cap_positions(cap);
             }
         }
         for row in changes.latest {
@@ -562,9 +709,14 @@ impl TelemetryStore for MemoryStore {
         sorted.dedup();
         let telemetry = read(&self.telemetry);
         let mut out = TelemetryRows::default();
-        for rows in sorted.iter().filter_map(|m| telemetry.get(m)) {
-            out.history.extend(rows.history.values().cloned());
-            out.positions.extend(rows.positions.values().cloned());
+        for (mower, rows) in sorted
+            .iter()
+            .filter_map(|m| telemetry.get(m).map(|rows| (*m, rows)))
+        {
+            out.history
+                .extend(rows.history.iter().map(|(at, h)| h.row(mower, *at)));
+            out.positions
+                .extend(rows.positions.iter().map(|(at, p)| p.row(mower, *at)));
             out.latest.extend(rows.latest.clone());
             out.health.extend(rows.health.clone());
             out.days.extend(rows.days.values().cloned());
@@ -580,24 +732,34 @@ impl TelemetryStore for MemoryStore {
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+    ) -> Result<WindowRows<HistoryRow>, StoreError> {
         let telemetry = read(&self.telemetry);
         Ok(telemetry
             .get(&mower)
-            .map(|rows| in_window(&rows.history, window))
-            .unwrap_or_default())
+            .map(|rows| WindowRows {
+                rows: in_window(&rows.history, window)
+                    .map(|(at, h)| h.row(mower, *at))
+                    .collect(),
+                oldest_kept: oldest_kept(&rows.history, rows.history_capped_until),
+            })
+            .unwrap_or_else(|| WindowRows::complete(Vec::new())))
     }
 
     async fn track(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<PositionRow>, StoreError> {
+    ) -> Result<WindowRows<PositionRow>, StoreError> {
         let telemetry = read(&self.telemetry);
         Ok(telemetry
             .get(&mower)
-            .map(|rows| in_window(&rows.positions, window))
-            .unwrap_or_default())
+            .map(|rows| WindowRows {
+                rows: in_window(&rows.positions, window)
+                    .map(|(at, p)| p.row(mower, *at))
+                    .collect(),
+                oldest_kept: oldest_kept(&rows.positions, rows.positions_capped_until),
+            })
+            .unwrap_or_else(|| WindowRows::complete(Vec::new())))
     }
 
     async fn days(
@@ -618,7 +780,10 @@ impl TelemetryStore for MemoryStore {
 }
 
 /// The rows of `window` (see [`TimeWindow`]) from one mower's rows keyed by `observed_at`.
-fn in_window<T: Clone>(rows: &BTreeMap<DateTime<Utc>, T>, window: &TimeWindow) -> Vec<T> {
+fn in_window<'a, T>(
+    rows: &'a BTreeMap<DateTime<Utc>, T>,
+    window: &TimeWindow,
+) -> impl Iterator<Item = (&'a DateTime<Utc>, &'a T)> {
     // The lower bound is the later of `from` (inclusive) and `after` (exclusive).
     let lower = match (window.from, window.after) {
         (Some(from), Some(after)) if after >= from => Bound::Excluded(after),
@@ -634,11 +799,58 @@ fn in_window<T: Clone>(rows: &BTreeMap<DateTime<Utc>, T>, window: &TimeWindow) -
         }
         _ => false,
     };
-    if empty {
-        return Vec::new();
+    let range = (!empty).then(|| rows.range((lower, upper)).take(window.limit));
+    range.into_iter().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sizes the compact rows are kept for (module docs; BENCHMARKS.md has the whole store's).
+    #[test]
+    fn kept_rows_are_compact() {
+        assert_eq!(std::mem::size_of::<KeptHistory>(), 24);
+        assert_eq!(std::mem::size_of::<KeptPosition>(), 32);
+        assert!(std::mem::size_of::<HistoryRow>() > 2 * std::mem::size_of::<KeptHistory>());
     }
-    rows.range((lower, upper))
-        .take(window.limit)
-        .map(|(_, row)| row.clone())
-        .collect()
+
+    /// What a kept position answers is what was stored, absent numbers included.
+    #[test]
+    fn kept_positions_answer_what_was_stored() {
+        let mower = MowerId(uuid::Uuid::from_u128(7));
+        let at = DateTime::<Utc>::from_timestamp(1_780_000_000, 123_000).unwrap();
+        for (accuracy_m, heading_deg) in [
+            (None, None),
+            (Some(0.0), Some(360.0)),
+            (Some(0.4), None),
+            (None, Some(-0.0)),
+        ] {
+            let row = PositionRow {
+                mower_id: mower,
+                observed_at: at,
+                lat: 52.5,
+                lon: -13.4,
+                accuracy_m,
+                heading_deg,
+            };
+            assert_eq!(KeptPosition::new(row.clone()).row(mower, at), row);
+        }
+    }
+
+    /// A mower's rows share one copy of an error code; beyond the shared ones, codes are copied.
+    #[test]
+    fn error_codes_are_shared() {
+        let mut rows = MowerRows::default();
+        let a = rows.intern("BLADE_BLOCKED".to_owned());
+        let b = rows.intern("BLADE_BLOCKED".to_owned());
+        assert!(Arc::ptr_eq(&a, &b));
+        for i in 0..2 * SHARED_ERROR_CODES {
+            rows.intern(format!("E{i}"));
+        }
+        assert_eq!(rows.error_codes.len(), SHARED_ERROR_CODES);
+        let late = rows.intern("LATE".to_owned());
+        assert_eq!(&*late, "LATE");
+        assert!(!rows.error_codes.iter().any(|c| Arc::ptr_eq(c, &late)));
+    }
 }

@@ -21,7 +21,9 @@ use chrono_tz::Tz;
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
-use swath_application::ports::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow};
+use swath_application::ports::{
+    StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
+};
 use swath_domain::{
     AccountId, Activity, BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow,
     LatestKey, LatestRow, MowerId, MowerSnapshot, PositionRow, StateReport, StoredState,
@@ -564,18 +566,21 @@ impl TelemetryStore for PostgresStore {
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<HistoryRow>, StoreError> {
+    ) -> Result<WindowRows<HistoryRow>, StoreError> {
+        // PostgreSQL has no bound on rows per mower: only retention (by age) removes rows.
         self.window_rows(READ_HISTORY, mower, window, history_from)
             .await
+            .map(WindowRows::complete)
     }
 
     async fn track(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<PositionRow>, StoreError> {
+    ) -> Result<WindowRows<PositionRow>, StoreError> {
         self.window_rows(READ_TRACK, mower, window, position_from)
             .await
+            .map(WindowRows::complete)
     }
 
     async fn days(

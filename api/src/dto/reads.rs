@@ -59,6 +59,14 @@ pub struct HistoryPage {
     /// last page.
     #[schema(required = true, example = "aGlzdG9yeToxNzgwMzE1MjMwMDAwMDAw")]
     pub next_cursor: Option<String>,
+    /// Where the kept history begins, when the store has dropped older states: the embedded
+    /// memory store keeps the newest `SWATH_MEMORY_HISTORY_PER_MOWER` states per mower, and once
+    /// it has dropped some, this is the `observed_at` of the oldest state kept (UTC, RFC 3339).
+    /// Every state from it on is kept; states before it may be missing. The same on every page,
+    /// whatever the window. `null` when no state of this mower was dropped for that bound (always
+    /// with PostgreSQL, which keeps every state until retention removes it by age).
+    #[schema(required = true, example = "2026-06-01T12:00:00Z")]
+    pub oldest_kept: Option<DateTime<Utc>>,
 }
 
 /// One reported position of a mower.
@@ -111,6 +119,15 @@ pub struct TrackPage {
     /// last page.
     #[schema(required = true, example = json!(null))]
     pub next_cursor: Option<String>,
+    /// Where the kept track begins, when the store has dropped older positions: the embedded
+    /// memory store keeps the newest `SWATH_MEMORY_HISTORY_PER_MOWER` positions per mower, and
+    /// once it has dropped some, this is the `observed_at` of the oldest position kept (UTC,
+    /// RFC 3339). Every position from it on is kept; positions before it may be missing. The
+    /// same on every page, whatever the window. `null` when no position of this mower was
+    /// dropped for that bound (always with PostgreSQL, which keeps every position until
+    /// retention removes it by age).
+    #[schema(required = true, example = "2026-06-01T12:00:00Z")]
+    pub oldest_kept: Option<DateTime<Utc>>,
 }
 
 /// The GeoJSON `FeatureCollection` type.
@@ -215,6 +232,13 @@ pub struct TrackFeatureCollection {
     /// `null` on the last page.
     #[schema(required = true, example = json!(null))]
     pub next_cursor: Option<String>,
+    /// Where the kept track begins, when the store has dropped older positions (a foreign
+    /// member, like the paging ones): the `observed_at` of the oldest position kept, after the
+    /// embedded memory store dropped older ones beyond its `SWATH_MEMORY_HISTORY_PER_MOWER`
+    /// positions per mower. Positions before it may be missing. `null` when none was dropped for
+    /// that bound (always with PostgreSQL).
+    #[schema(required = true, example = json!(null))]
+    pub oldest_kept: Option<DateTime<Utc>>,
 }
 
 impl TrackFeatureCollection {
@@ -247,6 +271,7 @@ impl TrackFeatureCollection {
             limit: page.limit,
             truncated: page.truncated,
             next_cursor: page.next_cursor,
+            oldest_kept: page.oldest_kept,
         }
     }
 }

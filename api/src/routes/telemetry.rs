@@ -174,7 +174,10 @@ impl WindowParams {
         (`next_cursor`). Pages are a keyset on `observed_at`, so states stored meanwhile never \
         shift them: a walk sees every state once, except states older than the page it has reached \
         when they arrive. The embedded memory store keeps the newest \
-        `SWATH_MEMORY_HISTORY_PER_MOWER` states per mower; PostgreSQL keeps them all.",
+        `SWATH_MEMORY_HISTORY_PER_MOWER` states per mower (100 000 by default, more than a day at \
+        one state a second); once it has dropped older ones, every page says where the kept \
+        history begins (`oldest_kept`). PostgreSQL keeps every state until retention removes it \
+        by age (`oldest_kept` is then always `null`).",
     security(("bearer" = ["read"])),
     params(
         ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
@@ -197,8 +200,8 @@ pub async fn get_mower_history(
 ) -> Result<Json<HistoryPage>, ApiError> {
     let (window, limit) = params.window(List::History)?;
     let mower = visible_mower(&state, &principal, id).await?;
-    let rows = state.telemetry.history(mower.id, &window).await?;
-    let (rows, truncated) = page::cut(rows, limit);
+    let answer = state.telemetry.history(mower.id, &window).await?;
+    let (rows, truncated) = page::cut(answer.rows, limit);
     Ok(Json(HistoryPage {
         mower_id: mower.id.0,
         next_cursor: truncated
@@ -208,6 +211,7 @@ pub async fn get_mower_history(
         items: rows.iter().map(HistoryItem::from).collect(),
         limit: limit as u32,
         truncated,
+        oldest_kept: answer.oldest_kept,
     }))
 }
 
@@ -257,7 +261,11 @@ pub struct TrackParams {
         history. With `format=geojson` the page is a GeoJSON `FeatureCollection` \
         (`application/geo+json`, RFC 7946) with one `Feature`: a `LineString` through the page's \
         positions (a `Point` when the page has one, no feature when it has none), the time of each \
-        coordinate in its properties, and the paging members next to `features`.",
+        coordinate in its properties, and the paging members next to `features`. The embedded \
+        memory store keeps the newest `SWATH_MEMORY_HISTORY_PER_MOWER` positions per mower \
+        (100 000 by default); once it has dropped older ones, every page says where the kept \
+        track begins (`oldest_kept`, in both formats). PostgreSQL keeps every position until \
+        retention removes it by age (`oldest_kept` is then always `null`).",
     security(("bearer" = ["read"])),
     params(
         ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
@@ -291,8 +299,8 @@ pub async fn get_mower_track(
     };
     let (window, limit) = window.window(List::Track)?;
     let mower = visible_mower(&state, &principal, id).await?;
-    let rows = state.telemetry.track(mower.id, &window).await?;
-    let (rows, truncated) = page::cut(rows, limit);
+    let answer = state.telemetry.track(mower.id, &window).await?;
+    let (rows, truncated) = page::cut(answer.rows, limit);
     let track = TrackPage {
         mower_id: mower.id.0,
         next_cursor: truncated
@@ -302,6 +310,7 @@ pub async fn get_mower_track(
         items: rows.iter().map(TrackPoint::from).collect(),
         limit: limit as u32,
         truncated,
+        oldest_kept: answer.oldest_kept,
     };
     Ok(match params.format.unwrap_or_default() {
         TrackFormat::Json => Json(track).into_response(),

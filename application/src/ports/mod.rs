@@ -28,7 +28,7 @@ pub use projections::{
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
-pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow};
+pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows};
 pub use tokens::{
     generate_token, hash_token, NewToken, Principal, Scope, TokenError, TokenHash, TokenId,
     TokenInfo, TokenQuery, TokenStore, TOKEN_PREFIX,

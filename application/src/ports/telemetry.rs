@@ -55,7 +55,13 @@ impl StoreError {
 ///   older rows, configurably); never cap latest, health or day rows.
 /// - answer reads with what was committed: never a half-written batch.
 /// - `history`, `track`: answer exactly the rows of [`TimeWindow`]'s definition (the memory store
-///   from the rows it kept); `days`: the day rows of `from..=to` as stored.
+///   from the rows it kept), and with them, read at the same moment, [`WindowRows::oldest_kept`]:
+///   `None` unless a bound of the store on rows per mower (the memory store's cap) has removed
+///   rows of that mower's table (history, or positions), in which case `Some` of the oldest
+///   `observed_at` kept after the newest row the bound removed. A store without such a bound
+///   (PostgreSQL) answers `None` always: rows removed by retention (an operator's setting by age,
+///   docs/operations.md) are not the bound's and do not set it. `days`: the day rows of
+///   `from..=to` as stored.
 #[async_trait]
 pub trait TelemetryStore: Send + Sync {
     /// Reads and locks the rows of `mowers` (sorted, without duplicates).
@@ -76,19 +82,21 @@ pub trait TelemetryStore: Send + Sync {
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;
 
-    /// A page of a mower's history rows: those in `window`, in `observed_at` order.
+    /// A page of a mower's history rows: those in `window`, in `observed_at` order, with where
+    /// the kept history begins when the store's bound removed older rows (see the contract).
     async fn history(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<HistoryRow>, StoreError>;
+    ) -> Result<WindowRows<HistoryRow>, StoreError>;
 
-    /// A page of a mower's position rows: those in `window`, in `observed_at` order.
+    /// A page of a mower's position rows: those in `window`, in `observed_at` order, with where
+    /// the kept positions begin when the store's bound removed older rows (see the contract).
     async fn track(
         &self,
         mower: MowerId,
         window: &TimeWindow,
-    ) -> Result<Vec<PositionRow>, StoreError>;
+    ) -> Result<WindowRows<PositionRow>, StoreError>;
 
     /// A mower's day rows of the local days `from..=to`, in day order (days without a row are
     /// absent).
@@ -113,6 +121,32 @@ pub struct TimeWindow {
     pub to: Option<DateTime<Utc>>,
     pub after: Option<DateTime<Utc>>,
     pub limit: usize,
+}
+
+/// The answer of [`TelemetryStore::history`] and [`TelemetryStore::track`]: a window's rows, and
+/// whether the store's bound on rows per mower has removed older rows of that table.
+///
+/// One answer rather than a second port method, so that the rows and the floor are read at the
+/// same moment (a commit between two reads could move the floor past the rows answered).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowRows<T> {
+    /// The rows of the window (see [`TimeWindow`]).
+    pub rows: Vec<T>,
+    /// `None` when the store's bound has removed no row of this mower's table (always, for a
+    /// store without such a bound). Otherwise the `observed_at` of the oldest row kept after the
+    /// newest row the bound removed: every row stored from it on is kept, rows before it may be
+    /// missing. Independent of the window: it is a property of the mower's table.
+    pub oldest_kept: Option<DateTime<Utc>>,
+}
+
+impl<T> WindowRows<T> {
+    /// The rows of a store that keeps every row (no bound removed any).
+    pub fn complete(rows: Vec<T>) -> Self {
+        Self {
+            rows,
+            oldest_kept: None,
+        }
+    }
 }
 
 /// One open batch: the locks taken by [`TelemetryStore::begin`], released on commit or drop.
