@@ -86,14 +86,16 @@ fn intervals_are_attributed_to_the_state_that_opened_them() {
                 accuracy_m: None,
                 heading_deg: None,
             }),
+            blade_on: true,
             ..state(at(90), Activity::Returning)
         },
         state(at(150), Activity::Docked),
     ]);
     let h = &changes.health[0];
-    // 0→60 and 60→90 were opened by mowing states with the blade on; 90→150 by `returning`.
+    // 0→60 and 60→90 were opened by mowing states with the blade on; 90→150 by `returning`
+    // with the blade on: blade time, not mowing time.
     assert_eq!(h.mowing_ms, 90_000);
-    assert_eq!(h.blade_ms, 90_000);
+    assert_eq!(h.blade_ms, 150_000);
     // Two mowing intervals with positions at both ends; the third has no closing position.
     assert_eq!(h.distance_mm, 2 * MILLI_DEGREE_MM);
     assert_eq!(h.counted_until, at(150));
@@ -106,14 +108,19 @@ fn intervals_are_attributed_to_the_state_that_opened_them() {
 
 #[test]
 fn an_interval_longer_than_five_minutes_counts_nothing() {
+    // The first interval is mowing with the blade off; the gap is opened with the blade on.
+    let blade_off = StateReport {
+        blade_on: false,
+        ..mowing(at(0), 52.000)
+    };
     let (_, changes) = run(&[
-        mowing(at(0), 52.000),
+        blade_off,
         mowing(at(300), 52.001),
         mowing(at(600) + Duration::milliseconds(1), 52.002),
     ]);
     let h = &changes.health[0];
     assert_eq!(h.mowing_ms, 300_000, "exactly five minutes counts");
-    assert_eq!(h.blade_ms, 300_000);
+    assert_eq!(h.blade_ms, 0, "the gap counts no blade time either");
     assert_eq!(h.distance_mm, MILLI_DEGREE_MM);
     assert_eq!(
         changes.days[0].state_count, 3,
@@ -147,11 +154,24 @@ fn day_rows_follow_the_closing_state_in_the_site_time_zone() {
     // Berlin is UTC+2 in June: 21:59Z is 23:59 on 1 June, 22:01Z is 00:01 on 2 June.
     let first = Utc.with_ymd_and_hms(2026, 6, 1, 21, 59, 0).unwrap();
     let second = Utc.with_ymd_and_hms(2026, 6, 1, 22, 1, 0).unwrap();
+    let third = Utc.with_ymd_and_hms(2026, 6, 1, 22, 2, 0).unwrap();
     let mut snaps = snapshots(chrono_tz::Europe::Berlin, DEFAULT_BLADE_THRESHOLD_MS);
+    // Mowing with the blade off across midnight (120 s, 0.001°), then leaving with the blade on
+    // (60 s of blade time; not mowing, so no distance between its two positions).
     let (_, changes) = apply_states(
         &mut snaps,
-        &[mowing(first, 52.0), mowing(second, 52.001)],
-        second,
+        &[
+            StateReport {
+                blade_on: false,
+                ..mowing(first, 52.0)
+            },
+            StateReport {
+                activity: Activity::Leaving,
+                ..mowing(second, 52.001)
+            },
+            with_position(state(third, Activity::Docked), 52.002),
+        ],
+        third,
     );
     let june = |d| NaiveDate::from_ymd_opt(2026, 6, d).unwrap();
     assert_eq!(changes.days.len(), 2);
@@ -162,9 +182,9 @@ fn day_rows_follow_the_closing_state_in_the_site_time_zone() {
     );
     assert_eq!(changes.days[1].day, june(2));
     assert_eq!(changes.days[1].mowing_ms, 120_000);
-    assert_eq!(changes.days[1].blade_ms, 120_000);
+    assert_eq!(changes.days[1].blade_ms, 60_000);
     assert_eq!(changes.days[1].distance_mm, MILLI_DEGREE_MM);
-    assert_eq!(changes.days[1].state_count, 1);
+    assert_eq!(changes.days[1].state_count, 2);
 }
 
 #[test]
@@ -374,6 +394,14 @@ fn with_position(mut s: StateReport, lat: f64) -> StateReport {
         heading_deg: None,
     });
     s
+}
+
+/// A state with its blade and position given explicitly (`lat` on the meridian 13° E).
+fn at_lat(observed: i64, activity: Activity, blade_on: bool, lat: f64) -> StateReport {
+    StateReport {
+        blade_on,
+        ..with_position(state(at(observed), activity), lat)
+    }
 }
 
 #[test]
@@ -728,3 +756,6 @@ mod properties {
         }
     }
 }
+
+mod edges;
+mod quantities;
