@@ -309,3 +309,30 @@ fn detail_values_are_rounded_to_short_decimals() {
     assert_eq!(round_metres(8.004_9), 8.0);
     assert_eq!(round_metres(8.005_1), 8.01);
 }
+
+#[test]
+fn zone_events_of_one_instant_differ_by_their_zone() {
+    let (a, b) = (Uuid::from_u128(0x21), Uuid::from_u128(0x22));
+    let entered = |zone_id| {
+        event(
+            5,
+            EventDetail::ZoneEntered {
+                zone_id,
+                zone_name: "Lawn".into(),
+            },
+        )
+    };
+    assert_eq!(entered(a).id, event_id(MOWER, ZoneEntered, at(5), Some(a)));
+    assert_ne!(entered(a).id, entered(b).id);
+    let left = event(
+        5,
+        EventDetail::ZoneLeft {
+            zone_id: a,
+            zone_name: "Lawn".into(),
+        },
+    );
+    assert_eq!(left.id, event_id(MOWER, ZoneLeft, at(5), Some(a)));
+    // Other kinds have nothing but the mower, kind and instant to tell them apart.
+    let low = event(5, EventDetail::BatteryLow { battery_percent: 3 });
+    assert_eq!(low.id, event_id(MOWER, BatteryLow, at(5), None));
+}
