@@ -569,3 +569,4 @@ fn only_simple_polygons_are_valid_and_the_refusal_names_the_problem() {
 
 mod alerts;
 mod polygons;
+mod zones;

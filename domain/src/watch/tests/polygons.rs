@@ -164,7 +164,7 @@ fn an_exterior_ring_must_enclose_a_square_decimetre() {
 #[test]
 fn a_ring_that_touches_itself_only_at_its_closing_position_is_simple() {
     // Segment 0 and the last segment meet at the closing position: neighbours, not a crossing.
-    // A ring whose first and last segments cross elsewhere is refused.
+    // A ring whose third segment comes back across the first is refused.
     accepted(polygon(vec![rectangle(0.0, 0.0, 0.01, 0.01)]));
     let hook = vec![
         [0.0, 0.0],
