@@ -174,6 +174,18 @@ fn a_ring_that_touches_itself_only_at_its_closing_position_is_simple() {
         [0.0, 0.0],
     ];
     assert!(refusal(polygon(vec![hook])).contains("crosses or touches itself"));
+    // Two triangles joined at the first position: the ring passes through it again half-way,
+    // where its first and last segments meet segments that are not their neighbours.
+    let bow = vec![
+        [0.005, 0.005],
+        [0.01, 0.0],
+        [0.01, 0.01],
+        [0.005, 0.005],
+        [0.0, 0.01],
+        [0.0, 0.0],
+        [0.005, 0.005],
+    ];
+    assert!(refusal(polygon(vec![bow])).contains("crosses or touches itself"));
 }
 
 #[test]
