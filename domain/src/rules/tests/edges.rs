@@ -34,7 +34,8 @@ fn state_counts_add_up_field_by_field() {
 #[test]
 fn a_batch_is_empty_only_when_it_writes_no_row_of_any_table() {
     assert!(BatchChanges::default().is_empty());
-    // One state gives one row in every table but latest-free ones; take them one at a time.
+    // A mower's first state writes a row to each of the five tables; any one of them alone
+    // makes a batch that is not empty.
     let (_, full) = run(&[mowing(at(0), 52.0)]);
     let only = |pick: &dyn Fn(&mut BatchChanges, &BatchChanges)| {
         let mut changes = BatchChanges::default();
@@ -60,11 +61,7 @@ fn a_batch_is_empty_only_when_it_writes_no_row_of_any_table() {
 #[test]
 fn late_states_are_the_valid_ones_older_than_counted_until() {
     let mut snaps = snapshots(chrono_tz::UTC, DEFAULT_BLADE_THRESHOLD_MS);
-    snaps.get_mut(&MOWER).unwrap().health = Some(HealthTotals {
-        counted_from: at(0),
-        counted_until: at(100),
-        ..blank_health()
-    });
+    snaps.get_mut(&MOWER).unwrap().health = Some(blank_health());
     let foreign = StateReport {
         account_id: OTHER_ACCOUNT,
         ..state(at(20), Activity::Idle)

@@ -157,9 +157,9 @@ fn busy_means_on_a_run_or_stuck_in_an_error() {
 fn the_busy_status_is_rewritten_for_a_first_position_or_a_long_move_only() {
     let report = |east: f64| at_position(state(5, Activity::Mowing), east, None);
     let w = written(Activity::Mowing, 0, 0, 0.0);
-    // 50.5 m is short of 100 m (in millimetres its remainder over a metre would not be).
+    // 50.5 m is short of 100 m, whatever its fraction of a metre.
     assert!(busy_update(Some(&w), &report(50.5), at(5)).is_none());
-    // 200 m is far enough (a whole number of metres).
+    // 200 m is far enough.
     let next = busy_update(Some(&w), &report(200.0), at(5)).unwrap();
     assert_eq!(
         next,
