@@ -98,6 +98,13 @@ fn overlapping_zones_are_entered_and_left_each_on_its_own() {
         vec![(ZoneLeft, ZONE_B, at(30)), (ZoneEntered, ZONE_A, at(30))]
     );
     assert_eq!(occupancy(&snapshots), vec![(ZONE_A, at(30))]);
+    // B entered (leaving A), then A again: the occupancy is kept in zone id order, not in the
+    // order the zones were entered.
+    apply_zones(&mut snapshots, &[mowing_at(40, 125.0), mowing_at(50, 75.0)]);
+    assert_eq!(
+        occupancy(&snapshots),
+        vec![(ZONE_A, at(50)), (ZONE_B, at(40))]
+    );
 }
 
 #[test]
