@@ -276,12 +276,11 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     let f = &h.fleet;
     let mut first = report(f, 0, 0, Activity::Mowing);
     first["firmware"] = json!("4.2");
-    h.ingest(&[
-        first,
-        report(f, 0, 60, Activity::Returning),
-        report(f, 0, 30, Activity::Mowing),
-    ])
-    .await;
+    // Mowing with the blade off from 30 s: mowing time and blade time differ.
+    let mut blade_off = report(f, 0, 30, Activity::Mowing);
+    blade_off["blade_on"] = json!(false);
+    h.ingest(&[first, report(f, 0, 60, Activity::Returning), blade_off])
+        .await;
     let latest = h
         .store
         .telemetry
@@ -299,8 +298,12 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
         .await
         .unwrap()
         .expect("health");
-    assert_eq!(health.mowing_ms, 60_000);
-    assert_eq!(health.blade_ms, 60_000);
+    // 0→30 s mowing with the blade on, 30→60 s with it off; 0.0003° north in each interval
+    // (33.358 5 m, rounded per interval to 33 359 mm).
+    assert_eq!(
+        (health.mowing_ms, health.blade_ms, health.distance_mm),
+        (60_000, 30_000, 2 * 33_359)
+    );
     assert!(h
         .store
         .telemetry
@@ -315,6 +318,18 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     h.ingest(&[newest]).await;
     let latest = h.store.telemetry.latest(&[f.mowers[0]]).await.unwrap();
     assert_eq!(latest[0].state.unknown.get("firmware"), Some(&json!("4.3")));
+    // 60→90 s, returning, has positions at both ends: no distance, no mowing, no blade time.
+    let health = h
+        .store
+        .telemetry
+        .health(f.mowers[0])
+        .await
+        .unwrap()
+        .expect("health");
+    assert_eq!(
+        (health.mowing_ms, health.blade_ms, health.distance_mm),
+        (60_000, 30_000, 2 * 33_359)
+    );
 }
 
 /// W6 through the whole path: `blade_due` is published once, after the commit, with a dedup id.

@@ -566,3 +566,7 @@ fn only_simple_polygons_are_valid_and_the_refusal_names_the_problem() {
         assert!(GeoPolygon::from_geojson(&value).is_ok(), "{value}");
     }
 }
+
+mod alerts;
+mod polygons;
+mod zones;
