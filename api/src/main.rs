@@ -91,6 +91,14 @@ enum Command {
 struct ImportArgs {
     /// The NDJSON file to import.
     file: std::path::PathBuf,
+    /// Exit with an error when any line was refused (the other lines are stored all the same).
+    #[arg(long)]
+    strict: bool,
+    /// Import into the memory store although it keeps nothing once this command ends (a dry
+    /// run: the summary says what the file would store). Without it, the memory store is
+    /// refused: set `SWATH_STORE=postgres` and `SWATH_DATABASE_URL`.
+    #[arg(long)]
+    into_memory: bool,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -741,8 +749,16 @@ async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, mut stop: watch:
     }
 }
 
-/// `swath import FILE`: the file's reports through the ingest path, 200 per transaction.
+/// `swath import FILE`: the file's reports through the ingest path, 200 per transaction. Fails
+/// when no state of the file is stored, and with `--strict` when any line was refused.
 async fn import(args: ImportArgs) -> anyhow::Result<()> {
+    if args.store.store == StoreKind::Memory && !args.into_memory {
+        anyhow::bail!(
+            "swath import would store into the memory store, which keeps nothing once the command \
+             ends: set SWATH_STORE=postgres and SWATH_DATABASE_URL (or pass --into-memory for a \
+             dry run)"
+        );
+    }
     let stores = args.store.open().await?;
     // Derived events (blade due) go to an in-process bus: an import of history must not page
     // anyone about the past.
@@ -766,19 +782,47 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
     let summary =
         summary.with_context(|| format!("the import of {} stopped", args.file.display()))?;
     let c = &summary.counts;
+    let refused = summary.refused_count();
     println!(
-        "Imported {}: {} reports, {} stored: {} new ({} late, merged into the totals; {} late \
-         past retention, not counted), {} duplicates.",
+        "Imported {}: {} reports: {} new ({} late, merged into the totals; {} late past \
+         retention, not counted), {} already stored, {} refused.",
         args.file.display(),
         summary.reports,
-        summary.stored,
         c.new_states(),
         c.late_merged,
         c.late_not_counted,
-        c.duplicates
+        c.duplicates,
+        refused,
     );
     for (reason, count) in &summary.dropped {
-        println!("  dropped {count:>8}  {reason}");
+        println!("  refused {count:>8}  {reason}");
+    }
+    for line in &summary.refused {
+        match &line.detail {
+            Some(detail) => println!("  line {}: {} ({detail})", line.line, line.reason),
+            None => println!("  line {}: {}", line.line, line.reason),
+        }
+    }
+    if refused > summary.refused.len() as u64 {
+        println!(
+            "  … and {} more refused lines.",
+            refused - summary.refused.len() as u64
+        );
+    }
+    if summary.stored == 0 {
+        anyhow::bail!(
+            "no state of {} is stored: {} reports, {} refused",
+            args.file.display(),
+            summary.reports,
+            refused
+        );
+    }
+    if args.strict && refused > 0 {
+        anyhow::bail!(
+            "--strict: {refused} refused in {}; the other {} states are stored",
+            args.file.display(),
+            summary.stored
+        );
     }
     Ok(())
 }

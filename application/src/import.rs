@@ -11,6 +11,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 /// States per transaction.
 pub const IMPORT_BATCH: usize = 200;
 
+/// The most refused lines an [`ImportSummary`] names one by one (all are counted in `dropped`).
+pub const NAMED_REFUSALS: usize = 100;
+
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportSummary {
@@ -22,6 +25,27 @@ pub struct ImportSummary {
     /// merged into the totals, or late and not counted) and duplicates of stored states.
     pub counts: StateCounts,
     pub dropped: BTreeMap<DropReason, u64>,
+    /// The first [`NAMED_REFUSALS`] refused lines, with their line number in the input.
+    pub refused: Vec<RefusedLine>,
+}
+
+/// A line of the input that was not stored, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedLine {
+    /// The line's number in the input, from 1 (empty lines count).
+    pub line: u64,
+    pub reason: DropReason,
+    /// What was wrong, for people, when validation said more than the reason (a parse error's
+    /// column is within this line); `None` for a refusal by the write rules (an unknown mower,
+    /// another account), which the reason says whole.
+    pub detail: Option<String>,
+}
+
+impl ImportSummary {
+    /// Lines refused, whatever the reason.
+    pub fn refused_count(&self) -> u64 {
+        self.dropped.values().sum()
+    }
 }
 
 /// Errors of an import. What was committed before the error stays stored; importing the same
@@ -48,14 +72,26 @@ pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
     let mut summary = ImportSummary::default();
     let mut bytes_read = 0u64;
     let mut line = Vec::new();
+    let mut line_no = 0u64;
     let mut batch = Vec::with_capacity(IMPORT_BATCH);
+    // The line number of each report of `batch`, and why a report that failed validation did
+    // (the outcome says only the reason).
+    let mut lines: Vec<(u64, Option<String>)> = Vec::with_capacity(IMPORT_BATCH);
     loop {
         line.clear();
         let n = input.read_until(b'\n', &mut line).await?;
         bytes_read += n as u64;
+        if n > 0 {
+            line_no += 1;
+        }
         let text = line.trim_ascii();
         if !text.is_empty() {
-            batch.push(ingest.parse(text));
+            let report = ingest.parse(text);
+            lines.push((
+                line_no,
+                report.as_ref().err().map(|e| within_line(&e.detail)),
+            ));
+            batch.push(report);
         }
         if batch.len() == IMPORT_BATCH || (n == 0 && !batch.is_empty()) {
             summary.reports += batch.len() as u64;
@@ -67,11 +103,18 @@ pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
                     source,
                 })?;
             summary.counts.add(&counts);
-            for outcome in outcomes {
+            for (outcome, (line, detail)) in outcomes.into_iter().zip(lines.drain(..)) {
                 match outcome {
                     StateOutcome::Stored => summary.stored += 1,
                     StateOutcome::Dropped(reason) => {
-                        *summary.dropped.entry(reason).or_default() += 1
+                        *summary.dropped.entry(reason).or_default() += 1;
+                        if summary.refused.len() < NAMED_REFUSALS {
+                            summary.refused.push(RefusedLine {
+                                line,
+                                reason,
+                                detail,
+                            });
+                        }
                     }
                 }
             }
@@ -80,5 +123,31 @@ pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
         if n == 0 {
             return Ok(summary);
         }
+    }
+}
+
+/// A parse error's position said within the line: each line is parsed alone, so the parser's
+/// "line 1" would mislead next to the file line the summary names.
+fn within_line(detail: &str) -> String {
+    match detail.rsplit_once(" at line 1 column ") {
+        Some((what, column)) => format!("{what} at column {column}"),
+        None => detail.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parse_error_is_placed_within_its_line() {
+        assert_eq!(
+            within_line("expected value at line 1 column 40"),
+            "expected value at column 40"
+        );
+        assert_eq!(
+            within_line("battery_percent 140 is outside 0..=100"),
+            "battery_percent 140 is outside 0..=100"
+        );
     }
 }

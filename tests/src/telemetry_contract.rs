@@ -468,6 +468,19 @@ pub async fn import_stores_what_live_ingest_stores(factory: &dyn StoreFactory) {
         summary.dropped.into_iter().collect::<Vec<_>>(),
         vec![(DropReason::Malformed, 1), (DropReason::UnknownMower, 1)]
     );
+    // Each refused line named by its line in the input (the empty line after the bad one counts).
+    let refused: Vec<_> = summary
+        .refused
+        .iter()
+        .map(|r| (r.line, r.reason, r.detail.is_some()))
+        .collect();
+    assert_eq!(
+        refused,
+        vec![
+            (101, DropReason::UnknownMower, false),
+            (302, DropReason::Malformed, true)
+        ]
+    );
     assert_eq!(progress.len(), 3, "200 + 200 + 52 reports: three batches");
     assert_eq!(*progress.last().unwrap(), ndjson.len() as u64);
     for r in &reports {
