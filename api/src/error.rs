@@ -275,11 +275,22 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The innermost cause of a rejection, in its own words: axum's outer text ("Failed to
+/// deserialize query string: …", "Invalid URL: …") describes the framework's step, not the
+/// client's mistake, which the serde error underneath names (`missing field \`from\``).
+fn cause(rejection: &dyn std::error::Error) -> String {
+    let mut cause = rejection;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    cause.to_string()
+}
+
 impl From<PathRejection> for ApiError {
     fn from(rejection: PathRejection) -> Self {
         match rejection {
             PathRejection::FailedToDeserializePathParams(e) => {
-                ApiError::BadRequest(format!("A path parameter is not valid: {}.", e.body_text()))
+                ApiError::BadRequest(format!("A path parameter is not valid: {}.", cause(&e)))
             }
             // Missing path parameters mean a route and its handler disagree: a bug, not the client's.
             other => ApiError::Internal(other.body_text()),
@@ -290,8 +301,8 @@ impl From<PathRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
         ApiError::BadRequest(format!(
-            "The query string is not valid: {}.",
-            rejection.body_text()
+            "A query parameter is not valid: {}.",
+            cause(&rejection)
         ))
     }
 }

@@ -261,3 +261,30 @@ async fn every_problem_type_of_the_document_is_one_the_service_answers() {
     }
     assert!(types.len() >= 10, "{types:?}");
 }
+
+/// A 400 says what is wrong in the service's words, naming the parameter, never the framework's
+/// ("Failed to deserialize query string: …", "Invalid URL: …").
+#[tokio::test]
+async fn bad_parameters_are_named_without_framework_text() {
+    let app = TestApp::spawn().await;
+    let mower = app.a.mowers[0].0;
+    for (path, names) in [
+        (format!("/v1/mowers/{mower}/days"), "`from`"),
+        (format!("/v1/mowers/{mower}/days?from=2026-06-01"), "`to`"),
+        (
+            format!("/v1/mowers/{mower}/days?from=yesterday&to=2026-06-02"),
+            "from",
+        ),
+        ("/v1/mowers?limit=abc".to_owned(), "limit"),
+        (format!("/v1/mowers/{mower}/history?from=noon"), "from"),
+        ("/v1/mowers/not-a-uuid/state".to_owned(), "UUID"),
+    ] {
+        let response = app.get(&path, Some(TOKEN_A)).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{path}");
+        let detail = response.problem().detail;
+        assert!(detail.contains(names), "{path}: {detail}");
+        for framework in ["Failed to deserialize", "Invalid URL", "Failed to parse"] {
+            assert!(!detail.contains(framework), "{path}: {detail}");
+        }
+    }
+}
