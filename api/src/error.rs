@@ -314,11 +314,11 @@ impl From<JsonRejection> for ApiError {
                 "Send the body as JSON, with `Content-Type: application/json`.".to_owned(),
             ),
             JsonRejection::JsonSyntaxError(e) => {
-                ApiError::BadRequest(format!("The body is not valid JSON: {}.", e.body_text()))
+                ApiError::BadRequest(format!("The body is not valid JSON: {}.", cause(&e)))
             }
             JsonRejection::JsonDataError(e) => ApiError::Validation(format!(
                 "The body does not fit the operation's schema: {}.",
-                e.body_text()
+                cause(&e)
             )),
             JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 ApiError::PayloadTooLarge(format!(

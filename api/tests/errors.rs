@@ -206,12 +206,23 @@ async fn malformed_bodies_are_problems_with_stable_types() {
             .send_body(Method::POST, "/v1/sites", token, headers, body)
             .await;
         assert_eq!(response.status, status, "{headers:?} {body}");
+        let problem = response.problem();
         assert_eq!(
-            response.problem().type_uri,
+            problem.type_uri,
             format!("https://swath.dev/problems/{slug}"),
             "{body}"
         );
+        // The service's words and the parser's cause, not the framework's step.
+        assert!(!problem.detail.contains("Failed to"), "{}", problem.detail);
     }
+    let response = app
+        .send_body(Method::POST, "/v1/sites", token, &json, "{\"name\": 7}")
+        .await;
+    let detail = response.problem().detail;
+    assert!(
+        detail.contains("name") && detail.contains("invalid type"),
+        "{detail}"
+    );
     // The same for the batch of states: not an array is 422, not JSON 400.
     let response = app
         .send_body(Method::POST, "/v1/states", token, &json, "{\"a\": 1}")
