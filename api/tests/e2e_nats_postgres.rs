@@ -131,18 +131,7 @@ async fn verify(
     );
     // The comparison had something to compare: the plan gives every rule work.
     let census = reference::census(&expected.watch);
-    for kind in [
-        "error_raised",
-        "error_cleared",
-        "mowing_started",
-        "mowing_finished",
-        "geofence_left",
-        "geofence_returned",
-        "battery_low",
-        "blade_due",
-        "zone_entered",
-        "zone_left",
-    ] {
+    for kind in reference::DERIVED_EVENT_KINDS {
         let n = census.get(kind).copied().unwrap_or(0);
         assert!(
             n >= plan.mowers / 4,

@@ -776,22 +776,13 @@ mod tests {
         let expected = plan.expected(BusyClock::Fixed(Utc::now()));
         let census = reference::census(&expected.watch);
         eprintln!("{census:?}");
-        for kind in [
-            "error_raised",
-            "error_cleared",
-            "mowing_started",
-            "mowing_finished",
-            "geofence_left",
-            "geofence_returned",
-            "battery_low",
-            "blade_due",
-            "zone_entered",
-            "zone_left",
+        let alerts = [
             "closed error alerts",
             "closed geofence alerts",
             "closed battery_low alerts",
             "open blade_due alerts",
-        ] {
+        ];
+        for kind in reference::DERIVED_EVENT_KINDS.into_iter().chain(alerts) {
             let n = census.get(kind).copied().unwrap_or(0);
             assert!(n >= plan.mowers / 4, "{n} {kind}: {census:?}");
         }

@@ -100,9 +100,15 @@ pub async fn telemetry_matches_the_reference(
     for batch in split(&reports, sizes) {
         h.ingest(&batch).await;
     }
+    ends_like_the_reference(&h, &reports).await;
+}
+
+/// The harness's rows equal the reference's for `arrival` (the reports in the order the store
+/// received them), and it published the reference's `blade_due` events, each once.
+async fn ends_like_the_reference(h: &Harness, arrival: &[Value]) {
     let expected = reference::expect(
         &fleet_setup(&h.fleet, THRESHOLD_MS),
-        &parsed(&reports),
+        &parsed(arrival),
         BusyClock::Wall,
     );
     let differences = compare(&expected.telemetry, &h.rows().await, Checked::Everything);
@@ -133,16 +139,7 @@ pub async fn any_order_matches_the_reference(
     for batch in split(&arrival, sizes) {
         h.ingest(&batch).await;
     }
-    let expected = reference::expect(
-        &fleet_setup(&h.fleet, THRESHOLD_MS),
-        &parsed(&arrival),
-        BusyClock::Wall,
-    );
-    let differences = compare(&expected.telemetry, &h.rows().await, Checked::Everything);
-    assert!(differences.is_empty(), "{}", differences.join("\n"));
-    let mut published = published_events(&h.bus);
-    published.sort_by_key(|e| e.id);
-    assert_eq!(published, blade_due(&expected), "blade_due events");
+    ends_like_the_reference(&h, &arrival).await;
 }
 
 /// Geofences and zones over the traces' lawn, in the store and in the reference alike.

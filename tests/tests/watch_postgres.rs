@@ -14,6 +14,7 @@ use swath_tests::postgres::{test_database_url, PostgresFactory};
 use swath_tests::support::{seed_account_with_mowers, RecordingBus, TestStore, DEFAULT_THRESHOLD};
 use swath_tests::traces::{ingest_clock, splits, trace};
 use swath_tests::watch_contract::{self as contract, lawn_rectangle, trace_at, WatchFactory};
+use tokio::runtime::Runtime;
 
 struct Postgres(PostgresFactory);
 
@@ -42,12 +43,8 @@ async fn scenarios() {
     contract::run_all(&Postgres(PostgresFactory::new(url))).await;
 }
 
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn batched_equals_one_at_a_time() {
+/// Runs a property over random traces with one factory (one template database) for all cases.
+fn property(check: impl Fn(&Postgres, &[swath_tests::traces::Step], &[usize], &Runtime)) {
     let url = test_database_url();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -62,12 +59,23 @@ fn batched_equals_one_at_a_time() {
     });
     runner
         .run(&(trace(100), splits()), |(steps, sizes)| {
-            rt.block_on(contract::batched_equals_one_at_a_time(
-                &factory, &steps, &sizes,
-            ));
+            check(&factory, &steps, &sizes, &rt);
             Ok(())
         })
         .unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+fn batched_equals_one_at_a_time() {
+    property(|factory, steps, sizes, rt| {
+        rt.block_on(contract::batched_equals_one_at_a_time(
+            factory, steps, sizes,
+        ))
+    });
 }
 
 /// Random traces, ingested and watched on PostgreSQL, end with the independent reference's rows,
@@ -78,28 +86,11 @@ fn batched_equals_one_at_a_time() {
     ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
 )]
 fn matches_the_reference() {
-    let url = test_database_url();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let factory = Postgres(PostgresFactory::new(url));
-    let mut runner = TestRunner::new(Config {
-        cases: 10,
-        max_shrink_iters: 32,
-        ..Config::default()
+    property(|factory, steps, sizes, rt| {
+        rt.block_on(
+            swath_tests::reference_contract::watch_matches_the_reference(factory, steps, sizes),
+        )
     });
-    runner
-        .run(&(trace(100), splits()), |(steps, sizes)| {
-            rt.block_on(
-                swath_tests::reference_contract::watch_matches_the_reference(
-                    &factory, &steps, &sizes,
-                ),
-            );
-            Ok(())
-        })
-        .unwrap();
 }
 
 /// Eight mowers of one account, each with a geofence.

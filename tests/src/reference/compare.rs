@@ -235,6 +235,22 @@ pub fn check_final_state(
     out
 }
 
+/// The event kinds a plan with fences, zones and a blade threshold gives work to: every kind
+/// the reference derives (the offline sweep's are left out, see the module documentation).
+/// Tests assert each appears in the [`census`], so that a comparison has something to compare.
+pub const DERIVED_EVENT_KINDS: [&str; 10] = [
+    "error_raised",
+    "error_cleared",
+    "mowing_started",
+    "mowing_finished",
+    "geofence_left",
+    "geofence_returned",
+    "battery_low",
+    "blade_due",
+    "zone_entered",
+    "zone_left",
+];
+
 /// How many of each event kind, and of open and closed alerts: to show (and assert) that a
 /// comparison had something to compare.
 pub fn census(rows: &WatchRows) -> BTreeMap<String, usize> {

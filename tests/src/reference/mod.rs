@@ -26,7 +26,9 @@ mod compare;
 mod telemetry;
 mod watcher;
 
-pub use compare::{census, check_busy, check_final_state, compare_watch, WatchChecked};
+pub use compare::{
+    census, check_busy, check_final_state, compare_watch, WatchChecked, DERIVED_EVENT_KINDS,
+};
 
 use crate::load::diff_table;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
