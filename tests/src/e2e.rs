@@ -15,11 +15,24 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The NATS server binary the private servers run: `SWATH_TEST_NATS_SERVER` (CI sets it to the
-/// release the project pins, `.ci/nats-server`), else Debian's `nats-server` package.
+/// release the project pins, `.ci/nats-server`), else Debian's `nats-server` package, else the
+/// first `nats-server` on the `PATH`.
 pub fn nats_server_binary() -> PathBuf {
-    std::env::var_os("SWATH_TEST_NATS_SERVER")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/nats-server"))
+    if let Some(path) = std::env::var_os("SWATH_TEST_NATS_SERVER") {
+        return PathBuf::from(path);
+    }
+    let mut candidates = vec![
+        PathBuf::from("/usr/sbin/nats-server"),
+        PathBuf::from("/usr/bin/nats-server"),
+    ];
+    if let Some(paths) = std::env::var_os("PATH") {
+        candidates.extend(std::env::split_paths(&paths).map(|p| p.join("nats-server")));
+    }
+    let fallback = candidates[0].clone();
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .unwrap_or(fallback)
 }
 
 /// The shared PostgreSQL server's URL. The shared NATS is not used by the end-to-end tests (each

@@ -600,20 +600,6 @@ struct PrivateNats {
 }
 
 impl PrivateNats {
-    fn binary() -> Option<PathBuf> {
-        if let Ok(path) = std::env::var("SWATH_TEST_NATS_SERVER") {
-            return Some(PathBuf::from(path));
-        }
-        let mut candidates = vec![
-            PathBuf::from("/usr/sbin/nats-server"),
-            PathBuf::from("/usr/bin/nats-server"),
-        ];
-        if let Some(paths) = std::env::var_os("PATH") {
-            candidates.extend(std::env::split_paths(&paths).map(|p| p.join("nats-server")));
-        }
-        candidates.into_iter().find(|p| p.is_file())
-    }
-
     async fn start(binary: PathBuf) -> PrivateNats {
         let dir =
             std::env::temp_dir().join(format!("swath-nats-{}", uuid::Uuid::new_v4().simple()));
@@ -684,8 +670,12 @@ fn free_port() -> u16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_nats_restart_does_not_stall_subscriptions() {
-    let binary = PrivateNats::binary()
-        .expect("no nats-server binary: install one or set SWATH_TEST_NATS_SERVER");
+    let binary = swath_tests::e2e::nats_server_binary();
+    assert!(
+        binary.is_file(),
+        "no nats-server binary at {}: install one or set SWATH_TEST_NATS_SERVER",
+        binary.display()
+    );
     let mut server = PrivateNats::start(binary).await;
     let (stream, root) = fresh_names();
     let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
