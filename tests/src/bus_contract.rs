@@ -149,6 +149,7 @@ pub fn settings(max_batch: usize, max_wait_ms: u64) -> BatchSettings {
         max_wait: Duration::from_millis(max_wait_ms),
         drain_timeout: Duration::from_secs(5),
         redelivery_delay: Duration::from_millis(200),
+        ..BatchSettings::default()
     }
 }
 

@@ -239,6 +239,7 @@ fn settings() -> BatchSettings {
         max_wait: Duration::from_millis(20),
         drain_timeout: Duration::from_secs(5),
         redelivery_delay: Duration::from_millis(50),
+        ..BatchSettings::default()
     }
 }
 

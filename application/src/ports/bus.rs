@@ -1,11 +1,13 @@
 use async_trait::async_trait;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-/// The most messages delivered and not yet settled, per subscription (JetStream `max_ack_pending`).
+/// The most messages delivered and not yet settled, per consumer and partition (JetStream
+/// `max_ack_pending`).
 pub const MAX_IN_FLIGHT: usize = 1000;
 
 /// A message as a handler sees it.
@@ -41,6 +43,22 @@ pub struct BatchSettings {
     /// After a failed batch, how long to wait before delivering again (no hot loop while a
     /// database is down).
     pub redelivery_delay: Duration,
+    /// Where a durable consumer created by this subscription starts; an existing consumer keeps
+    /// its position whatever this says.
+    pub start: StartAt,
+}
+
+/// Where a new durable consumer starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StartAt {
+    /// With what is published from its creation on: a consumer added later (a watcher, say)
+    /// does not replay history.
+    #[default]
+    New,
+    /// With every message the bus still holds for its subject: nothing stored before the
+    /// consumer existed is skipped (ingestion). JetStream holds its streams' messages; the
+    /// memory bus holds messages only in its consumers' queues, so there this is `New`.
+    Stored,
 }
 
 impl Default for BatchSettings {
@@ -50,6 +68,7 @@ impl Default for BatchSettings {
             max_wait: Duration::from_millis(200),
             drain_timeout: Duration::from_secs(10),
             redelivery_delay: Duration::from_millis(500),
+            start: StartAt::New,
         }
     }
 }
@@ -96,12 +115,29 @@ pub enum BusError {
 pub struct Subscription {
     stop: watch::Sender<bool>,
     worker: JoinHandle<()>,
+    owned: Arc<AtomicUsize>,
 }
 
 impl Subscription {
     /// For adapters: `stop` turns `true` on unsubscribe; `worker` ends once it has drained.
     pub fn new(stop: watch::Sender<bool>, worker: JoinHandle<()>) -> Self {
-        Self { stop, worker }
+        Self {
+            stop,
+            worker,
+            owned: Arc::default(),
+        }
+    }
+
+    /// For adapters: `owned` counts the partitions this subscription holds at the moment.
+    pub fn with_partitions_owned(mut self, owned: Arc<AtomicUsize>) -> Self {
+        self.owned = owned;
+        self
+    }
+
+    /// How many partitions of its consumer this subscription holds now (0 when it is a standby,
+    /// or when the adapter does not say); for metrics and the balance across replicas.
+    pub fn partitions_owned(&self) -> usize {
+        self.owned.load(Ordering::Relaxed)
     }
 
     /// Stops new deliveries, lets the running batch finish and be settled within the drain
@@ -138,6 +174,17 @@ pub struct LiveSubscription {
 ///   messages (each message goes to one of them). What a subscription leaves unsettled when it
 ///   ends (unsubscribed past the drain timeout, or its process killed) is redelivered to the
 ///   consumer's next subscription **before** any message published after it (docs/rules.md §5).
+///   A new consumer starts where `settings.start` says.
+/// - Partitions: when the bus partitions `subject` ([`Partitioning`](super::Partitioning), e.g.
+///   `telemetry.mower.*` by mower), the consumer has one queue per partition and everything
+///   above holds per partition, **across every subscription of the consumer**: a partition is
+///   handled by one subscription at a time (it may move to another between batches, or when its
+///   holder ends), so its batches never overlap and keep publication order, and what its holder
+///   leaves unsettled comes to the next holder before anything newer. Batches of different
+///   partitions run concurrently, also inside one subscription (the handler MUST accept
+///   concurrent calls; they never share a partition key). Subscriptions of one consumer share
+///   its partitions. A filter that overlaps a partitioned pattern without being it is refused
+///   ([`BusError::Refused`]).
 /// - `subscribe`: an ack-less live view; refused with [`BusError::Refused`] when
 ///   `options.acknowledge` is set or a durable name or a queue group is given.
 /// - return [`BusError::Unavailable`] when the bus cannot be reached.

@@ -6,6 +6,7 @@ mod bus;
 pub mod bus_rules;
 mod clock;
 mod directory;
+mod partitions;
 mod projections;
 mod retention;
 mod telemetry;
@@ -14,8 +15,9 @@ mod watch;
 
 pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
-    Message, Settle, Subscription, MAX_IN_FLIGHT,
+    Message, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
+pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{
     Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,
