@@ -50,12 +50,18 @@
 pub mod settings;
 
 mod live;
+mod membership;
+mod partitioned;
+mod pinning;
 mod provision;
 mod subjects;
 mod worker;
 
+pub use membership::MEMBERSHIP_BUCKET;
+
 pub use settings::{
-    NatsBusSettings, StreamSpec, StreamStorage, NOTIFICATIONS_STREAM, TELEMETRY_STREAM,
+    NatsBusSettings, StreamSpec, StreamStorage, DEFAULT_TELEMETRY_PARTITIONS, NOTIFICATIONS_STREAM,
+    TELEMETRY_STREAM, TELEMETRY_SUBJECTS,
 };
 
 use async_nats::jetstream::context::{DeleteStreamErrorKind, PublishErrorKind};
@@ -67,7 +73,6 @@ use std::sync::Arc;
 use swath_application::ports::bus_rules;
 use swath_application::ports::{
     BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
-    MAX_IN_FLIGHT,
 };
 use tokio::sync::watch;
 
@@ -112,6 +117,10 @@ impl NatsBus {
             .connect(url)
             .await
             .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
+        let partitioned = settings.streams.iter().any(|s| s.partitions.is_some());
+        if partitioned {
+            provision::check_server_version(&client.server_info().version)?;
+        }
         let js = jetstream::ContextBuilder::new()
             .timeout(settings.request_timeout)
             .build(client.clone());
@@ -336,30 +345,49 @@ impl EventBus for NatsBus {
         bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
-        let pull_consumer =
-            provision::provision_consumer(&stream, consumer, subject, bus.ack_wait).await?;
+        let spec = bus
+            .streams
+            .iter()
+            .find(|spec| spec.name == stream.cached_info().config.name);
+        if let Some(partitioning) = spec.map(StreamSpec::partitioning).transpose()?.flatten() {
+            if partitioning.admits(subject)? {
+                let on = partitioned::Bus {
+                    client: &self.inner.client,
+                    js: &self.inner.js,
+                    settings: bus,
+                };
+                return partitioned::subscribe(
+                    on,
+                    stream,
+                    &partitioning,
+                    consumer,
+                    settings,
+                    handler,
+                )
+                .await;
+            }
+        }
+        let wanted = provision::durable_config(
+            consumer,
+            subject,
+            bus.ack_wait,
+            settings.start,
+            provision::Sharing::Shared,
+        );
+        let pull_consumer = provision::provision_consumer(&stream, wanted.clone()).await?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let worker = worker::Worker {
-            client: self.inner.client.clone(),
-            js: self.inner.js.clone(),
+        let worker = worker::Worker::new(
+            &self.inner.client,
+            &self.inner.js,
+            bus,
             stream,
-            consumer: pull_consumer,
-            name: consumer.to_owned(),
-            filter: subject.to_owned(),
-            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
+            pull_consumer,
+            wanted,
+            consumer.to_owned(),
             settings,
-            timings: worker::Timings {
-                request_timeout: bus.request_timeout,
-                pull_expiry: bus.pull_expiry,
-                idle_heartbeat: bus.idle_heartbeat,
-                ack_wait: bus.ack_wait,
-            },
             handler,
-            stop: stop_rx,
-            failures: 0,
-            recovering: std::sync::atomic::AtomicBool::new(true),
-            held: Vec::new(),
-        };
+            stop_rx,
+        );
         tracing::debug!(
             consumer,
             subject,

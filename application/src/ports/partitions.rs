@@ -26,7 +26,9 @@ impl Partitioning {
     pub fn new(subjects: impl Into<String>, partitions: u32) -> Result<Self, BusError> {
         let subjects = subjects.into();
         let tokens: Vec<&str> = subjects.split('.').collect();
-        let (key, literal) = tokens.split_last().expect("split yields one token at least");
+        let (key, literal) = tokens
+            .split_last()
+            .expect("split yields one token at least");
         let literal_ok = !literal.is_empty()
             && literal.iter().all(|t| {
                 !t.is_empty() && *t != "*" && *t != ">" && !t.contains(char::is_whitespace)
@@ -121,7 +123,14 @@ mod tests {
     #[test]
     fn a_pattern_is_literal_tokens_then_one_key() {
         assert!(Partitioning::new("telemetry.mower.*", 8).is_ok());
-        for bad in ["telemetry.>", "telemetry.*.x", "*", "telemetry.mower", "a..*", "a.*.*"] {
+        for bad in [
+            "telemetry.>",
+            "telemetry.*.x",
+            "*",
+            "telemetry.mower",
+            "a..*",
+            "a.*.*",
+        ] {
             assert!(Partitioning::new(bad, 8).is_err(), "{bad}");
         }
         assert!(Partitioning::new("a.*", 0).is_err());
@@ -152,9 +161,9 @@ mod tests {
     #[test]
     fn only_the_pattern_itself_or_disjoint_filters_are_admitted() {
         let p = Partitioning::new("telemetry.mower.*", 4).unwrap();
-        assert_eq!(p.admits("telemetry.mower.*").unwrap(), true);
-        assert_eq!(p.admits("notifications.>").unwrap(), false);
-        assert_eq!(p.admits("telemetry.lawn.*").unwrap(), false);
+        assert!(p.admits("telemetry.mower.*").unwrap());
+        assert!(!p.admits("notifications.>").unwrap());
+        assert!(!p.admits("telemetry.lawn.*").unwrap());
         for overlapping in ["telemetry.>", "telemetry.*.*", ">", "telemetry.mower.m1"] {
             assert!(p.admits(overlapping).is_err(), "{overlapping}");
         }
