@@ -33,7 +33,7 @@ pub enum StreamStorage {
 /// `connect` refuses it rather than run on a stream that would lose messages on a restart.
 ///
 /// The stream always uses limits retention with `DiscardPolicy::New`: when a limit is reached,
-/// a publish is refused ([`BusError::Full`](swath_application::ports::BusError::Full)) instead
+/// a publish is refused ([`BusError::Full`]) instead
 /// of silently discarding the oldest, possibly unconsumed, messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamSpec {

@@ -48,6 +48,10 @@
 //!
 //! # Order after a crash
 //!
+//! A partition's worker is pinned (`pinning.rs`): the next holder of a dead one's partition is
+//! pinned only once its deliveries are due, and it gathers and sorts the leading redeliveries
+//! (decision 63). What follows is the order rule of an unpartitioned consumer.
+//!
 //! JetStream serves redeliveries before new messages, but a delivery of a process that died
 //! (`kill -9`), or one lost with a connection, is redelivered only once its `ack_wait` expired;
 //! a pull made before that gets the newer messages first, and a mower's older states would then
