@@ -60,7 +60,8 @@ pub(crate) struct Pinning {
 pub(crate) enum Turn {
     /// Pull: as the holder (with its pin), or on standby (competing for the partition).
     Pull,
-    /// Give the partition up (the replica holds more than its share), then wait.
+    /// The replica holds more than its share: give the partition up if nothing of it is
+    /// unsettled ([`Pinning::try_release`]), else pull on as the holder.
     Release,
     /// Hold back: the replica has its share; look again a little later.
     Wait,
@@ -72,29 +73,36 @@ pub(crate) fn quota(partitions: u32, members: usize) -> usize {
 }
 
 impl Pinning {
-    /// Whether to pull, release or wait, given the replica's holdings now. A release takes one
-    /// from the replica's count at once (compare-and-swap), so that of several workers seeing
-    /// their replica over its share, only as many release as it holds too many.
-    pub(crate) fn turn(&mut self) -> Turn {
-        let share = quota(self.partitions, *self.members.borrow());
-        if self.id.is_some() {
-            let released = self
+    fn share(&self) -> usize {
+        quota(self.partitions, *self.members.borrow())
+    }
+
+    /// Whether to pull, release or wait, given the replica's holdings now.
+    pub(crate) fn turn(&self) -> Turn {
+        let held = self.owned.load(Ordering::Acquire);
+        match (self.id.is_some(), held > self.share(), held < self.share()) {
+            (true, true, _) => Turn::Release,
+            (true, false, _) | (false, _, true) => Turn::Pull,
+            (false, _, false) => Turn::Wait,
+        }
+    }
+
+    /// Gives the pin up if the replica still holds more than its share: takes one from the
+    /// replica's count by compare-and-swap, so that of several workers seeing their replica over
+    /// its share only as many release as it holds too many. `false`: keep holding.
+    pub(crate) fn try_release(&mut self) -> bool {
+        let share = self.share();
+        let released = self.id.is_some()
+            && self
                 .owned
                 .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
                     (held > share).then(|| held - 1)
                 })
                 .is_ok();
-            if released {
-                self.id = None;
-                return Turn::Release;
-            }
-            return Turn::Pull;
+        if released {
+            self.id = None;
         }
-        if self.owned.load(Ordering::Acquire) < share {
-            Turn::Pull
-        } else {
-            Turn::Wait
-        }
+        released
     }
 
     /// Records the pin a delivery carried. Returns `true` when the partition was not held before.
@@ -218,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_standby_competes_only_below_its_replica_s_share() {
-        let (mut p, owned, members) = pinning(2, 3);
+        let (p, owned, members) = pinning(2, 3);
         assert_eq!(p.turn(), Turn::Pull);
         owned.store(3, Ordering::SeqCst);
         assert_eq!(p.turn(), Turn::Wait);
@@ -247,9 +255,11 @@ mod tests {
         assert_eq!(owned.load(Ordering::SeqCst), 8);
         // A third replica joins: the share is 3, five partitions go.
         _tx.send(3).unwrap();
+        assert!(workers.iter().all(|w| w.turn() == Turn::Release));
         let released = workers
             .iter_mut()
-            .filter_map(|w| (w.turn() == Turn::Release).then_some(()))
+            .map(Pinning::try_release)
+            .filter(|r| *r)
             .count();
         assert_eq!(released, 5);
         assert_eq!(owned.load(Ordering::SeqCst), 3);

@@ -331,6 +331,11 @@ impl Worker {
                 if !self.carry_on(end, &mut batch).await {
                     return None;
                 }
+                let still = self.pinning.as_ref().is_some_and(|p| p.id.is_some());
+                if batch.is_empty() && !still {
+                    // The pin is another replica's now: compete only within the share.
+                    continue;
+                }
             }
             let waited = batch.is_empty();
             if waited {
@@ -361,6 +366,16 @@ impl Worker {
             match pinning.turn() {
                 Turn::Pull => return true,
                 Turn::Release => {
+                    // Only with nothing of the partition unsettled (a settlement NATS did not
+                    // confirm would come back to the next holder after newer messages).
+                    let settled =
+                        matches!(self.consumer.info().await, Ok(info) if info.num_ack_pending == 0);
+                    let Some(pinning) = self.pinning.as_mut() else {
+                        return true;
+                    };
+                    if !settled || !pinning.try_release() {
+                        return true;
+                    }
                     let stream = self.stream.cached_info().config.name.clone();
                     unpin(
                         &self.client,
