@@ -151,6 +151,22 @@ impl NatsBus {
         })
     }
 
+    /// The partitioning of a provisioned stream, if it has one.
+    fn partitioning_of(
+        &self,
+        stream: &jetstream::stream::Stream,
+    ) -> Result<Option<swath_application::ports::Partitioning>, BusError> {
+        let name = &stream.cached_info().config.name;
+        self.inner
+            .settings
+            .streams
+            .iter()
+            .find(|spec| &spec.name == name)
+            .map(StreamSpec::partitioning)
+            .transpose()
+            .map(Option::flatten)
+    }
+
     /// The bus's settings.
     pub fn settings(&self) -> &NatsBusSettings {
         &self.inner.settings
@@ -355,11 +371,7 @@ impl EventBus for NatsBus {
         bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
-        let spec = bus
-            .streams
-            .iter()
-            .find(|spec| spec.name == stream.cached_info().config.name);
-        if let Some(partitioning) = spec.map(StreamSpec::partitioning).transpose()?.flatten() {
+        if let Some(partitioning) = self.partitioning_of(&stream)? {
             if partitioning.admits(subject)? {
                 let on = partitioned::Bus {
                     client: &self.inner.client,
@@ -415,9 +427,15 @@ impl EventBus for NatsBus {
         bus_rules::check_live(subject, &options)?;
         let settings = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &settings.streams, subject).await?;
+        // On a partitioned stream the stored subjects are the partitioned ones.
+        let stored = match self.partitioning_of(&stream)? {
+            Some(partitioning) => provision::live_filter(&partitioning, subject)?,
+            None => None,
+        };
         live::subscribe(
             &stream,
-            subject,
+            stored.as_deref().unwrap_or(subject),
+            stored.is_some(),
             settings.live_buffer,
             settings.idle_heartbeat,
         )
