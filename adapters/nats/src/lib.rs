@@ -119,12 +119,25 @@ impl NatsBus {
     /// Once connected, the client reconnects on its own for as long as the process runs: a NATS
     /// restart makes the bus unavailable for a while, never dead.
     pub async fn connect(url: &str, settings: NatsBusSettings) -> Result<NatsBus, BusError> {
-        let client = ConnectOptions::new()
+        let servers = servers(url)?;
+        let mut options = ConnectOptions::new();
+        if let Some(creds) = &settings.credentials {
+            options = options.credentials_file(creds).await.map_err(|e| {
+                BusError::Refused(format!(
+                    "reading the NATS credentials file {}: {e}",
+                    creds.display()
+                ))
+            })?;
+        }
+        if let Some(ca) = &settings.tls_ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        let client = options
             .name(&settings.connection_name)
             .connection_timeout(settings.request_timeout)
             .request_timeout(Some(settings.request_timeout))
             .event_callback(|event| async move { log_event(event) })
-            .connect(url)
+            .connect(servers)
             .await
             .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
         let partitioned = settings.streams.iter().any(|s| s.partitions.is_some());
@@ -135,7 +148,7 @@ impl NatsBus {
             .timeout(settings.request_timeout)
             .build(client.clone());
         for spec in &settings.streams {
-            provision::provision_stream(&js, spec).await?;
+            provision::provision_stream(&js, spec, settings.replicas).await?;
         }
         tracing::info!(
             url,
@@ -279,6 +292,25 @@ impl NatsBus {
         .map_err(|_| BusError::Unavailable("flushing the NATS connection timed out".into()))?
         .map_err(|e| BusError::Unavailable(format!("flushing the NATS connection: {e}")))
     }
+}
+
+/// The servers of a NATS URL: one, or several comma-separated seeds of a cluster
+/// (`nats://n1:4222,nats://n2:4222`), each `nats://`, `tls://`, `ws://`, `wss://` or `host:port`,
+/// credentials (`user:password@`) allowed. [`BusError::Refused`] names the one that does not parse.
+pub fn servers(url: &str) -> Result<Vec<async_nats::ServerAddr>, BusError> {
+    url.split(',')
+        .map(str::trim)
+        .map(|server| {
+            if server.is_empty() {
+                return Err(BusError::Refused(format!(
+                    "an empty server in the NATS URL {url:?}"
+                )));
+            }
+            server
+                .parse::<async_nats::ServerAddr>()
+                .map_err(|e| BusError::Refused(format!("the NATS server {server:?}: {e}")))
+        })
+        .collect()
 }
 
 /// Logs the connection's life: losing NATS is worth a warning, getting it back an info line.
@@ -456,6 +488,25 @@ impl EventBus for NatsBus {
         match info.get("error") {
             None => Ok(()),
             Some(error) => Err(BusError::Unavailable(format!("JetStream: {error}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_names_one_server_or_a_cluster_s_seeds() {
+        assert_eq!(servers("nats://127.0.0.1:4222").unwrap().len(), 1);
+        let seeds = servers("nats://127.0.0.1:14501, nats://127.0.0.1:14502,tls://n3:4222").unwrap();
+        assert_eq!(seeds.len(), 3);
+        assert_eq!(seeds[1].port(), 14502);
+        assert!(seeds[2].tls_required());
+        assert_eq!(servers("user:secret@n1:4222").unwrap()[0].username(), Some("user"));
+        for bad in ["nats://a:4222,", "nats://a:notaport", ",nats://a:4222"] {
+            let e = servers(bad).unwrap_err().to_string();
+            assert!(e.contains("NATS"), "{bad}: {e}");
         }
     }
 }

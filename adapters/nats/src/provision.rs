@@ -105,10 +105,15 @@ pub(crate) fn check_server_version(version: &str) -> Result<(), BusError> {
 
 /// The JetStream configuration a spec asks for, laid over `base` (an existing stream's
 /// configuration, or the defaults) so that fields the spec does not mention are kept.
-fn apply(spec: &StreamSpec, base: &stream::Config) -> Result<stream::Config, BusError> {
+fn apply(
+    spec: &StreamSpec,
+    replicas: Option<usize>,
+    base: &stream::Config,
+) -> Result<stream::Config, BusError> {
     let subject_transform = spec.partitioning()?.as_ref().map(transform);
     Ok(stream::Config {
         subject_transform,
+        num_replicas: replicas.unwrap_or(base.num_replicas).max(1),
         name: spec.name.clone(),
         subjects: spec.subjects.clone(),
         storage: match spec.storage {
@@ -129,6 +134,7 @@ fn apply(spec: &StreamSpec, base: &stream::Config) -> Result<stream::Config, Bus
 pub(crate) async fn provision_stream(
     js: &jetstream::Context,
     spec: &StreamSpec,
+    replicas: Option<usize>,
 ) -> Result<(), BusError> {
     // Two attempts: a create can lose a race against another replica creating the same stream,
     // after which the second pass finds it.
@@ -137,7 +143,7 @@ pub(crate) async fn provision_stream(
             Ok(existing) => {
                 // `get_stream` fetched the stream's information already.
                 let current = existing.cached_info().config.clone();
-                let wanted = apply(spec, &current)?;
+                let wanted = apply(spec, replicas, &current)?;
                 if wanted == current {
                     tracing::debug!(stream = %spec.name, "The stream is provisioned.");
                     return Ok(());
@@ -172,7 +178,7 @@ pub(crate) async fn provision_stream(
             }
             Err(e) if is_not_found(&e) => {
                 match js
-                    .create_stream(apply(spec, &stream::Config::default())?)
+                    .create_stream(apply(spec, replicas, &stream::Config::default())?)
                     .await
                 {
                     Ok(_) => {
