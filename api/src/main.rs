@@ -383,11 +383,19 @@ struct ServeArgs {
     nats_replicas: Option<u8>,
     /// A NATS credentials file (`.creds`: JWT and NKey seed) to authenticate with. A user and
     /// password go in SWATH_NATS_URL (`nats://user:password@host:4222`).
-    #[arg(long = "nats-creds", env = "SWATH_NATS_CREDS", value_name = "SWATH_NATS_CREDS")]
+    #[arg(
+        long = "nats-creds",
+        env = "SWATH_NATS_CREDS",
+        value_name = "SWATH_NATS_CREDS"
+    )]
     nats_creds: Option<std::path::PathBuf>,
     /// A PEM file of the certificate authorities of the NATS servers' certificates, when they
     /// are not in the system's roots (with `tls://` URLs).
-    #[arg(long = "nats-tls-ca", env = "SWATH_NATS_TLS_CA", value_name = "SWATH_NATS_TLS_CA")]
+    #[arg(
+        long = "nats-tls-ca",
+        env = "SWATH_NATS_TLS_CA",
+        value_name = "SWATH_NATS_TLS_CA"
+    )]
     nats_tls_ca: Option<std::path::PathBuf>,
     #[command(flatten)]
     retention: maintenance_cli::RetentionScheduleArgs,

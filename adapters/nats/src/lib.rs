@@ -499,11 +499,15 @@ mod tests {
     #[test]
     fn a_url_names_one_server_or_a_cluster_s_seeds() {
         assert_eq!(servers("nats://127.0.0.1:4222").unwrap().len(), 1);
-        let seeds = servers("nats://127.0.0.1:14501, nats://127.0.0.1:14502,tls://n3:4222").unwrap();
+        let seeds =
+            servers("nats://127.0.0.1:14501, nats://127.0.0.1:14502,tls://n3:4222").unwrap();
         assert_eq!(seeds.len(), 3);
         assert_eq!(seeds[1].port(), 14502);
         assert!(seeds[2].tls_required());
-        assert_eq!(servers("user:secret@n1:4222").unwrap()[0].username(), Some("user"));
+        assert_eq!(
+            servers("user:secret@n1:4222").unwrap()[0].username(),
+            Some("user")
+        );
         for bad in ["nats://a:4222,", "nats://a:notaport", ",nats://a:4222"] {
             let e = servers(bad).unwrap_err().to_string();
             assert!(e.contains("NATS"), "{bad}: {e}");
