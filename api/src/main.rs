@@ -66,7 +66,7 @@ struct ServeFromEnv {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API on the configured adapters (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
     /// `cargo run -p swath-api -- openapi > openapi/openapi.json`.
     Openapi,
@@ -552,7 +552,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{document}");
             Ok(())
         }
-        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Serve(args)) => serve(*args).await,
         Some(Command::Import(args)) => import(args).await,
         Some(Command::Simulate(args)) => simulate(args).await,
         Some(Command::Token(command)) => admin_cli::token(command).await,
