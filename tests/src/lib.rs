@@ -31,6 +31,7 @@
 
 pub mod api_contract;
 pub mod bus_contract;
+pub mod cluster;
 pub mod e2e;
 pub mod faults;
 pub mod hostile;
