@@ -1,5 +1,6 @@
-//! The event bus contract against [`MemoryBus`], with Tokio's clock paused (timings are exact
-//! and the suite takes no real time), plus what only the memory bus promises.
+//! The event bus contract and its partition contract against [`MemoryBus`], with Tokio's clock
+//! paused (timings are exact and the suite takes no real time), plus what only the memory bus
+//! promises.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -13,12 +14,27 @@ use swath_memory::{MemoryBus, MemoryBusSettings};
 use swath_tests::bus_contract::{
     self, create_consumer, settings, wait_until, DynBus, Recorder, Reply,
 };
+use swath_tests::partition_contract;
 use tokio::time::Instant;
 
 swath_tests::bus_contract_suite!(
     #[tokio::test(start_paused = true)]
     bus = async { Arc::new(MemoryBus::default()) as DynBus },
     root = "contract",
+);
+
+/// A memory bus partitioning `pattern` into the suite's partitions.
+fn partitioned_bus(pattern: &str) -> DynBus {
+    bus_with(MemoryBusSettings {
+        partitioning: Some(partition_contract::partitioning(pattern)),
+        ..MemoryBusSettings::default()
+    })
+}
+
+swath_tests::partition_contract_suite!(
+    #[tokio::test(start_paused = true)]
+    bus = |pattern: String| async move { partitioned_bus(&pattern) },
+    root = "partitions",
 );
 
 fn bus_with(settings: MemoryBusSettings) -> DynBus {
