@@ -26,9 +26,9 @@
 //! one subscription at a time (see "Partitions"). A filter overlapping the pattern otherwise is
 //! refused at `subscribe_batch`.
 //!
-//! Each subscription runs one worker task per lane (`worker.rs`). A worker waits for a first
-//! message, lingers up to `max_wait` for more (until `max_batch` are there), takes the batch out
-//! of the lane, runs the handler, and only then settles: `Ack` and `Drop` forget a message,
+//! Each subscription runs one worker task per lane (`bus/worker.rs`; who holds what is
+//! `bus/holders.rs`). A worker waits for a first message, lingers up to `max_wait` for more
+//! (until `max_batch` are there), takes the batch out of the lane, runs the handler, and only then settles: `Ack` and `Drop` forget a message,
 //! `Redeliver` puts it back at the *front* of the lane so that publication order survives
 //! redeliveries. Since the worker awaits the handler before it takes the next batch, the batches
 //! of one lane never overlap inside a subscription, and a lane never has more than `max_batch` ≤
@@ -82,12 +82,14 @@
 //! for a slow subscriber; what does not fit is dropped and counted
 //! (`swath_bus_live_dropped_total`), like a NATS core subscriber that falls behind.
 
+mod holders;
 mod worker;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use swath_application::ports::bus_rules::{
     batch_limit, check_batch_subscription, check_live, check_subject, subject_matches,
@@ -196,24 +198,6 @@ impl Consumer {
     fn pending(&self) -> usize {
         self.lanes.iter().map(|l| l.queue.len()).sum()
     }
-
-    /// The most lanes one subscription may hold: `ceil(lanes / subscriptions)`.
-    fn quota(&self) -> usize {
-        self.lanes.len().div_ceil(self.members.len().max(1))
-    }
-
-    fn owned(&self, member: u64) -> usize {
-        self.members
-            .get(&member)
-            .map_or(0, |owned| owned.load(Ordering::Relaxed))
-    }
-
-    fn add_owned(&self, member: u64, delta: isize) {
-        if let Some(owned) = self.members.get(&member) {
-            let now = owned.load(Ordering::Relaxed).saturating_add_signed(delta);
-            owned.store(now, Ordering::Relaxed);
-        }
-    }
 }
 
 struct LiveSubscriber {
@@ -272,15 +256,6 @@ impl MemoryBus {
     }
 }
 
-/// What a lane's worker may do, as [`Inner::hold`] finds it.
-#[derive(Debug, PartialEq, Eq)]
-enum Hold {
-    /// The lane is this subscription's (or a plain lane, which everyone may take from).
-    Mine,
-    /// Another subscription holds it, or this one already holds its quota: wait for a change.
-    Wait,
-}
-
 impl Inner {
     /// Locks the state. A panic while the lock was held cannot leave the state half-updated in a
     /// way that matters more than losing the bus, so a poisoned lock is simply taken over.
@@ -329,93 +304,6 @@ impl Inner {
             Arc::clone(&lane.notify)
         };
         notify.notify_waiters();
-    }
-
-    /// Between batches: whether subscription `member` may take from `lane`. Takes a free lane
-    /// when the subscription holds fewer than its quota; gives the lane up when the subscription
-    /// holds more (someone else's share). A plain lane is everyone's.
-    fn hold(&self, consumer: &str, lane: usize, member: Option<u64>) -> Hold {
-        let Some(member) = member else {
-            return Hold::Mine;
-        };
-        let mut state = self.lock();
-        let Some(c) = state.consumers.get_mut(consumer) else {
-            return Hold::Wait;
-        };
-        let (quota, owned) = (c.quota(), c.owned(member));
-        match c.lanes[lane].holder {
-            Some(holder) if holder == member => {
-                if owned <= quota {
-                    return Hold::Mine;
-                }
-                c.lanes[lane].holder = None;
-                c.add_owned(member, -1);
-                tracing::debug!(
-                    consumer,
-                    partition = lane,
-                    "A subscription gave a partition up to balance the consumer's subscriptions."
-                );
-                c.ownership.notify_waiters();
-                Hold::Wait
-            }
-            None if owned < quota => {
-                c.lanes[lane].holder = Some(member);
-                c.add_owned(member, 1);
-                tracing::debug!(
-                    consumer,
-                    partition = lane,
-                    "A subscription took a partition."
-                );
-                Hold::Mine
-            }
-            _ => Hold::Wait,
-        }
-    }
-
-    /// Whether subscription `member` keeps `lane` for its next batch (it holds it, and no more
-    /// than its quota); always true on a plain lane.
-    fn keeps(&self, consumer: &str, lane: usize, member: Option<u64>) -> bool {
-        let Some(member) = member else {
-            return true;
-        };
-        let state = self.lock();
-        state
-            .consumers
-            .get(consumer)
-            .is_some_and(|c| c.lanes[lane].holder == Some(member) && c.owned(member) <= c.quota())
-    }
-
-    /// When a lane's worker ends: the lane is free for another subscription. Whatever the worker
-    /// left unsettled is already back at the front of the lane.
-    fn release(&self, consumer: &str, lane: usize, member: Option<u64>) {
-        let Some(member) = member else {
-            return;
-        };
-        let mut state = self.lock();
-        if let Some(c) = state.consumers.get_mut(consumer) {
-            if c.lanes[lane].holder == Some(member) {
-                c.lanes[lane].holder = None;
-                c.add_owned(member, -1);
-                c.ownership.notify_waiters();
-            }
-        }
-    }
-
-    /// A partitioned subscription ended: the others' quota grows, and they take its lanes.
-    fn leave(&self, consumer: &str, member: u64) {
-        let mut state = self.lock();
-        if let Some(c) = state.consumers.get_mut(consumer) {
-            for lane in &mut c.lanes {
-                if lane.holder == Some(member) {
-                    // Only a worker that ended abnormally leaves a lane held.
-                    lane.holder = None;
-                }
-            }
-            if let Some(owned) = c.members.remove(&member) {
-                owned.store(0, Ordering::Relaxed);
-            }
-            c.ownership.notify_waiters();
-        }
     }
 }
 

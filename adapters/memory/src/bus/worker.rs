@@ -1,7 +1,8 @@
 //! The worker task of one lane of a batch subscription: (hold the lane,) wait for a batch, run
 //! the handler, settle, repeat. See the module documentation of `bus` for the whole design.
 
-use super::{Hold, Inner};
+use super::holders::Hold;
+use super::Inner;
 use std::sync::Arc;
 use swath_application::ports::bus_rules::{
     call_handler, is_stopped, judge, linger_left, stopped, warn_outlived_drain, HandlerResult,
