@@ -28,14 +28,14 @@
 //!
 //! Each subscription runs one worker task per lane (`bus/worker.rs`; who holds what is
 //! `bus/holders.rs`). A worker waits for a first message, lingers up to `max_wait` for more
-//! (until `max_batch` are there), takes the batch out of the lane, runs the handler, and only then settles: `Ack` and `Drop` forget a message,
-//! `Redeliver` puts it back at the *front* of the lane so that publication order survives
-//! redeliveries. Since the worker awaits the handler before it takes the next batch, the batches
-//! of one lane never overlap inside a subscription, and a lane never has more than `max_batch` ≤
-//! `MAX_IN_FLIGHT` messages in flight from one worker. Several subscriptions to a plain
-//! consumer are several workers taking from the same lane, so each message goes to exactly one
-//! of them. The workers of a partitioned subscription run side by side: its partitions are
-//! handled concurrently.
+//! (until `max_batch` are there), takes the batch out of the lane, runs the handler, and only
+//! then settles: `Ack` and `Drop` forget a message, `Redeliver` puts it back at the *front* of
+//! the lane so that publication order survives redeliveries. Since the worker awaits the handler
+//! before it takes the next batch, the batches of one lane never overlap inside a subscription,
+//! and a worker never has more than `max_batch` ≤ `MAX_IN_FLIGHT` messages in flight. Several
+//! subscriptions to a plain consumer are several workers taking from the same lane, so each
+//! message goes to exactly one of them. The workers of a partitioned subscription run side by
+//! side: its partitions are handled concurrently.
 //!
 //! After a failed batch (handler error, wrong number of answers, panic) the batch goes back at
 //! once and the worker sleeps `redelivery_delay` before its next batch; on a plain lane another
