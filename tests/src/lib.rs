@@ -7,6 +7,8 @@
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
+//! - `partition_contract`: the event bus's partition scenarios (per-key order across
+//!   subscriptions, concurrency, hand-over, balance), for every adapter.
 //! - [`api_contract`]: what the REST API needs from a store (directory pages and changes,
 //!   tokens, telemetry reads), for every adapter.
 //! - [`load`]: the load generator and verifier (`swath-load`): a seeded plan of states, its
@@ -36,6 +38,7 @@ pub mod e2e;
 pub mod faults;
 pub mod hostile;
 pub mod load;
+pub mod partition_contract;
 pub mod poison;
 pub mod postgres;
 pub mod projections_contract;
