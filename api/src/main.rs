@@ -22,9 +22,9 @@ use std::time::Duration;
 use swath_api::{router, AppState};
 use swath_application::import::import_ndjson;
 use swath_application::ports::{
-    hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Principal,
-    ProjectionStore, RetentionStore, Scope, StartAt, SystemClock, TelemetryStore, TokenError,
-    TokenStore, WatchStore,
+    hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus,
+    Partitioning, Principal, ProjectionStore, RetentionStore, Scope, StartAt, SystemClock,
+    TelemetryStore, TokenError, TokenStore, WatchStore,
 };
 use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
@@ -405,7 +405,13 @@ impl ServeArgs {
     /// Connects the configured bus.
     async fn open_bus(&self) -> anyhow::Result<Arc<dyn EventBus>> {
         Ok(match self.bus {
-            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings::default())),
+            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings {
+                partitioning: Some(
+                    Partitioning::new(subjects::TELEMETRY_ALL, self.telemetry_partitions)
+                        .context("SWATH_TELEMETRY_PARTITIONS")?,
+                ),
+                ..MemoryBusSettings::default()
+            })),
             BusKind::Nats => {
                 let url = self
                     .nats_url

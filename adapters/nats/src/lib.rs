@@ -400,26 +400,19 @@ impl EventBus for NatsBus {
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
         bus_rules::check_filter(subject)?;
-        bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
-        if let Some(partitioning) = self.partitioning_of(&stream)? {
-            if partitioning.admits(subject)? {
-                let on = partitioned::Bus {
-                    client: &self.inner.client,
-                    js: &self.inner.js,
-                    settings: bus,
-                };
-                return partitioned::subscribe(
-                    on,
-                    stream,
-                    &partitioning,
-                    consumer,
-                    settings,
-                    handler,
-                )
+        let partitioning = self.partitioning_of(&stream)?;
+        if let Some(partitioning) =
+            bus_rules::check_batch_subscription(subject, consumer, partitioning.iter())?
+        {
+            let on = partitioned::Bus {
+                client: &self.inner.client,
+                js: &self.inner.js,
+                settings: bus,
+            };
+            return partitioned::subscribe(on, stream, partitioning, consumer, settings, handler)
                 .await;
-            }
         }
         let wanted = provision::durable_config(
             consumer,
