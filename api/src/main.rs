@@ -386,7 +386,8 @@ struct ServeArgs {
     #[arg(
         long = "nats-creds",
         env = "SWATH_NATS_CREDS",
-        value_name = "SWATH_NATS_CREDS"
+        value_name = "SWATH_NATS_CREDS",
+        value_parser = parse_file
     )]
     nats_creds: Option<std::path::PathBuf>,
     /// A PEM file of the certificate authorities of the NATS servers' certificates, when they
@@ -394,7 +395,8 @@ struct ServeArgs {
     #[arg(
         long = "nats-tls-ca",
         env = "SWATH_NATS_TLS_CA",
-        value_name = "SWATH_NATS_TLS_CA"
+        value_name = "SWATH_NATS_TLS_CA",
+        value_parser = parse_file
     )]
     nats_tls_ca: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -528,6 +530,16 @@ fn parse_nats_url(value: &str) -> Result<String, String> {
     }
     swath_nats::servers(value).map_err(|e| format!("{e}; {expected}"))?;
     Ok(value.to_owned())
+}
+
+/// A file that exists, checked now so that a wrong path is named at start-up.
+fn parse_file(value: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(value);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{value} is not a file"))
+    }
 }
 
 /// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
