@@ -20,6 +20,8 @@
 //!   adapter.
 //! - [`e2e`]: end-to-end harness: private NATS and PostgreSQL servers, test databases, the
 //!   `swath` binary as a child process.
+//! - [`cluster`]: a three-node NATS JetStream cluster on loopback (kill, restart, pause a node;
+//!   the stream's leader; `sync_interval: always`).
 //! - [`retention_contract`]: retention and downsampling, for every adapter, on a manual clock.
 //! - [`projections_contract`]: the live projections' scenarios (windows, sentinels, visibility,
 //!   operator on duty, reads per level), for every adapter.
