@@ -50,36 +50,20 @@ async fn measure(
         .map(|i| format!("0192f3a0-0000-7000-8000-{i:012}"))
         .collect();
     use swath_application::ports::EventBus;
-    // Warm-up.
-    for n in 0..200 {
-        bus.publish(
-            &format!("telemetry.mower.{}", mowers[n % 200]),
-            payload.clone(),
-            None,
-        )
-        .await
-        .expect("publish");
-    }
+    let subject = |n: usize| format!("telemetry.mower.{}", mowers[n % mowers.len()]);
+    // Warm-up, then one publish at a time.
     let mut latency = Vec::with_capacity(latency_n);
-    for n in 0..latency_n {
+    for n in 0..200 + latency_n {
         let started = Instant::now();
-        bus.publish(
-            &format!("telemetry.mower.{}", mowers[n % 200]),
-            payload.clone(),
-            None,
-        )
-        .await
-        .expect("publish");
-        latency.push(started.elapsed());
+        bus.publish(&subject(n), payload.clone(), None)
+            .await
+            .expect("publish");
+        if n >= 200 {
+            latency.push(started.elapsed());
+        }
     }
     latency.sort();
-    let messages = (0..states).map(|n| {
-        (
-            format!("telemetry.mower.{}", mowers[n % 200]),
-            payload.clone(),
-            format!("{setup}-{n}"),
-        )
-    });
+    let messages = (0..states).map(|n| (subject(n), payload.clone(), format!("{setup}-{n}")));
     let started = Instant::now();
     let (acknowledged, failure) = bus.publish_pipelined(messages, 512).await;
     let elapsed = started.elapsed();

@@ -107,7 +107,12 @@ pub fn key_subject(pattern: &str, key: &str) -> String {
 
 /// `per_partition` keys in each partition, the partitions' keys interleaved (`k…` names).
 pub fn keys_over_every_partition(pattern: &str, per_partition: usize) -> Vec<String> {
-    let p = partitioning(pattern);
+    keys_covering(&partitioning(pattern), per_partition)
+}
+
+/// `per_partition` keys (`k0`, `k1`, …) in each partition of `p`, interleaved: one of each
+/// partition, then a second of each, …
+pub fn keys_covering(p: &Partitioning, per_partition: usize) -> Vec<String> {
     let mut by_partition: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for i in 0.. {
         let key = format!("k{i}");
@@ -115,7 +120,7 @@ pub fn keys_over_every_partition(pattern: &str, per_partition: usize) -> Vec<Str
         if keys.len() < per_partition {
             keys.push(key);
         }
-        let full = by_partition.len() == PARTITIONS as usize
+        let full = by_partition.len() == p.partitions() as usize
             && by_partition.values().all(|k| k.len() == per_partition);
         if full {
             break;

@@ -13,10 +13,11 @@ use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use swath_application::ports::{
-    BatchSettings, BusError, EventBus, LiveOptions, Message, Partitioning, StartAt, Subscription,
+    BatchSettings, BusError, EventBus, LiveOptions, Message, StartAt, Subscription,
 };
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_tests::bus_contract::{settings, wait_until, Recorder, Reply};
+use swath_tests::partition_contract::keys_covering;
 
 const URL_VAR: &str = "SWATH_TEST_NATS_URL";
 
@@ -72,24 +73,6 @@ async fn publish_seq(bus: &NatsBus, pattern: &str, key: &str, n: usize) {
     )
     .await
     .expect("publish");
-}
-
-/// Keys that cover every partition of `p`, `per` keys each.
-fn keys_covering(p: &Partitioning, per: usize) -> Vec<String> {
-    let mut by_partition: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for i in 0.. {
-        let key = format!("m{i}");
-        let slot = by_partition.entry(p.partition_of_key(&key)).or_default();
-        if slot.len() < per {
-            slot.push(key);
-        }
-        if by_partition.len() == p.partitions() as usize
-            && by_partition.values().all(|keys| keys.len() == per)
-        {
-            break;
-        }
-    }
-    by_partition.into_values().flatten().collect()
 }
 
 /// Per key, the numbers of its payloads in the order given.
