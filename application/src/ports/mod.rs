@@ -17,11 +17,11 @@ pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
     Message, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
-pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{
     Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,
 };
+pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};
 pub use projections::{
     list_order, AlertCard, Assignment, AssignmentError, Assignments, HealthCard, MowerCard,
     MowerFilter, Priority, ProjectionError, ProjectionStore, SiteCard, Visibility,

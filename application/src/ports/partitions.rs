@@ -26,7 +26,9 @@ impl Partitioning {
     pub fn new(subjects: impl Into<String>, partitions: u32) -> Result<Self, BusError> {
         let subjects = subjects.into();
         let tokens: Vec<&str> = subjects.split('.').collect();
-        let (key, literal) = tokens.split_last().expect("split yields one token at least");
+        let (key, literal) = tokens
+            .split_last()
+            .expect("split yields one token at least");
         let literal_ok = !literal.is_empty()
             && literal.iter().all(|t| {
                 !t.is_empty() && *t != "*" && *t != ">" && !t.contains(char::is_whitespace)
@@ -121,7 +123,14 @@ mod tests {
     #[test]
     fn a_pattern_is_literal_tokens_then_one_key() {
         assert!(Partitioning::new("telemetry.mower.*", 8).is_ok());
-        for bad in ["telemetry.>", "telemetry.*.x", "*", "telemetry.mower", "a..*", "a.*.*"] {
+        for bad in [
+            "telemetry.>",
+            "telemetry.*.x",
+            "*",
+            "telemetry.mower",
+            "a..*",
+            "a.*.*",
+        ] {
             assert!(Partitioning::new(bad, 8).is_err(), "{bad}");
         }
         assert!(Partitioning::new("a.*", 0).is_err());
