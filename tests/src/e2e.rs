@@ -1,6 +1,9 @@
 //! End-to-end harness: private NATS and PostgreSQL servers (to restart them without disturbing
 //! anyone), databases of their own on the shared server, and the `swath` binary as a child
-//! process, all stopped when dropped, also when a test fails.
+//! process (`service`), all stopped when dropped, also when a test fails; several replicas of it
+//! killed at chosen moments, also while they start up, and the partitions each holds
+//! (`replicas`); what the scenarios share, their plans and their verdict against both
+//! references ([`scenario`]).
 //!
 //! The end-to-end tests run when both `SWATH_TEST_DATABASE_URL` and `SWATH_TEST_NATS_URL` are
 //! set (see [`services`]); built without them, they are reported as ignored; set, a missing

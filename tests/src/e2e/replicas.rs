@@ -194,7 +194,7 @@ impl Replicas {
     /// Starts replica `i` again (it must be down) and kills it while it starts up, before
     /// `/readyz` answers 200: at a random share of the start-ups seen so far (their median),
     /// tried again with half the delay, up to five times, when it was ready first. Leaves it
-    /// down. Returns the kills.
+    /// down; the kills are in [`Replicas::kills`]. Fails when it was ready every time.
     pub async fn kill_during_startup(&mut self, i: usize, dice: &mut Dice) -> anyhow::Result<()> {
         let mut typical = self.median_startup().unwrap_or(Duration::from_millis(100));
         for _ in 0..5 {
