@@ -23,8 +23,8 @@ use swath_api::{router, AppState};
 use swath_application::import::import_ndjson;
 use swath_application::ports::{
     hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Principal,
-    ProjectionStore, RetentionStore, Scope, SystemClock, TelemetryStore, TokenError, TokenStore,
-    WatchStore,
+    ProjectionStore, RetentionStore, Scope, StartAt, SystemClock, TelemetryStore, TokenError,
+    TokenStore, WatchStore,
 };
 use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
@@ -363,13 +363,19 @@ struct ServeArgs {
     )]
     nats_url: Option<String>,
     /// JetStream `ack_wait` of the durable consumers, in seconds: how long a delivery a replica
-    /// took and never settled (it died) waits before it is redelivered. A replica restarted
-    /// after a crash resumes ingesting up to this long later, so that those states are stored
-    /// before newer ones (see docs/e2e.md).
+    /// took and never settled (it died) waits before it is redelivered. A dead replica's
+    /// partitions move to another replica this plus 3 s after its last pull (docs/operations.md).
     #[arg(long = "nats-ack-wait-seconds", env = "SWATH_NATS_ACK_WAIT_SECONDS",
-        value_name = "SWATH_NATS_ACK_WAIT_SECONDS", default_value = "30",
+        value_name = "SWATH_NATS_ACK_WAIT_SECONDS", default_value = "4",
         value_parser = parse_positive_seconds)]
     nats_ack_wait: Duration,
+    /// How many partitions the mowers' states are split into (1 to 64): each is handled by one
+    /// replica at a time, in order, and a replica handles its partitions concurrently. Set once
+    /// per deployment: NATS refuses to start with another count than its stream was made with.
+    #[arg(long = "telemetry-partitions", env = "SWATH_TELEMETRY_PARTITIONS",
+        value_name = "SWATH_TELEMETRY_PARTITIONS", default_value_t = swath_nats::DEFAULT_TELEMETRY_PARTITIONS,
+        value_parser = clap::value_parser!(u32).range(1..=swath_application::ports::MAX_PARTITIONS as i64))]
+    telemetry_partitions: u32,
     #[command(flatten)]
     retention: maintenance_cli::RetentionScheduleArgs,
 }
@@ -386,6 +392,10 @@ impl ServeArgs {
                     .context("SWATH_NATS_URL is required with SWATH_BUS=nats")?;
                 let settings = swath_nats::NatsBusSettings {
                     ack_wait: self.nats_ack_wait,
+                    streams: vec![
+                        swath_nats::StreamSpec::telemetry().partitioned(self.telemetry_partitions),
+                        swath_nats::StreamSpec::notifications(),
+                    ],
                     ..swath_nats::NatsBusSettings::default()
                 };
                 let bus = swath_nats::NatsBus::connect(url, settings)
@@ -395,6 +405,25 @@ impl ServeArgs {
                 Arc::new(bus)
             }
         })
+    }
+}
+
+/// Keeps `swath_bus_partitions_owned{consumer}` at how many partitions of each consumer this
+/// replica holds (the balance across replicas, docs/operations.md), every second until `stop`.
+async fn report_partitions_owned(
+    consumers: [(&'static str, Arc<std::sync::atomic::AtomicUsize>); 2],
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        for (consumer, owned) in &consumers {
+            let held = owned.load(std::sync::atomic::Ordering::Relaxed);
+            metrics::gauge!("swath_bus_partitions_owned", "consumer" => *consumer).set(held as f64);
+        }
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        }
     }
 }
 
@@ -588,6 +617,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             BatchSettings {
                 max_batch: args.ingest_batch_max as usize,
                 max_wait: args.ingest_batch_wait,
+                // Nothing the stream holds is skipped, even what came before the first start.
+                start: StartAt::Stored,
                 ..BatchSettings::default()
             },
             ingest.handler(),
@@ -609,6 +640,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .await
         .context("could not subscribe the watcher consumer")?;
     let (stop_sweep, sweep_stop) = watch::channel(false);
+    tokio::spawn(report_partitions_owned(
+        [
+            (
+                subjects::INGEST_CONSUMER,
+                ingest_subscription.partitions_owned_counter(),
+            ),
+            (
+                subjects::WATCHER_CONSUMER,
+                watcher_subscription.partitions_owned_counter(),
+            ),
+        ],
+        sweep_stop.clone(),
+    ));
     let sweep = tokio::spawn(offline_sweep(
         Arc::clone(&watcher),
         args.offline_sweep_period,

@@ -4,13 +4,17 @@
 //!
 //! # Layout
 //! - [`settings`]: [`NatsBusSettings`] and [`StreamSpec`], the streams provisioned at connect
-//!   (production: `TELEMETRY` on `telemetry.>` and `NOTIFICATIONS` on `notifications.>`, file
-//!   storage).
-//! - `provision`: idempotent creation of streams and durable pull consumers, safe when replicas
-//!   start together.
-//! - `worker`: one task per batch subscription: pulls a batch (linger, `max_batch`), runs the
-//!   handler, settles, drains on unsubscribe, survives reconnects. Its module documentation
-//!   explains why batches are pulled the way they are.
+//!   (production: `TELEMETRY` on `telemetry.mower.*`, partitioned by mower, and `NOTIFICATIONS`
+//!   on `notifications.>`, file storage).
+//! - `provision`: idempotent creation of streams (with the partitions' subject transform) and
+//!   durable pull consumers, safe when replicas start together; the server version check.
+//! - `worker`: one task per batch subscription, or per partition: pulls a batch (linger,
+//!   `max_batch`), runs the handler, settles, drains on unsubscribe, survives reconnects. Its
+//!   module documentation explains why batches are pulled the way they are.
+//! - `partitioned`: a subscription to a partitioned subject: one pinned consumer and worker per
+//!   partition, and the hand-over from an earlier version's unpartitioned consumer.
+//! - `pinning`: a partition worker's pin, its replica's share, keeping and releasing pins.
+//! - `membership`: the replicas' heartbeats in the `SWATH_REPLICAS` key-value bucket.
 //! - `live`: ack-less live subscriptions on ordered consumers.
 //! - `subjects`: which stream covers a subject filter (the subject and name checks both buses
 //!   make are `swath_application::ports::bus_rules`).
@@ -22,9 +26,13 @@
 //!   ([`BusError::Full`]); no answer, no stream, or a lost connection is
 //!   [`BusError::Unavailable`].
 //! - `subscribe_batch` provisions a durable pull consumer named `consumer` on the stream that
-//!   holds `subject` (`AckPolicy::Explicit`, `max_ack_pending` = [`MAX_IN_FLIGHT`], filter =
-//!   `subject`). Replicas subscribing to the same name share it: JetStream hands each message to
-//!   one pull request, and `max_ack_pending` bounds the messages in flight across all of them.
+//!   holds `subject` (`AckPolicy::Explicit`, `max_ack_pending` =
+//!   [`MAX_IN_FLIGHT`](swath_application::ports::MAX_IN_FLIGHT), filter = `subject`). Replicas
+//!   subscribing to the same name share it: JetStream hands each message to one pull request,
+//!   and `max_ack_pending` bounds the messages in flight across all of them. On a partitioned
+//!   stream ([`StreamSpec::partitioned`]) a subscription to its pattern is one consumer per
+//!   partition (`<consumer>-p<N>`, filter `a.p.<N>.b.*`) with a `pinned_client` priority group:
+//!   the server hands a partition to one replica at a time (decisions 63–64).
 //! - `Settle::Ack` is `+ACK`, `Redeliver` is `-NAK`, `Drop` is `+TERM`; `Message::delivery` is
 //!   JetStream's delivery count.
 //! - `subscribe` is an ordered consumer (`AckPolicy::None`, `DeliverPolicy::New`); acknowledged,
@@ -35,13 +43,15 @@
 //! # Differences from the memory bus that callers may notice
 //! - Messages pulled but not yet handed to a handler when a subscription stops are given back
 //!   with `-NAK`, which JetStream counts as a delivery: the next subscriber sees `delivery` 2.
-//! - Publication order holds per subscription; across replicas of one consumer it cannot (each
-//!   takes its own batches).
+//! - Publication order holds per partition across replicas; for an unpartitioned consumer it holds
+//!   per subscription only (each replica takes its own batches).
 //! - A process that dies with a batch in hand leaves it unacknowledged; JetStream redelivers it
-//!   after `ack_wait` (30 s by default).
-//! - Like the memory bus, a new durable consumer starts with what is published after its
-//!   creation (`DeliverPolicy::New`), although the stream keeps older messages: a consumer added
-//!   later must not replay days of states. Once created it keeps its position across restarts.
+//!   after `ack_wait` (4 s by default), and its partitions move to another replica after
+//!   [`NatsBusSettings::priority_timeout`] (7 s by default).
+//! - A new durable consumer starts where `BatchSettings::start` says: `New` (what is published
+//!   after its creation) or `Stored` (everything the stream keeps; the memory bus keeps no stream).
+//!   Once created it keeps its position across restarts.
+//! - Partitioned streams need NATS 2.11 or newer: `connect` refuses an older server.
 //! - Both kinds of subscription need a stream that holds their subject (a provisioned one, or
 //!   any stream the server names); otherwise they are refused.
 //! - After a NATS restart a waiting batch subscription pulls again within about two
@@ -50,12 +60,18 @@
 pub mod settings;
 
 mod live;
+mod membership;
+mod partitioned;
+mod pinning;
 mod provision;
 mod subjects;
 mod worker;
 
+pub use membership::MEMBERSHIP_BUCKET;
+
 pub use settings::{
-    NatsBusSettings, StreamSpec, StreamStorage, NOTIFICATIONS_STREAM, TELEMETRY_STREAM,
+    NatsBusSettings, StreamSpec, StreamStorage, DEFAULT_TELEMETRY_PARTITIONS, NOTIFICATIONS_STREAM,
+    TELEMETRY_STREAM, TELEMETRY_SUBJECTS,
 };
 
 use async_nats::jetstream::context::{DeleteStreamErrorKind, PublishErrorKind};
@@ -67,7 +83,6 @@ use std::sync::Arc;
 use swath_application::ports::bus_rules;
 use swath_application::ports::{
     BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
-    MAX_IN_FLIGHT,
 };
 use tokio::sync::watch;
 
@@ -112,6 +127,10 @@ impl NatsBus {
             .connect(url)
             .await
             .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
+        let partitioned = settings.streams.iter().any(|s| s.partitions.is_some());
+        if partitioned {
+            provision::check_server_version(&client.server_info().version)?;
+        }
         let js = jetstream::ContextBuilder::new()
             .timeout(settings.request_timeout)
             .build(client.clone());
@@ -336,30 +355,49 @@ impl EventBus for NatsBus {
         bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
-        let pull_consumer =
-            provision::provision_consumer(&stream, consumer, subject, bus.ack_wait).await?;
+        let spec = bus
+            .streams
+            .iter()
+            .find(|spec| spec.name == stream.cached_info().config.name);
+        if let Some(partitioning) = spec.map(StreamSpec::partitioning).transpose()?.flatten() {
+            if partitioning.admits(subject)? {
+                let on = partitioned::Bus {
+                    client: &self.inner.client,
+                    js: &self.inner.js,
+                    settings: bus,
+                };
+                return partitioned::subscribe(
+                    on,
+                    stream,
+                    &partitioning,
+                    consumer,
+                    settings,
+                    handler,
+                )
+                .await;
+            }
+        }
+        let wanted = provision::durable_config(
+            consumer,
+            subject,
+            bus.ack_wait,
+            settings.start,
+            provision::Sharing::Shared,
+        );
+        let pull_consumer = provision::provision_consumer(&stream, wanted.clone()).await?;
         let (stop_tx, stop_rx) = watch::channel(false);
-        let worker = worker::Worker {
-            client: self.inner.client.clone(),
-            js: self.inner.js.clone(),
+        let worker = worker::Worker::new(
+            &self.inner.client,
+            &self.inner.js,
+            bus,
             stream,
-            consumer: pull_consumer,
-            name: consumer.to_owned(),
-            filter: subject.to_owned(),
-            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
+            pull_consumer,
+            wanted,
+            consumer.to_owned(),
             settings,
-            timings: worker::Timings {
-                request_timeout: bus.request_timeout,
-                pull_expiry: bus.pull_expiry,
-                idle_heartbeat: bus.idle_heartbeat,
-                ack_wait: bus.ack_wait,
-            },
             handler,
-            stop: stop_rx,
-            failures: 0,
-            recovering: std::sync::atomic::AtomicBool::new(true),
-            held: Vec::new(),
-        };
+            stop_rx,
+        );
         tracing::debug!(
             consumer,
             subject,

@@ -2,6 +2,13 @@
 //! timings of its pull requests.
 
 use std::time::Duration;
+use swath_application::ports::{BusError, Partitioning};
+
+/// How many partitions the telemetry subjects get unless configured (`SWATH_TELEMETRY_PARTITIONS`).
+pub const DEFAULT_TELEMETRY_PARTITIONS: u32 = 8;
+
+/// The subjects gateways publish states on; the telemetry stream partitions them by mower.
+pub const TELEMETRY_SUBJECTS: &str = "telemetry.mower.*";
 
 /// The stream of mower states (docs/rules.md §5).
 pub const TELEMETRY_STREAM: &str = "TELEMETRY";
@@ -26,7 +33,7 @@ pub enum StreamStorage {
 /// `connect` refuses it rather than run on a stream that would lose messages on a restart.
 ///
 /// The stream always uses limits retention with `DiscardPolicy::New`: when a limit is reached,
-/// a publish is refused ([`BusError::Full`](swath_application::ports::BusError::Full)) instead
+/// a publish is refused ([`BusError::Full`]) instead
 /// of silently discarding the oldest, possibly unconsumed, messages.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StreamSpec {
@@ -42,6 +49,11 @@ pub struct StreamSpec {
     pub max_bytes: Option<i64>,
     /// How long a `Nats-Msg-Id` is remembered for de-duplication.
     pub duplicate_window: Duration,
+    /// Partitions of the stream's one subject pattern (literal tokens then `*`, the key): the
+    /// stream stores `a.b.<key>` as `a.p.<N>.b.<key>` (a subject transform hashing the key as
+    /// [`Partitioning::partition_of`] does), and a consumer of the pattern is one durable
+    /// consumer per partition, pinned to one replica at a time (see the crate documentation).
+    pub partitions: Option<u32>,
 }
 
 impl StreamSpec {
@@ -58,17 +70,44 @@ impl StreamSpec {
             max_messages: None,
             max_bytes: None,
             duplicate_window: Duration::from_secs(120),
+            partitions: None,
         }
     }
 
-    /// `TELEMETRY`: every state a mower reports (`telemetry.>`), kept seven days so that a
-    /// consumer that was down can catch up and an operator can replay, without the stream
-    /// growing forever.
+    /// This spec with its one subject pattern split in `partitions`.
+    pub fn partitioned(self, partitions: u32) -> Self {
+        Self {
+            partitions: Some(partitions),
+            ..self
+        }
+    }
+
+    /// The partitioning of the stream's subject, when it has one; refused when the spec is not
+    /// one pattern of literal tokens and a last `*`, or the count is out of range.
+    pub fn partitioning(&self) -> Result<Option<Partitioning>, BusError> {
+        let Some(partitions) = self.partitions else {
+            return Ok(None);
+        };
+        match self.subjects.as_slice() {
+            [pattern] => Partitioning::new(pattern.clone(), partitions).map(Some),
+            _ => Err(BusError::Refused(format!(
+                "stream {}: a partitioned stream has exactly one subject pattern",
+                self.name
+            ))),
+        }
+    }
+
+    /// `TELEMETRY`: every state a mower reports (`telemetry.mower.<id>`), split by mower in
+    /// [`DEFAULT_TELEMETRY_PARTITIONS`] (see [`StreamSpec::partitioned`]), kept seven days so that
+    /// a consumer that was down can catch up and an operator can replay, without the stream
+    /// growing forever. Only `telemetry.mower.*` is captured: a subject of the partitioned form
+    /// published directly would bypass the mower's partition.
     pub fn telemetry() -> Self {
         Self {
             max_age: Some(Duration::from_secs(7 * 24 * 3600)),
-            ..Self::new(TELEMETRY_STREAM, ["telemetry.>"])
+            ..Self::new(TELEMETRY_STREAM, [TELEMETRY_SUBJECTS])
         }
+        .partitioned(DEFAULT_TELEMETRY_PARTITIONS)
     }
 
     /// `NOTIFICATIONS`: the events the watcher derives (`notifications.>`), kept seven days.
@@ -91,19 +130,23 @@ pub struct NatsBusSettings {
     /// How long a JetStream API call, a publish acknowledgement or an acknowledgement's
     /// confirmation may take before the bus counts NATS as unavailable (5 s).
     pub request_timeout: Duration,
-    /// How long a pull request that waits for a first message lives before it is renewed (10 s).
-    /// Renewing is cheap; a shorter life only bounds how long a request the server forgot (a
-    /// restart) could go unnoticed if heartbeats were off.
+    /// How long a pull request that waits for a first message lives before it is renewed (2 s).
+    /// A pinned replica's waiting pulls keep its pin, so this must stay well below the pin's
+    /// timeout; renewing is cheap.
     pub pull_expiry: Duration,
-    /// The idle heartbeat asked of the server on waiting pull requests (2 s). Two missed
+    /// The idle heartbeat asked of the server on waiting pull requests (1 s). Two missed
     /// heartbeats and the request is given up and made again, so a NATS restart never stalls a
     /// subscription silently.
     pub idle_heartbeat: Duration,
-    /// JetStream `ack_wait` of the durable consumers (30 s): a message delivered and neither
+    /// JetStream `ack_wait` of the durable consumers (4 s): a message delivered and neither
     /// acknowledged nor refused within it is redelivered. While a handler runs longer, the bus
     /// tells the server it is still working on the batch (`+WPI`), so this only matters when a
-    /// process dies.
+    /// process dies; it bounds, with `pull_expiry`, how long a partition of a dead replica waits
+    /// for another (see [`NatsBusSettings::priority_timeout`]).
     pub ack_wait: Duration,
+    /// How often a replica renews its membership in the balance of partitions (1 s); a replica
+    /// silent for three times this is no longer counted.
+    pub membership_heartbeat: Duration,
     /// The buffer of each live subscription; a subscriber that falls further behind loses
     /// messages (1024).
     pub live_buffer: usize,
@@ -115,15 +158,25 @@ impl Default for NatsBusSettings {
             streams: vec![StreamSpec::telemetry(), StreamSpec::notifications()],
             connection_name: "swath".to_owned(),
             request_timeout: Duration::from_secs(5),
-            pull_expiry: Duration::from_secs(10),
-            idle_heartbeat: Duration::from_secs(2),
-            ack_wait: Duration::from_secs(30),
+            pull_expiry: Duration::from_secs(2),
+            idle_heartbeat: Duration::from_secs(1),
+            ack_wait: Duration::from_secs(4),
+            membership_heartbeat: Duration::from_secs(1),
             live_buffer: 1024,
         }
     }
 }
 
 impl NatsBusSettings {
+    /// How long a partition stays pinned to a replica that stopped pulling: `ack_wait` plus
+    /// `pull_expiry` plus one second. A dead replica's last pull lived up to `pull_expiry`, and
+    /// what it was delivered is redelivered `ack_wait` after its last sign of life; with this
+    /// timeout the partition's next holder is pinned only once all of it is due, so it gets those
+    /// redeliveries before anything newer (decision 63).
+    pub fn priority_timeout(&self) -> Duration {
+        self.ack_wait + self.pull_expiry + Duration::from_secs(1)
+    }
+
     /// The default timings with these streams only (tests use one stream of their own).
     pub fn with_streams(streams: Vec<StreamSpec>) -> Self {
         Self {

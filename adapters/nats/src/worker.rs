@@ -48,6 +48,10 @@
 //!
 //! # Order after a crash
 //!
+//! A partition's worker is pinned (`pinning.rs`): the next holder of a dead one's partition is
+//! pinned only once its deliveries are due, and it gathers and sorts the leading redeliveries
+//! (decision 63). What follows is the order rule of an unpartitioned consumer.
+//!
 //! JetStream serves redeliveries before new messages, but a delivery of a process that died
 //! (`kill -9`), or one lost with a connection, is redelivered only once its `ack_wait` expired;
 //! a pull made before that gets the newer messages first, and a mower's older states would then
@@ -68,8 +72,9 @@
 //! requests keep failing, and the durable consumer is provisioned again when the server says it
 //! is gone. Messages left unacknowledged by the restart come back after `ack_wait`.
 
-use crate::provision::provision_consumer;
-use async_nats::jetstream::consumer::{pull::BatchConfig, PullConsumer};
+use crate::pinning::{unpin, Pinning, Turn};
+use crate::provision::{provision_consumer, published_subject};
+use async_nats::jetstream::consumer::{pull, pull::BatchConfig, PullConsumer};
 use async_nats::jetstream::{self, AckKind};
 use async_nats::{Client, StatusCode, Subject, Subscriber};
 use bytes::Bytes;
@@ -80,7 +85,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_application::ports::bus_rules::{is_stopped, judge, stopped, HandlerResult, Verdict};
-use swath_application::ports::{BatchHandler, BatchSettings, HandlerError, Message, Settle};
+use swath_application::ports::{
+    BatchHandler, BatchSettings, HandlerError, Message, Settle, MAX_IN_FLIGHT,
+};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -89,6 +96,8 @@ use tokio::time::Instant;
 const HEARTBEAT_SLACK: Duration = Duration::from_millis(500);
 /// The longest pause between two pull requests that keep failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// The header naming the pin of a partition's deliveries.
+const PIN_HEADER: &str = "Nats-Pin-Id";
 
 /// The timings a worker takes from the bus settings.
 #[derive(Clone, Copy, Debug)]
@@ -104,8 +113,9 @@ pub(crate) struct Worker {
     pub js: jetstream::Context,
     pub stream: jetstream::stream::Stream,
     pub consumer: PullConsumer,
+    /// The durable consumer's configuration (provisioned again after a NATS restart lost it).
+    pub wanted: pull::Config,
     pub name: String,
-    pub filter: String,
     /// `settings.max_batch` clamped to `1..=MAX_IN_FLIGHT`.
     pub max_batch: usize,
     pub settings: BatchSettings,
@@ -119,8 +129,16 @@ pub(crate) struct Worker {
     /// next pull, wait for the consumer's earlier deliveries to be settled or to expire (see
     /// "Order after a crash" in the module documentation).
     pub recovering: AtomicBool,
-    /// A newer message taken while waiting for earlier deliveries, handled once they are.
+    /// Messages in hand, not handled yet, in the order they are to be handled: a newer message
+    /// taken while waiting for earlier deliveries (unpartitioned), or leading redeliveries beyond
+    /// one batch (partitioned). Kept alive while they wait.
     pub held: Vec<jetstream::Message>,
+    /// A partition's consumer: the pin and the replica's share (`pinning.rs`); `None` for an
+    /// unpartitioned consumer.
+    pub pinning: Option<Pinning>,
+    /// Ends the worker once the consumer has nothing left to deliver or settle (an old
+    /// unpartitioned consumer drained before the partitions take over, `partitioned.rs`).
+    pub until_drained: bool,
 }
 
 /// How a pull request ended.
@@ -150,9 +168,52 @@ enum Kept<T> {
 }
 
 impl Worker {
+    /// A worker of an unpartitioned consumer; a partition's sets `pinning`, a drained old
+    /// consumer's `until_drained` (`partitioned.rs`).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        client: &Client,
+        js: &jetstream::Context,
+        bus: &crate::NatsBusSettings,
+        stream: jetstream::stream::Stream,
+        consumer: PullConsumer,
+        wanted: pull::Config,
+        name: String,
+        settings: BatchSettings,
+        handler: Arc<dyn BatchHandler>,
+        stop: watch::Receiver<bool>,
+    ) -> Worker {
+        let pinned = false;
+        Worker {
+            client: client.clone(),
+            js: js.clone(),
+            stream,
+            consumer,
+            wanted,
+            name,
+            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
+            settings,
+            timings: Timings {
+                request_timeout: bus.request_timeout,
+                pull_expiry: bus.pull_expiry,
+                idle_heartbeat: bus.idle_heartbeat,
+                ack_wait: bus.ack_wait,
+            },
+            handler,
+            stop,
+            failures: 0,
+            recovering: AtomicBool::new(!pinned),
+            held: Vec::new(),
+            pinning: None,
+            until_drained: false,
+        }
+    }
+
     pub(crate) async fn run(mut self) {
         while let Some(batch) = self.next_batch().await {
-            let messages: Arc<[Message]> = batch.iter().map(to_message).collect();
+            let partitioned = self.pinning.is_some();
+            let messages: Arc<[Message]> =
+                batch.iter().map(|m| to_message(m, partitioned)).collect();
             let mut call = {
                 let handler = Arc::clone(&self.handler);
                 let messages = Arc::clone(&messages);
@@ -164,7 +225,11 @@ impl Worker {
                 Kept::Done(result) => match self.settle(&batch, result).await {
                     Settled::Answered {
                         all_redelivered: false,
-                    } => {}
+                    } => {
+                        if self.until_drained && self.drained().await {
+                            break;
+                        }
+                    }
                     // No message made progress: pause as after an error rather than spin on it.
                     Settled::Answered {
                         all_redelivered: true,
@@ -205,6 +270,9 @@ impl Worker {
 
     /// The next batch, or `None` once stopped (what was pulled meanwhile has been handed back).
     async fn next_batch(&mut self) -> Option<Vec<jetstream::Message>> {
+        if self.pinning.is_some() {
+            return self.next_pinned_batch().await;
+        }
         if self.recovering.load(Ordering::Relaxed) && !self.await_earlier_deliveries().await {
             return None;
         }
@@ -237,9 +305,143 @@ impl Worker {
             if !self.carry_on(end, &mut batch).await {
                 return None;
             }
+            if batch.is_empty() && self.until_drained && self.drained().await {
+                return None;
+            }
         }
+        self.linger(&mut batch, waited).await.then_some(batch)
+    }
+
+    /// A partition's next batch (see "Pulling a batch" and `pinning.rs`): held messages first;
+    /// else, once it is this worker's turn, steps 1–3 (step 1 only as the holder: a standby's
+    /// pull waits for the pin), then every leading redelivery, sorted by stream sequence.
+    async fn next_pinned_batch(&mut self) -> Option<Vec<jetstream::Message>> {
+        if !self.held.is_empty() {
+            let n = self.held.len().min(self.max_batch);
+            return Some(self.held.drain(..n).collect());
+        }
+        loop {
+            if !self.await_turn().await {
+                return None;
+            }
+            let holding = self.pinning.as_ref().is_some_and(|p| p.id.is_some());
+            let mut batch = Vec::with_capacity(self.max_batch);
+            if holding {
+                let end = self.pull(self.no_wait(self.max_batch), &mut batch).await;
+                if !self.carry_on(end, &mut batch).await {
+                    return None;
+                }
+                let still = self.pinning.as_ref().is_some_and(|p| p.id.is_some());
+                if batch.is_empty() && !still {
+                    // The pin is another replica's now: compete only within the share.
+                    continue;
+                }
+            }
+            let waited = batch.is_empty();
+            if waited {
+                let end = self.pull(self.waiting(), &mut batch).await;
+                if !self.carry_on(end, &mut batch).await {
+                    return None;
+                }
+                if batch.is_empty() {
+                    // Nothing came: look at the turn again (the share may have changed).
+                    continue;
+                }
+            }
+            if !self.linger(&mut batch, waited).await || !self.gather_redeliveries(&mut batch).await
+            {
+                return None;
+            }
+            return Some(batch);
+        }
+    }
+
+    /// Waits until this partition worker may pull (`Pinning::turn`), releasing the partition
+    /// first when its replica holds more than its share. `false` when stopped meanwhile.
+    async fn await_turn(&mut self) -> bool {
+        loop {
+            let Some(pinning) = self.pinning.as_mut() else {
+                return true;
+            };
+            match pinning.turn() {
+                Turn::Pull => return true,
+                Turn::Release => {
+                    // Only with nothing of the partition unsettled (a settlement NATS did not
+                    // confirm would come back to the next holder after newer messages).
+                    let settled =
+                        matches!(self.consumer.info().await, Ok(info) if info.num_ack_pending == 0);
+                    let Some(pinning) = self.pinning.as_mut() else {
+                        return true;
+                    };
+                    if !settled || !pinning.try_release() {
+                        return true;
+                    }
+                    let stream = self.stream.cached_info().config.name.clone();
+                    unpin(
+                        &self.client,
+                        &stream,
+                        &self.name,
+                        self.timings.request_timeout,
+                    )
+                    .await;
+                }
+                Turn::Wait => {}
+            }
+            let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
+            if let Kept::Stopped = self.keep_alive(&mut sleep, &[], None, true).await {
+                return false;
+            }
+        }
+    }
+
+    /// When a batch holds redeliveries: pulls on until a first delivery or nothing comes, so
+    /// that every redelivery served ahead of newer messages is in hand, and sorts them all by
+    /// stream sequence (a moved pin gets them rotated, `pinning.rs`). What exceeds one batch is
+    /// held, in order, for the next ones. `false` when stopped meanwhile.
+    async fn gather_redeliveries(&mut self, batch: &mut Vec<jetstream::Message>) -> bool {
+        if batch.iter().all(|m| delivery_count(m) <= 1) {
+            return true;
+        }
+        loop {
+            let mut more = Vec::new();
+            let room = MAX_IN_FLIGHT.saturating_sub(batch.len()).max(1);
+            let end = self.pull(self.no_wait(room), &mut more).await;
+            let lost = matches!(end, PullEnd::Lost { .. });
+            if !self.carry_on(end, &mut more).await {
+                self.give_back(batch).await;
+                return false;
+            }
+            let done = lost || more.is_empty() || more.iter().any(|m| delivery_count(m) <= 1);
+            batch.append(&mut more);
+            if done || batch.len() >= MAX_IN_FLIGHT {
+                break;
+            }
+        }
+        batch.sort_by_key(stream_sequence);
+        if batch.len() > self.max_batch {
+            self.held = batch.split_off(self.max_batch);
+        }
+        true
+    }
+
+    /// Whether the consumer has nothing left to deliver or settle (`until_drained`); a consumer
+    /// that is gone (another replica deleted it once drained) is drained too.
+    async fn drained(&mut self) -> bool {
+        match self.consumer.info().await {
+            Ok(info) => info.num_pending == 0 && info.num_ack_pending == 0,
+            Err(e) => {
+                let gone = e.to_string().to_ascii_lowercase().contains("not found");
+                if !gone {
+                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; pulling on.");
+                }
+                gone
+            }
+        }
+    }
+
+    /// Step 3: lingers for the rest of the batch. `false` when stopped meanwhile.
+    async fn linger(&mut self, batch: &mut Vec<jetstream::Message>, waited: bool) -> bool {
         let first = Instant::now();
-        // 3. Linger for the rest of the batch.
         let rest = self.max_batch.saturating_sub(batch.len());
         if rest > 0 {
             let request = if self.settings.max_wait.is_zero() {
@@ -252,13 +454,13 @@ impl Worker {
                 (left >= Duration::from_millis(1)).then(|| self.lingering(rest, left))
             };
             if let Some(request) = request {
-                let end = self.pull(request, &mut batch).await;
-                if !self.carry_on(end, &mut batch).await {
-                    return None;
+                let end = self.pull(request, batch).await;
+                if !self.carry_on(end, batch).await {
+                    return false;
                 }
             }
         }
-        Some(batch)
+        true
     }
 
     fn no_wait(&self, batch: usize) -> BatchConfig {
@@ -300,6 +502,31 @@ impl Worker {
         }
     }
 
+    /// The subject of this consumer's pull requests.
+    fn next_subject(&self) -> String {
+        format!(
+            "$JS.API.CONSUMER.MSG.NEXT.{}.{}",
+            self.stream.cached_info().config.name,
+            self.name
+        )
+    }
+
+    /// Publishes a pull request whose deliveries go to `inbox`; a partition's carries its
+    /// priority group and, when held, its pin (which async-nats's `request_batch` cannot send).
+    async fn request(
+        &self,
+        request: &BatchConfig,
+        inbox: Subject,
+    ) -> Result<(), async_nats::PublishError> {
+        let mut body = serde_json::to_value(request).unwrap_or_default();
+        if let Some(pinning) = &self.pinning {
+            pinning.request_fields(&mut body);
+        }
+        self.client
+            .publish_with_reply(self.next_subject(), inbox, Bytes::from(body.to_string()))
+            .await
+    }
+
     /// Sends one pull request and collects what it delivers into `into`.
     async fn pull(&mut self, request: BatchConfig, into: &mut Vec<jetstream::Message>) -> PullEnd {
         // Checked before asking: once stopped, anything pulled would only be handed back, which
@@ -317,7 +544,7 @@ impl Worker {
                 }
             }
         };
-        if let Err(e) = self.consumer.request_batch(request.clone(), inbox).await {
+        if let Err(e) = self.request(&request, inbox).await {
             return PullEnd::Lost {
                 reason: format!("sending a pull request: {e}"),
                 gone: false,
@@ -359,6 +586,16 @@ impl Worker {
             };
             match message.status {
                 None | Some(StatusCode::OK) => {
+                    if let Some(pinning) = self.pinning.as_mut() {
+                        let pin = message
+                            .headers
+                            .as_ref()
+                            .and_then(|h| h.get(PIN_HEADER))
+                            .map(|v| v.as_str());
+                        if pinning.delivered_with(pin) {
+                            tracing::info!(consumer = %self.name, partition = pinning.partition, "Holding the partition.");
+                        }
+                    }
                     into.push(jetstream::Message {
                         message,
                         context: self.js.clone(),
@@ -371,6 +608,16 @@ impl Worker {
                 Some(StatusCode::IDLE_HEARTBEAT) => {}
                 // No messages (`no_wait`), or the request expired.
                 Some(StatusCode::NOT_FOUND) | Some(StatusCode::TIMEOUT) => return PullEnd::Ended,
+                // The pin this request carried is not the partition's (any more): another
+                // replica holds it, or it was released.
+                Some(status) if u16::from(status) == 423 && self.pinning.is_some() => {
+                    if let Some(pinning) = self.pinning.as_mut() {
+                        if pinning.lost() {
+                            tracing::info!(consumer = %self.name, partition = pinning.partition, "The partition is held by another replica now.");
+                        }
+                    }
+                    return PullEnd::Ended;
+                }
                 Some(status) => {
                     let description = message.description.unwrap_or_default();
                     // `no_wait` while `max_ack_pending` messages are in flight (other
@@ -463,14 +710,7 @@ impl Worker {
     /// Provisions the durable consumer again (after a NATS restart that lost it, or a deleted
     /// stream recreated); failures are logged and retried on the next lost pull.
     async fn reprovision(&mut self) {
-        match provision_consumer(
-            &self.stream,
-            &self.name,
-            &self.filter,
-            self.timings.ack_wait,
-        )
-        .await
-        {
+        match provision_consumer(&self.stream, self.wanted.clone()).await {
             Ok(consumer) => self.consumer = consumer,
             Err(e) => {
                 tracing::warn!(consumer = %self.name, error = %e, "Could not provision the durable consumer again; retrying.");
@@ -656,7 +896,11 @@ impl Worker {
         deadline: Option<Instant>,
         stoppable: bool,
     ) -> Kept<F::Output> {
-        let every = (self.timings.ack_wait / 3).max(Duration::from_millis(100));
+        let mut every = self.timings.ack_wait / 3;
+        if let Some(pinning) = &self.pinning {
+            every = every.min(pinning.timeout / 3);
+        }
+        let every = every.max(Duration::from_millis(100));
         let mut progress = tokio::time::interval_at(Instant::now() + every, every);
         let deadline = async {
             match deadline {
@@ -672,10 +916,13 @@ impl Worker {
                 () = stopped(&mut self.stop), if stoppable => return Kept::Stopped,
                 () = &mut deadline => return Kept::Deadline,
                 _ = progress.tick() => {
-                    for message in batch {
+                    for message in batch.iter().chain(&self.held) {
                         if let Some(reply) = message.message.reply.clone() {
                             let _ = self.client.publish(reply, Bytes::from(AckKind::Progress)).await;
                         }
+                    }
+                    if let Some(pinning) = &self.pinning {
+                        pinning.keep(&self.client, &self.next_subject(), &self.name);
                     }
                 }
             }
@@ -688,17 +935,27 @@ fn stream_sequence(message: &jetstream::Message) -> u64 {
     message.info().map(|info| info.stream_sequence).unwrap_or(0)
 }
 
-/// The port's view of a JetStream message; `delivery` is JetStream's delivery count.
-pub(crate) fn to_message(message: &jetstream::Message) -> Message {
-    let delivery = message
+/// How many times JetStream delivered a message (1 on the first delivery).
+fn delivery_count(message: &jetstream::Message) -> u32 {
+    message
         .info()
         .ok()
         .and_then(|info| u32::try_from(info.delivered).ok())
         .unwrap_or(1)
-        .max(1);
+        .max(1)
+}
+
+/// The port's view of a JetStream message; `delivery` is JetStream's delivery count. A
+/// partitioned stream's stored subject is given back as it was published.
+pub(crate) fn to_message(message: &jetstream::Message, partitioned: bool) -> Message {
+    let stored = message.message.subject.as_str();
     Message {
-        subject: message.message.subject.to_string(),
+        subject: if partitioned {
+            published_subject(stored)
+        } else {
+            stored.to_owned()
+        },
         payload: message.message.payload.clone(),
-        delivery,
+        delivery: delivery_count(message),
     }
 }

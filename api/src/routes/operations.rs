@@ -276,6 +276,10 @@ fn describe_metrics() {
         "swath_states_received_total",
         "State reports handed to ingestion, valid or not."
     );
+    describe_gauge!(
+        "swath_bus_partitions_owned",
+        "Partitions of a consumer (label `consumer`) this replica holds now; replicas share them."
+    );
     describe_counter!("swath_states_stored_total", "State reports stored.");
     describe_counter!(
         "swath_states_dropped_total",

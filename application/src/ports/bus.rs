@@ -140,6 +140,12 @@ impl Subscription {
         self.owned.load(Ordering::Relaxed)
     }
 
+    /// The counter behind [`Subscription::partitions_owned`], for a reporter that outlives a
+    /// borrow of the subscription (a metrics task).
+    pub fn partitions_owned_counter(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.owned)
+    }
+
     /// Stops new deliveries, lets the running batch finish and be settled within the drain
     /// timeout, and returns when the worker has ended. What stays unsettled is redelivered.
     pub async fn unsubscribe(self) {

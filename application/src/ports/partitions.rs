@@ -161,9 +161,9 @@ mod tests {
     #[test]
     fn only_the_pattern_itself_or_disjoint_filters_are_admitted() {
         let p = Partitioning::new("telemetry.mower.*", 4).unwrap();
-        assert_eq!(p.admits("telemetry.mower.*").unwrap(), true);
-        assert_eq!(p.admits("notifications.>").unwrap(), false);
-        assert_eq!(p.admits("telemetry.lawn.*").unwrap(), false);
+        assert!(p.admits("telemetry.mower.*").unwrap());
+        assert!(!p.admits("notifications.>").unwrap());
+        assert!(!p.admits("telemetry.lawn.*").unwrap());
         for overlapping in ["telemetry.>", "telemetry.*.*", ">", "telemetry.mower.m1"] {
             assert!(p.admits(overlapping).is_err(), "{overlapping}");
         }
