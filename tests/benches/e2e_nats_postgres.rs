@@ -200,11 +200,16 @@ async fn measure(
     server: &str,
     binary: &str,
 ) -> anyhow::Result<Measured> {
-    let states = args
-        .states
-        .unwrap_or(if config.batch_max <= 64 { 1_500_000 } else { 3_000_000 });
+    let states = args.states.unwrap_or(if config.batch_max <= 64 {
+        1_500_000
+    } else {
+        3_000_000
+    });
     let plan = Plan::new(0xbe7c, args.mowers, states).with_steady(args.steady);
-    println!("\n== P = {}, batch maximum {}", config.partitions, config.batch_max);
+    println!(
+        "\n== P = {}, batch maximum {}",
+        config.partitions, config.batch_max
+    );
     let (p, b) = (config.partitions.to_string(), config.batch_max.to_string());
     let env = [
         ("SWATH_TELEMETRY_PARTITIONS", p.as_str()),
