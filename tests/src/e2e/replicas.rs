@@ -237,6 +237,14 @@ impl Replicas {
         }
     }
 
+    /// How many times `needle` occurs in the logs of every process, running or killed.
+    pub fn log_count(&self, needle: &str) -> usize {
+        self.all_services()
+            .iter()
+            .map(|s| s.log_text().matches(needle).count())
+            .sum()
+    }
+
     /// How many partitions of `consumer` each replica holds (`None`: down).
     pub async fn partitions_owned(&self, consumer: &str) -> anyhow::Result<Vec<Option<u32>>> {
         let mut owned = Vec::new();
