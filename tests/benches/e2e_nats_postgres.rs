@@ -33,7 +33,7 @@
 //! `CARGO_TARGET_DIR`, else of the workspace's `target`).
 
 use std::time::{Duration, Instant};
-use swath_nats::{NatsBus, NatsBusSettings};
+use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_postgres::PostgresStore;
 use swath_tests::e2e::{cpu_time, resident_bytes, NatsServer, Service, TestDatabase};
 use swath_tests::load::{stored_count, Plan};
@@ -228,7 +228,16 @@ async fn measure(
         service.terminate(Duration::from_secs(30)),
         "swath did not stop"
     );
-    let bus = NatsBus::connect(&nats.url(), NatsBusSettings::default()).await?;
+    // The publisher provisions the stream as the service does: with the same partition count
+    // (another is refused).
+    let settings = NatsBusSettings {
+        streams: vec![
+            StreamSpec::telemetry().partitioned(config.partitions),
+            StreamSpec::notifications(),
+        ],
+        ..NatsBusSettings::default()
+    };
+    let bus = NatsBus::connect(&nats.url(), settings).await?;
     let published = plan
         .publish(&bus, 0..plan.states, None, 1024, Duration::from_secs(60))
         .await?;
