@@ -32,7 +32,7 @@ impl Dice {
         Dice(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn roll(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -42,7 +42,7 @@ impl Dice {
 
     /// A number in `low..high`.
     pub fn range(&mut self, low: u64, high: u64) -> u64 {
-        low + self.next() % (high - low).max(1)
+        low + self.roll() % (high - low).max(1)
     }
 
     /// A duration of `low..high` milliseconds.
