@@ -304,3 +304,44 @@ pub fn resident_bytes(pid: u32) -> anyhow::Result<u64> {
         .parse()?;
     Ok(kb * 1024)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{labelled_metric_value, metric_value};
+
+    const EXPOSITION: &str = "\
+# TYPE swath_bus_partitions_owned gauge
+swath_bus_partitions_owned{consumer=\"swath-watcher\"} 5
+swath_bus_partitions_owned{consumer=\"swath-ingest\"} 3
+swath_states_stored_total 42
+swath_http_requests_total{method=\"GET\",route=\"/readyz\",status=\"200\"} 7
+";
+
+    #[test]
+    fn a_labelled_sample_is_found_by_its_labels_in_any_order() {
+        let owned = |consumer| {
+            labelled_metric_value(
+                EXPOSITION,
+                "swath_bus_partitions_owned",
+                &[("consumer", consumer)],
+            )
+        };
+        assert_eq!(owned("swath-ingest"), Some(3.0));
+        assert_eq!(owned("swath-watcher"), Some(5.0));
+        assert_eq!(owned("swath-other"), None);
+        assert_eq!(
+            labelled_metric_value(
+                EXPOSITION,
+                "swath_http_requests_total",
+                &[("status", "200"), ("route", "/readyz")]
+            ),
+            Some(7.0)
+        );
+        // A name that is a prefix of another is not that other.
+        assert_eq!(
+            labelled_metric_value(EXPOSITION, "swath_bus_partitions", &[]),
+            None
+        );
+        assert_eq!(metric_value(EXPOSITION, "swath_states_stored_total"), 42.0);
+    }
+}
