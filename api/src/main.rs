@@ -22,9 +22,9 @@ use std::time::Duration;
 use swath_api::{router, AppState};
 use swath_application::import::import_ndjson;
 use swath_application::ports::{
-    hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Principal,
-    ProjectionStore, RetentionStore, Scope, StartAt, SystemClock, TelemetryStore, TokenError,
-    TokenStore, WatchStore,
+    hash_token, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus,
+    Partitioning, Principal, ProjectionStore, RetentionStore, Scope, StartAt, SystemClock,
+    TelemetryStore, TokenError, TokenStore, WatchStore,
 };
 use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use swath_application::{subjects, Ingest, Projections, Retention, SchedulerStatus, Watcher};
@@ -66,7 +66,7 @@ struct ServeFromEnv {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve the API on the configured adapters (the default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
     /// `cargo run -p swath-api -- openapi > openapi/openapi.json`.
     Openapi,
@@ -376,6 +376,29 @@ struct ServeArgs {
         value_name = "SWATH_TELEMETRY_PARTITIONS", default_value_t = swath_nats::DEFAULT_TELEMETRY_PARTITIONS,
         value_parser = clap::value_parser!(u32).range(1..=swath_application::ports::MAX_PARTITIONS as i64))]
     telemetry_partitions: u32,
+    /// Replicas of the streams Swath creates or brings in line (3 on a three-node NATS cluster).
+    /// Unset: a new stream gets one, an existing one keeps what an operator set.
+    #[arg(long = "nats-replicas", env = "SWATH_NATS_REPLICAS", value_name = "SWATH_NATS_REPLICAS",
+        value_parser = clap::value_parser!(u8).range(1..=5))]
+    nats_replicas: Option<u8>,
+    /// A NATS credentials file (`.creds`: JWT and NKey seed) to authenticate with. A user and
+    /// password go in SWATH_NATS_URL (`nats://user:password@host:4222`).
+    #[arg(
+        long = "nats-creds",
+        env = "SWATH_NATS_CREDS",
+        value_name = "SWATH_NATS_CREDS",
+        value_parser = parse_file
+    )]
+    nats_creds: Option<std::path::PathBuf>,
+    /// A PEM file of the certificate authorities of the NATS servers' certificates, when they
+    /// are not in the system's roots (with `tls://` URLs).
+    #[arg(
+        long = "nats-tls-ca",
+        env = "SWATH_NATS_TLS_CA",
+        value_name = "SWATH_NATS_TLS_CA",
+        value_parser = parse_file
+    )]
+    nats_tls_ca: Option<std::path::PathBuf>,
     #[command(flatten)]
     retention: maintenance_cli::RetentionScheduleArgs,
 }
@@ -384,7 +407,13 @@ impl ServeArgs {
     /// Connects the configured bus.
     async fn open_bus(&self) -> anyhow::Result<Arc<dyn EventBus>> {
         Ok(match self.bus {
-            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings::default())),
+            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings {
+                partitioning: Some(
+                    Partitioning::new(subjects::TELEMETRY_ALL, self.telemetry_partitions)
+                        .context("SWATH_TELEMETRY_PARTITIONS")?,
+                ),
+                ..MemoryBusSettings::default()
+            })),
             BusKind::Nats => {
                 let url = self
                     .nats_url
@@ -396,6 +425,9 @@ impl ServeArgs {
                         swath_nats::StreamSpec::telemetry().partitioned(self.telemetry_partitions),
                         swath_nats::StreamSpec::notifications(),
                     ],
+                    replicas: self.nats_replicas.map(usize::from),
+                    credentials: self.nats_creds.clone(),
+                    tls_ca: self.nats_tls_ca.clone(),
                     ..swath_nats::NatsBusSettings::default()
                 };
                 let bus = swath_nats::NatsBus::connect(url, settings)
@@ -482,18 +514,32 @@ fn parse_database_url(value: &str) -> Result<String, String> {
 
 /// A NATS server address: `nats://host:port` (or `tls://`, `ws://`, `wss://`), or `host:port`.
 fn parse_nats_url(value: &str) -> Result<String, String> {
-    let expected = "expected nats://host:port (or tls://, ws://, wss://), or host:port";
-    let rest = match value.split_once("://") {
-        Some((scheme, rest)) if ["nats", "tls", "ws", "wss"].contains(&scheme) => rest,
-        Some(_) => return Err(expected.to_owned()),
-        None => value,
-    };
-    // Credentials may come first (user:password@host:port); several servers are comma-separated.
-    let host = rest.rsplit('@').next().unwrap_or(rest);
-    if host.is_empty() || host.contains(char::is_whitespace) {
-        return Err(expected.to_owned());
+    let expected = "expected nats://host:port (or tls://, ws://, wss://), or host:port; several \
+                    servers of a cluster comma-separated";
+    for server in value.split(',').map(str::trim) {
+        let rest = match server.split_once("://") {
+            Some((scheme, rest)) if ["nats", "tls", "ws", "wss"].contains(&scheme) => rest,
+            Some(_) => return Err(expected.to_owned()),
+            None => server,
+        };
+        // Credentials may come first (user:password@host:port).
+        let host = rest.rsplit('@').next().unwrap_or(rest);
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(expected.to_owned());
+        }
     }
+    swath_nats::servers(value).map_err(|e| format!("{e}; {expected}"))?;
     Ok(value.to_owned())
+}
+
+/// A file that exists, checked now so that a wrong path is named at start-up.
+fn parse_file(value: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(value);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{value} is not a file"))
+    }
 }
 
 /// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
@@ -524,7 +570,7 @@ async fn main() -> anyhow::Result<()> {
             println!("{document}");
             Ok(())
         }
-        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Serve(args)) => serve(*args).await,
         Some(Command::Import(args)) => import(args).await,
         Some(Command::Simulate(args)) => simulate(args).await,
         Some(Command::Token(command)) => admin_cli::token(command).await,

@@ -117,6 +117,26 @@ const CASES: &[Case] = &[
         expected: "seconds > 0",
     },
     Case {
+        env: &[("SWATH_TELEMETRY_PARTITIONS", "0")],
+        expected: "1..=64",
+    },
+    Case {
+        env: &[("SWATH_NATS_REPLICAS", "7")],
+        expected: "1..=5",
+    },
+    Case {
+        env: &[("SWATH_NATS_CREDS", "/nonexistent/swath.creds")],
+        expected: "is not a file",
+    },
+    Case {
+        env: &[("SWATH_NATS_TLS_CA", "/nonexistent/ca.pem")],
+        expected: "is not a file",
+    },
+    Case {
+        env: &[("SWATH_NATS_URL", "nats://n1:4222,nats://n2:notaport")],
+        expected: "n2:notaport",
+    },
+    Case {
         env: &[("SWATH_RETENTION_INTERVAL_SECONDS", "hourly")],
         expected: "number of seconds",
     },

@@ -7,6 +7,8 @@
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
+//! - `partition_contract`: the event bus's partition scenarios (per-key order across
+//!   subscriptions, concurrency, hand-over, balance), for every adapter.
 //! - [`api_contract`]: what the REST API needs from a store (directory pages and changes,
 //!   tokens, telemetry reads), for every adapter.
 //! - [`load`]: the load generator and verifier (`swath-load`): a seeded plan of states, its
@@ -18,6 +20,8 @@
 //!   adapter.
 //! - [`e2e`]: end-to-end harness: private NATS and PostgreSQL servers, test databases, the
 //!   `swath` binary as a child process.
+//! - [`cluster`]: a three-node NATS JetStream cluster on loopback (kill, restart, pause a node;
+//!   the stream's leader; `sync_interval: always`).
 //! - [`retention_contract`]: retention and downsampling, for every adapter, on a manual clock.
 //! - [`projections_contract`]: the live projections' scenarios (windows, sentinels, visibility,
 //!   operator on duty, reads per level), for every adapter.
@@ -31,10 +35,12 @@
 
 pub mod api_contract;
 pub mod bus_contract;
+pub mod cluster;
 pub mod e2e;
 pub mod faults;
 pub mod hostile;
 pub mod load;
+pub mod partition_contract;
 pub mod poison;
 pub mod postgres;
 pub mod projections_contract;

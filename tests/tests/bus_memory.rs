@@ -1,5 +1,6 @@
-//! The event bus contract against [`MemoryBus`], with Tokio's clock paused (timings are exact
-//! and the suite takes no real time), plus what only the memory bus promises.
+//! The event bus contract and its partition contract against [`MemoryBus`], with Tokio's clock
+//! paused (timings are exact and the suite takes no real time), plus what only the memory bus
+//! promises.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -7,18 +8,34 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_application::ports::{
-    BatchHandler, BusError, HandlerError, LiveOptions, Message, Settle,
+    BatchHandler, BatchSettings, BusError, HandlerError, LiveOptions, Message, Partitioning,
+    Settle, StartAt, Subscription,
 };
 use swath_memory::{MemoryBus, MemoryBusSettings};
 use swath_tests::bus_contract::{
     self, create_consumer, settings, wait_until, DynBus, Recorder, Reply,
 };
+use swath_tests::partition_contract;
 use tokio::time::Instant;
 
 swath_tests::bus_contract_suite!(
     #[tokio::test(start_paused = true)]
     bus = async { Arc::new(MemoryBus::default()) as DynBus },
     root = "contract",
+);
+
+/// A memory bus partitioning `pattern` into the suite's partitions.
+fn partitioned_bus(pattern: &str) -> DynBus {
+    bus_with(MemoryBusSettings {
+        partitioning: Some(partition_contract::partitioning(pattern)),
+        ..MemoryBusSettings::default()
+    })
+}
+
+swath_tests::partition_contract_suite!(
+    #[tokio::test(start_paused = true)]
+    bus = |pattern: String| async move { partitioned_bus(&pattern) },
+    root = "partitions",
 );
 
 fn bus_with(settings: MemoryBusSettings) -> DynBus {
@@ -401,4 +418,131 @@ async fn the_subject_is_the_gateways_identity() {
         &store,
     )
     .await;
+}
+
+/// The memory bus keeps no stream history: `StartAt::Stored` starts a new consumer with what is
+/// published after it, like `StartAt::New`, partitioned or not (the module documentation).
+#[tokio::test(start_paused = true)]
+async fn a_stored_start_is_a_new_start_on_the_memory_bus() {
+    for bus in [
+        bus_with(MemoryBusSettings::default()),
+        partitioned_bus("t.stored.*"),
+    ] {
+        publish(&bus, "t.stored.m1", "old").await.unwrap();
+        let recorder = Recorder::acking();
+        let s = BatchSettings {
+            start: StartAt::Stored,
+            ..settings(10, 0)
+        };
+        let sub = bus
+            .subscribe_batch("t.stored.*", "stored", s, recorder.clone())
+            .await
+            .unwrap();
+        publish(&bus, "t.stored.m1", "new").await.unwrap();
+        wait_until("new is delivered", || recorder.started() >= 1).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(texts(&recorder.delivered()), ["new"]);
+        sub.unsubscribe().await;
+    }
+}
+
+/// On a partitioned bus, a consumer of other subjects keeps one queue and holds no partition;
+/// the queue capacity counts a partitioned consumer's partitions together.
+#[tokio::test(start_paused = true)]
+async fn partitions_leave_other_consumers_alone_and_share_the_capacity() {
+    let partitioning = Partitioning::new("t.part.*", 4).unwrap();
+    let memory = MemoryBus::new(MemoryBusSettings {
+        queue_capacity: 3,
+        partitioning: Some(partitioning.clone()),
+        ..MemoryBusSettings::default()
+    });
+    let bus: DynBus = Arc::new(memory.clone());
+    create_consumer(&bus, "t.part.*", "parts").await;
+    let other = Recorder::acking();
+    let other_sub = bus
+        .subscribe_batch("t.other.>", "other", settings(10, 0), other.clone())
+        .await
+        .unwrap();
+    assert_eq!(other_sub.partitions_owned(), 0);
+
+    let mut partitions = Vec::new();
+    let keys: Vec<String> = (0..)
+        .map(|i| format!("m{i}"))
+        .filter(|k| {
+            let p = partitioning.partition_of_key(k);
+            let new = !partitions.contains(&p);
+            partitions.push(p);
+            new
+        })
+        .take(3)
+        .collect();
+    for key in &keys {
+        publish(&bus, &format!("t.part.{key}"), key).await.unwrap();
+    }
+    assert_eq!(
+        memory.pending("parts"),
+        3,
+        "one message in each of three partitions"
+    );
+    match publish(&bus, "t.part.m0", "over").await {
+        Err(BusError::Full(_)) => {}
+        other => panic!("expected Full for the whole consumer, got {other:?}"),
+    }
+    publish(&bus, "t.other.a", "o").await.unwrap();
+    wait_until("the other consumer gets its message", || {
+        other.started() >= 1
+    })
+    .await;
+    assert_eq!(texts(&other.delivered()), ["o"]);
+    other_sub.unsubscribe().await;
+}
+
+/// However many subscriptions, every partition is held and each subscription holds at most
+/// `ceil(P / subscriptions)`, as they come and as they go. The memory bus takes partitions as a
+/// subscription starts, before any message.
+#[tokio::test(start_paused = true)]
+async fn each_subscription_holds_at_most_its_share() {
+    let bus = partitioned_bus("t.share.*");
+    let p = partition_contract::PARTITIONS as usize;
+    let recorder = Recorder::acking();
+    let balanced = |subs: &[Subscription]| {
+        let quota = p.div_ceil(subs.len());
+        let owned: Vec<usize> = subs.iter().map(Subscription::partitions_owned).collect();
+        owned.iter().sum::<usize>() == p && owned.iter().all(|&o| o <= quota)
+    };
+    let mut subs = Vec::new();
+    for n in 1..=p + 1 {
+        let sub = bus
+            .subscribe_batch("t.share.*", "share", settings(10, 0), recorder.clone())
+            .await
+            .unwrap();
+        subs.push(sub);
+        wait_until(&format!("{n} subscriptions share"), || balanced(&subs)).await;
+    }
+    while subs.len() > 1 {
+        subs.remove(0).unsubscribe().await;
+        let n = subs.len();
+        wait_until(&format!("{n} remaining subscriptions share"), || {
+            balanced(&subs)
+        })
+        .await;
+    }
+    assert_eq!(subs[0].partitions_owned(), p);
+}
+
+/// The partition scenarios again in real time on a multi-threaded runtime: lane workers then
+/// really run in parallel, which the paused single-threaded runs above cannot show. The bus is
+/// given as a function of the pattern here (the form a broker's suite uses).
+mod real_time {
+    use super::*;
+
+    async fn bus(pattern: String) -> DynBus {
+        partitioned_bus(&pattern)
+    }
+
+    swath_tests::partition_contract_suite!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        bus = bus,
+        root = "partitions_rt",
+    );
 }

@@ -156,6 +156,38 @@ swath_tests::bus_contract_suite!(
 );
 
 // ---------------------------------------------------------------------------------------------
+// The partition contract (`swath_tests::partition_contract`) on a partitioned stream of its own
+// per scenario, with short timings: a pin moves 4 s after its holder's last pull.
+
+async fn partitioned_bus(pattern: String) -> DynBus {
+    let (stream, _) = fresh_names();
+    let spec = StreamSpec {
+        max_age: Some(Duration::from_secs(600)),
+        ..StreamSpec::new(&stream, [pattern])
+    }
+    .partitioned(swath_tests::partition_contract::PARTITIONS);
+    let settings = NatsBusSettings {
+        ack_wait: Duration::from_secs(2),
+        pull_expiry: Duration::from_secs(1),
+        idle_heartbeat: Duration::from_millis(500),
+        membership_heartbeat: Duration::from_millis(500),
+        ..NatsBusSettings::with_streams(vec![spec])
+    };
+    Arc::new(TestBus::connect(&nats_url(), &stream, settings).await)
+}
+
+mod partitions {
+    use super::*;
+
+    swath_tests::partition_contract_suite!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
+        bus = partitioned_bus,
+        root = "swathpart",
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
 // What only the JetStream bus promises.
 
 /// A bus for one NATS-specific test: its stream, its root, its URL.

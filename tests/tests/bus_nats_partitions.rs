@@ -13,7 +13,7 @@ use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use swath_application::ports::{
-    BatchSettings, BusError, EventBus, Message, Partitioning, StartAt, Subscription,
+    BatchSettings, BusError, EventBus, LiveOptions, Message, Partitioning, StartAt, Subscription,
 };
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_tests::bus_contract::{settings, wait_until, Recorder, Reply};
@@ -444,5 +444,50 @@ async fn a_new_consumer_starts_where_it_is_told() {
     assert_eq!(stored.acked()[0].subject, key_subject(&pattern, "k"));
     a.unsubscribe().await;
     b.unsubscribe().await;
+    delete(&bus, &stream).await;
+}
+
+/// A live view of the pattern sees every partition, a view of one subject sees that subject,
+/// both with the subjects as published; a view of part of the pattern is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
+async fn live_views_of_a_partitioned_stream_see_what_was_published() {
+    let (stream, pattern, spec) = fresh(4);
+    let partitioning = spec.partitioning().unwrap().unwrap();
+    let bus = connect(&quick(spec)).await;
+    let keys = keys_covering(&partitioning, 1);
+    let mut all = bus
+        .subscribe(&pattern, LiveOptions::default())
+        .await
+        .unwrap();
+    let one_subject = key_subject(&pattern, &keys[1]);
+    let mut one = bus
+        .subscribe(&one_subject, LiveOptions::default())
+        .await
+        .unwrap();
+    let root = pattern.trim_end_matches(".mower.*");
+    assert!(bus
+        .subscribe(&format!("{root}.>"), LiveOptions::default())
+        .await
+        .is_err());
+    for key in &keys {
+        publish_seq(&bus, &pattern, key, 0).await;
+    }
+    let mut seen = Vec::new();
+    for _ in &keys {
+        let m = tokio::time::timeout(Duration::from_secs(10), all.messages.recv())
+            .await
+            .expect("a live message")
+            .expect("open");
+        seen.push(m.subject);
+    }
+    let published: Vec<String> = keys.iter().map(|k| key_subject(&pattern, k)).collect();
+    assert_eq!(seen, published);
+    let m = tokio::time::timeout(Duration::from_secs(10), one.messages.recv())
+        .await
+        .expect("the one subject's message")
+        .expect("open");
+    assert_eq!(m.subject, one_subject);
+    drop((all, one));
     delete(&bus, &stream).await;
 }

@@ -11,32 +11,61 @@
 //! held for short, synchronous bookkeeping and never across an `.await`, so a `std` mutex is the
 //! right tool (a Tokio mutex would only add overhead; see the Tokio tutorial on shared state).
 //!
-//! A durable consumer is a bounded `VecDeque` of messages plus a [`Notify`]. It is created by the
-//! first `subscribe_batch` naming it and lives as long as the bus, like a JetStream durable
-//! consumer outlives its subscribers: messages published while nobody is subscribed queue up
-//! for it. The memory bus keeps **no stream history**: a consumer only sees messages published
-//! after it was created (a JetStream consumer created with `DeliverPolicy::All` would also see
-//! older ones; nothing in Swath relies on that).
+//! A durable consumer is created by the first `subscribe_batch` naming it and lives as long as
+//! the bus, like a JetStream durable consumer outlives its subscribers: messages published while
+//! nobody is subscribed queue up for it. The memory bus keeps **no stream history**: a consumer
+//! only sees messages published after it was created, so `StartAt::Stored` is `StartAt::New`
+//! here (JetStream would deliver what its stream still holds).
 //!
-//! Each batch subscription is one worker task. The worker waits for a first message, lingers up
-//! to `max_wait` for more (until `max_batch` are there), takes the batch out of the queue, runs
-//! the handler, and only then settles: `Ack` and `Drop` forget a message, `Redeliver` puts it
-//! back at the *front* of the queue so that publication order survives redeliveries. Since the
-//! worker awaits the handler before it takes the next batch, batches of one subscription never
-//! overlap and a subscription never has more than `max_batch` ≤ [`MAX_IN_FLIGHT`] messages in
-//! flight. Several subscriptions to one consumer are several workers taking from the same queue,
-//! so each message goes to exactly one of them.
+//! # Lanes
+//!
+//! A consumer's messages wait in *lanes*: a bounded `VecDeque` plus a [`Notify`] each. A plain
+//! consumer has one lane, shared by all its subscriptions. A consumer whose filter is exactly the
+//! bus's partitioned pattern ([`MemoryBusSettings::partitioning`]) has one lane per partition;
+//! a message goes to the lane of `Partitioning::partition_of(subject)`, and a lane is *held* by
+//! one subscription at a time (see "Partitions"). A filter overlapping the pattern otherwise is
+//! refused at `subscribe_batch`.
+//!
+//! Each subscription runs one worker task per lane (`bus/worker.rs`; who holds what is
+//! `bus/holders.rs`). A worker waits for a first message, lingers up to `max_wait` for more
+//! (until `max_batch` are there), takes the batch out of the lane, runs the handler, and only
+//! then settles: `Ack` and `Drop` forget a message, `Redeliver` puts it back at the *front* of
+//! the lane so that publication order survives redeliveries. Since the worker awaits the handler
+//! before it takes the next batch, the batches of one lane never overlap inside a subscription,
+//! and a worker never has more than `max_batch` ≤ `MAX_IN_FLIGHT` messages in flight. Several
+//! subscriptions to a plain consumer are several workers taking from the same lane, so each
+//! message goes to exactly one of them. The workers of a partitioned subscription run side by
+//! side: its partitions are handled concurrently.
 //!
 //! After a failed batch (handler error, wrong number of answers, panic) the batch goes back at
-//! once, so another subscription of the consumer may take it, and this worker sleeps
-//! `redelivery_delay` before its next batch. A batch in which *every* message asked to be
-//! redelivered made no progress either, so it gets the same pause: without it a handler that
-//! keeps answering `Redeliver` (say, while its database is down) would spin. A batch that made
-//! some progress goes on at once.
+//! once and the worker sleeps `redelivery_delay` before its next batch; on a plain lane another
+//! subscription may take it meanwhile, on a partition the worker keeps holding it, so nobody
+//! retries it sooner. A batch in which *every* message asked to be redelivered made no progress
+//! either, so it gets the same pause: without it a handler that keeps answering `Redeliver`
+//! (say, while its database is down) would spin. A batch that made some progress goes on at once.
+//!
+//! # Partitions
+//!
+//! A partition (lane) of a partitioned consumer has a holder: the subscription whose worker may
+//! take from it. Modelled on JetStream's pinned clients: a holder keeps its partition while it
+//! lives, and the subscriptions of a consumer balance, each holding at most
+//! `ceil(P / subscriptions)` (its *quota*). A worker takes its lane when the lane is free and its
+//! subscription holds fewer than its quota; it gives its lane up only *between batches* (after
+//! the previous batch was settled, and after the pause that may follow it) when its subscription
+//! holds more than its quota, or when the subscription ends (after the drain: what was left
+//! unsettled is back at the front of the lane, so the next holder gets it before anything newer).
+//! Every change of holders or of subscriptions wakes the consumer's workers through one
+//! `ownership` [`Notify`]: a new subscription makes the others' idle workers give up their
+//! extras at once and busy ones after their batch, so it gets its share within a batch; one that
+//! ends leaves its partitions to the others, whose quota has grown. A subscription takes free
+//! partitions as soon as it starts (JetStream pins on the first delivery instead), and
+//! `Subscription::partitions_owned` counts what it holds.
+//!
+//! # Details
 //!
 //! A consumer keeps the subject filter it was created with; subscribing to it with another filter
 //! is refused rather than silently ignored. Dropping a [`Subscription`] without unsubscribing
-//! stops its worker as unsubscribing does (nobody could stop it any more), without waiting for
+//! stops its workers as unsubscribing does (nobody could stop them any more), without waiting for
 //! the drain.
 //!
 //! The handler runs in a task of its own, for two reasons: a panicking handler must not kill the
@@ -47,34 +76,38 @@
 //!
 //! Wake-ups use [`Notify::notify_waiters`], which only wakes tasks that are already waiting, so
 //! each waiter follows the lost-wake-up-free pattern: create the `Notified` future, `enable` it,
-//! *then* look at the queue, and only then await it.
+//! *then* look at the state, and only then await it.
 //!
 //! Live subscriptions are bounded `mpsc` channels fed with `try_send`: the publisher never waits
 //! for a slow subscriber; what does not fit is dropped and counted
 //! (`swath_bus_live_dropped_total`), like a NATS core subscriber that falls behind.
 
+mod holders;
+mod worker;
+
 use async_trait::async_trait;
 use bytes::Bytes;
+
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 use swath_application::ports::bus_rules::{
-    check_consumer_name, check_filter, check_live, check_subject, is_stopped, judge, stopped,
-    subject_matches, HandlerResult, Verdict,
+    batch_limit, check_batch_subscription, check_live, check_subject, subject_matches,
 };
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
-    Message, Settle, Subscription, MAX_IN_FLIGHT,
+    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Message,
+    Partitioning, Subscription,
 };
 use tokio::sync::{mpsc, watch, Notify};
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
+use tokio::task::JoinSet;
+use worker::LaneWorker;
 
 /// Settings of a [`MemoryBus`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryBusSettings {
-    /// The most messages waiting in one durable consumer's queue; a publish that would exceed it
-    /// is refused with [`BusError::Full`] (the stream's limit). Redelivered messages go back
-    /// even past it: they were accepted once and must not be lost.
+    /// The most messages waiting in one durable consumer's queue (all its partitions together);
+    /// a publish that would exceed it is refused with [`BusError::Full`] (the stream's limit).
+    /// Redelivered messages go back even past it: they were accepted once and must not be lost.
     pub queue_capacity: usize,
     /// How many of the latest de-duplication ids are remembered (JetStream's duplicate window,
     /// counted in ids rather than time). Zero turns de-duplication off.
@@ -82,6 +115,10 @@ pub struct MemoryBusSettings {
     /// The buffer of each live subscription; a subscriber that falls further behind loses
     /// messages.
     pub live_buffer: usize,
+    /// The subject pattern split into partitions (e.g. `telemetry.mower.*` by mower), if any: a
+    /// durable consumer of exactly this pattern has one queue per partition, each handled by one
+    /// subscription at a time (see the module documentation).
+    pub partitioning: Option<Partitioning>,
 }
 
 impl Default for MemoryBusSettings {
@@ -90,6 +127,7 @@ impl Default for MemoryBusSettings {
             queue_capacity: 100_000,
             dedup_window: 10_000,
             live_buffer: 1024,
+            partitioning: None,
         }
     }
 }
@@ -112,14 +150,54 @@ struct State {
     consumers: HashMap<String, Consumer>,
     live: Vec<LiveSubscriber>,
     dedup: Dedup,
+    /// The id of the next batch subscription (a partition's holder is named by it).
+    next_subscription: u64,
 }
 
-/// A durable consumer: its subject filter and the messages not yet delivered (or put back).
+/// A durable consumer: its subject filter and its lanes of messages not yet delivered (or put
+/// back).
 struct Consumer {
     filter: String,
+    /// One for a plain consumer, one per partition for a partitioned one.
+    lanes: Vec<Lane>,
+    /// Whether the lanes are partitions, each held by one subscription at a time.
+    partitioned: bool,
+    /// The live subscriptions of a partitioned consumer, with how many lanes each holds (the
+    /// counter its `Subscription::partitions_owned` reads).
+    members: HashMap<u64, Arc<AtomicUsize>>,
+    /// Wakes the workers of a partitioned consumer when a lane is released or a subscription
+    /// comes or goes.
+    ownership: Arc<Notify>,
+}
+
+struct Lane {
     queue: VecDeque<Message>,
-    /// Wakes the workers of this consumer when messages are added to its queue.
+    /// Wakes the workers of this lane when messages are added to it.
     notify: Arc<Notify>,
+    /// The subscription holding this partition (always `None` on a plain consumer's lane).
+    holder: Option<u64>,
+}
+
+impl Consumer {
+    fn new(filter: &str, lanes: usize, partitioned: bool) -> Self {
+        Self {
+            filter: filter.to_owned(),
+            lanes: (0..lanes)
+                .map(|_| Lane {
+                    queue: VecDeque::new(),
+                    notify: Arc::new(Notify::new()),
+                    holder: None,
+                })
+                .collect(),
+            partitioned,
+            members: HashMap::new(),
+            ownership: Arc::new(Notify::new()),
+        }
+    }
+
+    fn pending(&self) -> usize {
+        self.lanes.iter().map(|l| l.queue.len()).sum()
+    }
 }
 
 struct LiveSubscriber {
@@ -163,14 +241,18 @@ impl MemoryBus {
     }
 
     /// The bus's settings.
-    pub fn settings(&self) -> MemoryBusSettings {
-        self.inner.settings
+    pub fn settings(&self) -> &MemoryBusSettings {
+        &self.inner.settings
     }
 
-    /// How many messages of a durable consumer wait in its queue (not delivered yet, or given
+    /// How many messages of a durable consumer wait in its queues (not delivered yet, or given
     /// back for redelivery): JetStream's `num_pending` plus the redeliveries it owes.
     pub fn pending(&self, consumer: &str) -> usize {
-        self.inner.queue_len(consumer)
+        self.inner
+            .lock()
+            .consumers
+            .get(consumer)
+            .map_or(0, Consumer::pending)
     }
 }
 
@@ -183,28 +265,29 @@ impl Inner {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn queue_len(&self, consumer: &str) -> usize {
+    fn lane_len(&self, consumer: &str, lane: usize) -> usize {
         self.lock()
             .consumers
             .get(consumer)
-            .map_or(0, |c| c.queue.len())
+            .map_or(0, |c| c.lanes[lane].queue.len())
     }
 
-    /// Takes up to `max` messages from the front of a consumer's queue.
-    fn take(&self, consumer: &str, max: usize) -> Vec<Message> {
+    /// Takes up to `max` messages from the front of a lane.
+    fn take(&self, consumer: &str, lane: usize, max: usize) -> Vec<Message> {
         let mut state = self.lock();
         match state.consumers.get_mut(consumer) {
             Some(c) => {
-                let n = max.min(c.queue.len());
-                c.queue.drain(..n).collect()
+                let queue = &mut c.lanes[lane].queue;
+                let n = max.min(queue.len());
+                queue.drain(..n).collect()
             }
             None => Vec::new(),
         }
     }
 
-    /// Puts messages back at the front of a consumer's queue, in their order, counting a new
-    /// delivery for each.
-    fn put_back(&self, consumer: &str, messages: Vec<Message>) {
+    /// Puts messages back at the front of a lane, in their order, counting a new delivery for
+    /// each.
+    fn put_back(&self, consumer: &str, lane: usize, messages: Vec<Message>) {
         if messages.is_empty() {
             return;
         }
@@ -213,11 +296,12 @@ impl Inner {
             let Some(c) = state.consumers.get_mut(consumer) else {
                 return;
             };
+            let lane = &mut c.lanes[lane];
             for mut message in messages.into_iter().rev() {
                 message.delivery = message.delivery.saturating_add(1);
-                c.queue.push_front(message);
+                lane.queue.push_front(message);
             }
-            Arc::clone(&c.notify)
+            Arc::clone(&lane.notify)
         };
         notify.notify_waiters();
     }
@@ -232,7 +316,11 @@ impl EventBus for MemoryBus {
         dedup_id: Option<String>,
     ) -> Result<(), BusError> {
         check_subject(subject)?;
-        let settings = self.inner.settings;
+        let settings = &self.inner.settings;
+        let lane_of = |consumer: &Consumer| match (&settings.partitioning, consumer.partitioned) {
+            (Some(p), true) => p.partition_of(subject).unwrap_or(0) as usize,
+            _ => 0,
+        };
         let mut live_dropped = 0u64;
         let notifies = {
             let mut state = self.inner.lock();
@@ -245,7 +333,7 @@ impl EventBus for MemoryBus {
             // Check every matching queue before storing anything: a publish is stored for all
             // consumers or for none, so a retry after `Full` cannot duplicate it for some.
             let full = state.consumers.values().any(|c| {
-                c.queue.len() >= settings.queue_capacity && subject_matches(&c.filter, subject)
+                c.pending() >= settings.queue_capacity && subject_matches(&c.filter, subject)
             });
             if full {
                 tracing::warn!(subject, "Refused a publish: a consumer queue is full.");
@@ -259,8 +347,10 @@ impl EventBus for MemoryBus {
             let mut notifies = Vec::new();
             for consumer in state.consumers.values_mut() {
                 if subject_matches(&consumer.filter, subject) {
-                    consumer.queue.push_back(message.clone());
-                    notifies.push(Arc::clone(&consumer.notify));
+                    let lane = lane_of(consumer);
+                    let lane = &mut consumer.lanes[lane];
+                    lane.queue.push_back(message.clone());
+                    notifies.push(Arc::clone(&lane.notify));
                 }
             }
             if let Some(id) = dedup_id {
@@ -304,20 +394,19 @@ impl EventBus for MemoryBus {
         settings: BatchSettings,
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
-        check_filter(subject)?;
-        check_consumer_name(consumer)?;
-        let notify = {
+        let partitioning =
+            check_batch_subscription(subject, consumer, &self.inner.settings.partitioning)?;
+        let lanes = partitioning.map_or(1, |p| p.partitions() as usize);
+        let (member, owned, lane_notifies, ownership) = {
             let mut state = self.inner.lock();
+            let id = state.next_subscription;
+            state.next_subscription += 1;
             let entry = state
                 .consumers
                 .entry(consumer.to_owned())
                 .or_insert_with(|| {
-                    tracing::debug!(consumer, subject, "Created a durable consumer.");
-                    Consumer {
-                        filter: subject.to_owned(),
-                        queue: VecDeque::new(),
-                        notify: Arc::new(Notify::new()),
-                    }
+                    tracing::debug!(consumer, subject, lanes, "Created a durable consumer.");
+                    Consumer::new(subject, lanes, partitioning.is_some())
                 });
             if entry.filter != subject {
                 return Err(BusError::Refused(format!(
@@ -325,25 +414,49 @@ impl EventBus for MemoryBus {
                     entry.filter
                 )));
             }
-            Arc::clone(&entry.notify)
+            let owned = Arc::new(AtomicUsize::new(0));
+            let member = entry.partitioned.then(|| {
+                entry.members.insert(id, Arc::clone(&owned));
+                // The others' quota shrank: their idle workers give up their extras now.
+                entry.ownership.notify_waiters();
+                id
+            });
+            let notifies: Vec<Arc<Notify>> =
+                entry.lanes.iter().map(|l| Arc::clone(&l.notify)).collect();
+            (member, owned, notifies, Arc::clone(&entry.ownership))
         };
         let (stop_tx, stop_rx) = watch::channel(false);
-        let worker = Worker {
-            inner: Arc::clone(&self.inner),
-            consumer: consumer.to_owned(),
-            notify,
-            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
-            settings,
-            handler,
-            stop: stop_rx,
-        };
+        let max_batch = batch_limit(&settings);
+        let workers: Vec<LaneWorker> = lane_notifies
+            .into_iter()
+            .enumerate()
+            .map(|(lane, notify)| LaneWorker {
+                inner: Arc::clone(&self.inner),
+                consumer: consumer.to_owned(),
+                lane,
+                member,
+                notify,
+                ownership: Arc::clone(&ownership),
+                max_batch,
+                settings,
+                handler: Arc::clone(&handler),
+                stop: stop_rx.clone(),
+            })
+            .collect();
         tracing::debug!(
             consumer,
             subject,
-            max_batch = worker.max_batch,
+            max_batch,
+            lanes = workers.len(),
             "Subscribed to a durable consumer."
         );
-        Ok(Subscription::new(stop_tx, tokio::spawn(worker.run())))
+        let supervisor = run_subscription(
+            Arc::clone(&self.inner),
+            consumer.to_owned(),
+            member,
+            workers,
+        );
+        Ok(Subscription::new(stop_tx, tokio::spawn(supervisor)).with_partitions_owned(owned))
     }
 
     async fn subscribe(
@@ -370,159 +483,27 @@ impl EventBus for MemoryBus {
     }
 }
 
-/// One batch subscription's worker task.
-struct Worker {
+/// A batch subscription: its lanes' workers side by side; once they have all ended (drained,
+/// their lanes released), a partitioned subscription leaves its consumer.
+async fn run_subscription(
     inner: Arc<Inner>,
     consumer: String,
-    notify: Arc<Notify>,
-    /// `settings.max_batch` clamped to `1..=MAX_IN_FLIGHT`.
-    max_batch: usize,
-    settings: BatchSettings,
-    handler: Arc<dyn BatchHandler>,
-    /// Turns `true` on unsubscribe. A dropped `Subscription` (sender gone) stops the worker too,
-    /// rather than leaving it running with nobody able to stop it.
-    stop: watch::Receiver<bool>,
-}
-
-/// How a finished handler call is settled.
-enum Settled {
-    /// Settled as the handler answered; `all_redelivered` when no message made progress.
-    Answered { all_redelivered: bool },
-    /// The handler failed as a whole: the batch was put back.
-    Failed,
-}
-
-impl Worker {
-    async fn run(mut self) {
-        loop {
-            if !self.wait_for_batch().await {
-                break;
-            }
-            let batch = self.inner.take(&self.consumer, self.max_batch);
-            if batch.is_empty() {
-                // Another subscription of the same consumer took the messages meanwhile.
-                continue;
-            }
-            let batch: Arc<[Message]> = batch.into();
-            let mut call = {
-                let handler = Arc::clone(&self.handler);
-                let batch = Arc::clone(&batch);
-                tokio::spawn(async move { handler.handle(&batch).await })
-            };
-            let settled = tokio::select! {
-                biased;
-                result = &mut call => self.settle(&batch, result),
-                () = stopped(&mut self.stop) => {
-                    self.drain(&batch, call).await;
-                    break;
-                }
-            };
-            let pause = match settled {
-                Settled::Failed => true,
-                // A batch where every message asked to be redelivered made no progress: pause as
-                // after an error rather than spin on it.
-                Settled::Answered { all_redelivered } => all_redelivered,
-            };
-            if pause && !self.settings.redelivery_delay.is_zero() {
-                tokio::select! {
-                    biased;
-                    () = stopped(&mut self.stop) => break,
-                    () = tokio::time::sleep(self.settings.redelivery_delay) => {}
-                }
-            }
-        }
-        tracing::debug!(consumer = %self.consumer, "A durable consumer subscription ended.");
+    member: Option<u64>,
+    workers: Vec<LaneWorker>,
+) {
+    let mut running = JoinSet::new();
+    for worker in workers {
+        running.spawn(worker.run());
     }
-
-    /// Waits for a first message, then lingers up to `max_wait` until `max_batch` messages are
-    /// queued. Returns `false` when the subscription was stopped meanwhile (nothing was taken, so
-    /// nothing needs putting back).
-    async fn wait_for_batch(&mut self) -> bool {
-        loop {
-            if is_stopped(&self.stop) {
-                return false;
-            }
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            // Registered before looking at the queue, so a publish in between is not missed.
-            notified.as_mut().enable();
-            if self.inner.queue_len(&self.consumer) > 0 {
-                break;
-            }
-            tokio::select! {
-                biased;
-                () = stopped(&mut self.stop) => return false,
-                () = &mut notified => {}
-            }
-        }
-        if self.settings.max_wait.is_zero() {
-            return true;
-        }
-        let deadline = Instant::now() + self.settings.max_wait;
-        loop {
-            let notified = self.notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.inner.queue_len(&self.consumer) >= self.max_batch {
-                return true;
-            }
-            tokio::select! {
-                biased;
-                () = stopped(&mut self.stop) => return false,
-                () = tokio::time::sleep_until(deadline) => return true,
-                () = &mut notified => {}
-            }
+    while let Some(ended) = running.join_next().await {
+        if let Err(e) = ended {
+            tracing::error!(consumer, error = %e, "A bus subscription worker ended abnormally.");
         }
     }
-
-    /// Settles a finished handler call.
-    fn settle(&self, batch: &[Message], result: HandlerResult) -> Settled {
-        let consumer = self.consumer.as_str();
-        let verdict = judge(consumer, batch.iter().map(|m| m.subject.as_str()), result);
-        let no_progress = verdict.made_no_progress();
-        match verdict {
-            Verdict::Failed => {
-                self.inner.put_back(consumer, batch.to_vec());
-                Settled::Failed
-            }
-            Verdict::Settle(answers) => {
-                let redeliver = batch
-                    .iter()
-                    .zip(answers)
-                    .filter(|(_, answer)| *answer == Settle::Redeliver)
-                    .map(|(message, _)| message.clone())
-                    .collect();
-                self.inner.put_back(consumer, redeliver);
-                Settled::Answered {
-                    all_redelivered: no_progress,
-                }
-            }
-        }
+    if let Some(member) = member {
+        inner.leave(&consumer, member);
     }
-
-    /// On unsubscribe while a handler call runs: gives it the drain timeout to finish and be
-    /// settled; past it, aborts it and puts its whole batch back (unsettled ⇒ redelivered).
-    async fn drain(
-        &self,
-        batch: &[Message],
-        mut call: JoinHandle<Result<Vec<Settle>, HandlerError>>,
-    ) {
-        match tokio::time::timeout(self.settings.drain_timeout, &mut call).await {
-            Ok(result) => {
-                self.settle(batch, result);
-            }
-            Err(_) => {
-                call.abort();
-                tracing::warn!(
-                    consumer = %self.consumer,
-                    batch = batch.len(),
-                    drain_timeout = ?self.settings.drain_timeout,
-                    "A batch handler outlived the drain timeout; its batch will be redelivered."
-                );
-                self.inner.put_back(&self.consumer, batch.to_vec());
-            }
-        }
-    }
+    tracing::debug!(consumer, "A durable consumer subscription ended.");
 }
 
 #[cfg(test)]
@@ -537,5 +518,15 @@ mod tests {
         }
         assert!(!dedup.contains("a"));
         assert!(dedup.contains("b") && dedup.contains("c"));
+    }
+
+    #[test]
+    fn the_quota_is_the_ceiling_of_partitions_per_subscription() {
+        let mut c = Consumer::new("a.*", 4, true);
+        assert_eq!(c.quota(), 4, "no subscription yet");
+        for (id, quota) in [(0, 4), (1, 2), (2, 2), (3, 1), (4, 1)] {
+            c.members.insert(id, Arc::default());
+            assert_eq!(c.quota(), quota, "{} subscriptions", id + 1);
+        }
     }
 }

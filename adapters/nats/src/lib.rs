@@ -119,12 +119,25 @@ impl NatsBus {
     /// Once connected, the client reconnects on its own for as long as the process runs: a NATS
     /// restart makes the bus unavailable for a while, never dead.
     pub async fn connect(url: &str, settings: NatsBusSettings) -> Result<NatsBus, BusError> {
-        let client = ConnectOptions::new()
+        let servers = servers(url)?;
+        let mut options = ConnectOptions::new();
+        if let Some(creds) = &settings.credentials {
+            options = options.credentials_file(creds).await.map_err(|e| {
+                BusError::Refused(format!(
+                    "reading the NATS credentials file {}: {e}",
+                    creds.display()
+                ))
+            })?;
+        }
+        if let Some(ca) = &settings.tls_ca {
+            options = options.add_root_certificates(ca.clone());
+        }
+        let client = options
             .name(&settings.connection_name)
             .connection_timeout(settings.request_timeout)
             .request_timeout(Some(settings.request_timeout))
             .event_callback(|event| async move { log_event(event) })
-            .connect(url)
+            .connect(servers)
             .await
             .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
         let partitioned = settings.streams.iter().any(|s| s.partitions.is_some());
@@ -135,7 +148,7 @@ impl NatsBus {
             .timeout(settings.request_timeout)
             .build(client.clone());
         for spec in &settings.streams {
-            provision::provision_stream(&js, spec).await?;
+            provision::provision_stream(&js, spec, settings.replicas).await?;
         }
         tracing::info!(
             url,
@@ -149,6 +162,22 @@ impl NatsBus {
                 settings,
             }),
         })
+    }
+
+    /// The partitioning of a provisioned stream, if it has one.
+    fn partitioning_of(
+        &self,
+        stream: &jetstream::stream::Stream,
+    ) -> Result<Option<swath_application::ports::Partitioning>, BusError> {
+        let name = &stream.cached_info().config.name;
+        self.inner
+            .settings
+            .streams
+            .iter()
+            .find(|spec| &spec.name == name)
+            .map(StreamSpec::partitioning)
+            .transpose()
+            .map(Option::flatten)
     }
 
     /// The bus's settings.
@@ -265,6 +294,25 @@ impl NatsBus {
     }
 }
 
+/// The servers of a NATS URL: one, or several comma-separated seeds of a cluster
+/// (`nats://n1:4222,nats://n2:4222`), each `nats://`, `tls://`, `ws://`, `wss://` or `host:port`,
+/// credentials (`user:password@`) allowed. [`BusError::Refused`] names the one that does not parse.
+pub fn servers(url: &str) -> Result<Vec<async_nats::ServerAddr>, BusError> {
+    url.split(',')
+        .map(str::trim)
+        .map(|server| {
+            if server.is_empty() {
+                return Err(BusError::Refused(format!(
+                    "an empty server in the NATS URL {url:?}"
+                )));
+            }
+            server
+                .parse::<async_nats::ServerAddr>()
+                .map_err(|e| BusError::Refused(format!("the NATS server {server:?}: {e}")))
+        })
+        .collect()
+}
+
 /// Logs the connection's life: losing NATS is worth a warning, getting it back an info line.
 fn log_event(event: Event) {
     match event {
@@ -352,30 +400,19 @@ impl EventBus for NatsBus {
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
         bus_rules::check_filter(subject)?;
-        bus_rules::check_consumer_name(consumer)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
-        let spec = bus
-            .streams
-            .iter()
-            .find(|spec| spec.name == stream.cached_info().config.name);
-        if let Some(partitioning) = spec.map(StreamSpec::partitioning).transpose()?.flatten() {
-            if partitioning.admits(subject)? {
-                let on = partitioned::Bus {
-                    client: &self.inner.client,
-                    js: &self.inner.js,
-                    settings: bus,
-                };
-                return partitioned::subscribe(
-                    on,
-                    stream,
-                    &partitioning,
-                    consumer,
-                    settings,
-                    handler,
-                )
+        let partitioning = self.partitioning_of(&stream)?;
+        if let Some(partitioning) =
+            bus_rules::check_batch_subscription(subject, consumer, partitioning.iter())?
+        {
+            let on = partitioned::Bus {
+                client: &self.inner.client,
+                js: &self.inner.js,
+                settings: bus,
+            };
+            return partitioned::subscribe(on, stream, partitioning, consumer, settings, handler)
                 .await;
-            }
         }
         let wanted = provision::durable_config(
             consumer,
@@ -415,9 +452,15 @@ impl EventBus for NatsBus {
         bus_rules::check_live(subject, &options)?;
         let settings = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &settings.streams, subject).await?;
+        // On a partitioned stream the stored subjects are the partitioned ones.
+        let stored = match self.partitioning_of(&stream)? {
+            Some(partitioning) => provision::live_filter(&partitioning, subject)?,
+            None => None,
+        };
         live::subscribe(
             &stream,
-            subject,
+            stored.as_deref().unwrap_or(subject),
+            stored.is_some(),
             settings.live_buffer,
             settings.idle_heartbeat,
         )
@@ -438,6 +481,29 @@ impl EventBus for NatsBus {
         match info.get("error") {
             None => Ok(()),
             Some(error) => Err(BusError::Unavailable(format!("JetStream: {error}"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_names_one_server_or_a_cluster_s_seeds() {
+        assert_eq!(servers("nats://127.0.0.1:4222").unwrap().len(), 1);
+        let seeds =
+            servers("nats://127.0.0.1:14501, nats://127.0.0.1:14502,tls://n3:4222").unwrap();
+        assert_eq!(seeds.len(), 3);
+        assert_eq!(seeds[1].port(), 14502);
+        assert!(seeds[2].tls_required());
+        assert_eq!(
+            servers("user:secret@n1:4222").unwrap()[0].username(),
+            Some("user")
+        );
+        for bad in ["nats://a:4222,", "nats://a:notaport", ",nats://a:4222"] {
+            let e = servers(bad).unwrap_err().to_string();
+            assert!(e.contains("NATS"), "{bad}: {e}");
         }
     }
 }

@@ -33,6 +33,7 @@ impl Drop for AbortOnDrop {
 pub(crate) async fn subscribe(
     stream: &jetstream::stream::Stream,
     filter: &str,
+    partitioned: bool,
     buffer: usize,
     idle_heartbeat: Duration,
 ) -> Result<LiveSubscription, BusError> {
@@ -89,8 +90,14 @@ pub(crate) async fn subscribe(
                     continue;
                 }
             };
+            let stored = message.message.subject.as_str();
             let message = Message {
-                subject: message.message.subject.to_string(),
+                // What was published, as the memory bus gives it.
+                subject: if partitioned {
+                    crate::provision::published_subject(stored)
+                } else {
+                    stored.to_owned()
+                },
                 payload: message.message.payload.clone(),
                 delivery: 1,
             };

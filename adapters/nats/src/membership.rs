@@ -24,7 +24,11 @@ pub(crate) struct Membership {
     pub task: tokio::task::JoinHandle<()>,
 }
 
-async fn bucket(js: &jetstream::Context, heartbeat: Duration) -> Result<kv::Store, BusError> {
+async fn bucket(
+    js: &jetstream::Context,
+    heartbeat: Duration,
+    replicas: Option<usize>,
+) -> Result<kv::Store, BusError> {
     if let Ok(store) = js.get_key_value(MEMBERSHIP_BUCKET).await {
         return Ok(store);
     }
@@ -35,6 +39,7 @@ async fn bucket(js: &jetstream::Context, heartbeat: Duration) -> Result<kv::Stor
         max_age: heartbeat * 3,
         // Heartbeats are worth nothing after a NATS restart: memory is enough.
         storage: jetstream::stream::StorageType::Memory,
+        num_replicas: replicas.unwrap_or(1).max(1),
         ..Default::default()
     };
     match js.create_key_value(config).await {
@@ -52,9 +57,10 @@ pub(crate) async fn join(
     consumer: String,
     replica: String,
     heartbeat: Duration,
+    replicas: Option<usize>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<Membership, BusError> {
-    let store = bucket(&js, heartbeat).await?;
+    let store = bucket(&js, heartbeat, replicas).await?;
     let key = format!("{consumer}.{replica}");
     let prefix = format!("{consumer}.");
     let members = count(&store, &key, &prefix).await.unwrap_or(1);
@@ -74,7 +80,7 @@ pub(crate) async fn join(
                 Err(e) => {
                     tracing::debug!(consumer = %prefix.trim_end_matches('.'), error = %e, "Could not renew the replica's membership; retrying.");
                     // A NATS restart may have lost the (memory) bucket.
-                    if let Ok(again) = bucket(&js, heartbeat).await {
+                    if let Ok(again) = bucket(&js, heartbeat, replicas).await {
                         store = again;
                     }
                 }

@@ -89,6 +89,7 @@ pub(crate) async fn subscribe(
         consumer.to_owned(),
         replica,
         bus.settings.membership_heartbeat,
+        bus.settings.replicas,
         stop_rx.clone(),
     )
     .await?;

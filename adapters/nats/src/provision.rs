@@ -46,6 +46,29 @@ pub(crate) fn partition_filter(partitioning: &Partitioning, n: u32) -> String {
     partitioned_form(partitioning.subjects(), &n.to_string(), "*")
 }
 
+/// What a live view filtering `filter` asks a partitioned stream for: the pattern itself is every
+/// partition (`a.p.*.b.*`), one subject of it is that subject's partitioned form; `None` when the
+/// filter shares nothing with the pattern; refused when it overlaps it otherwise (the stored
+/// subjects of part of the pattern cannot be filtered).
+pub(crate) fn live_filter(
+    partitioning: &Partitioning,
+    filter: &str,
+) -> Result<Option<String>, BusError> {
+    if filter == partitioning.subjects() {
+        return Ok(Some(partitioned_form(filter, "*", "*")));
+    }
+    let literal = !filter.split('.').any(|t| t == "*" || t == ">");
+    if let (true, Some(n)) = (literal, partitioning.partition_of(filter)) {
+        let (_, key) = filter.rsplit_once('.').unwrap_or_default();
+        return Ok(Some(partitioned_form(
+            partitioning.subjects(),
+            &n.to_string(),
+            key,
+        )));
+    }
+    partitioning.admits(filter).map(|_| None)
+}
+
 /// The subject a gateway published on, from the one a partitioned stream stored
 /// (`a.p.<N>.b.<key>` → `a.b.<key>`): handlers see what was published, as on the memory bus.
 pub(crate) fn published_subject(stored: &str) -> String {
@@ -82,10 +105,15 @@ pub(crate) fn check_server_version(version: &str) -> Result<(), BusError> {
 
 /// The JetStream configuration a spec asks for, laid over `base` (an existing stream's
 /// configuration, or the defaults) so that fields the spec does not mention are kept.
-fn apply(spec: &StreamSpec, base: &stream::Config) -> Result<stream::Config, BusError> {
+fn apply(
+    spec: &StreamSpec,
+    replicas: Option<usize>,
+    base: &stream::Config,
+) -> Result<stream::Config, BusError> {
     let subject_transform = spec.partitioning()?.as_ref().map(transform);
     Ok(stream::Config {
         subject_transform,
+        num_replicas: replicas.unwrap_or(base.num_replicas).max(1),
         name: spec.name.clone(),
         subjects: spec.subjects.clone(),
         storage: match spec.storage {
@@ -106,6 +134,7 @@ fn apply(spec: &StreamSpec, base: &stream::Config) -> Result<stream::Config, Bus
 pub(crate) async fn provision_stream(
     js: &jetstream::Context,
     spec: &StreamSpec,
+    replicas: Option<usize>,
 ) -> Result<(), BusError> {
     // Two attempts: a create can lose a race against another replica creating the same stream,
     // after which the second pass finds it.
@@ -114,7 +143,7 @@ pub(crate) async fn provision_stream(
             Ok(existing) => {
                 // `get_stream` fetched the stream's information already.
                 let current = existing.cached_info().config.clone();
-                let wanted = apply(spec, &current)?;
+                let wanted = apply(spec, replicas, &current)?;
                 if wanted == current {
                     tracing::debug!(stream = %spec.name, "The stream is provisioned.");
                     return Ok(());
@@ -149,7 +178,7 @@ pub(crate) async fn provision_stream(
             }
             Err(e) if is_not_found(&e) => {
                 match js
-                    .create_stream(apply(spec, &stream::Config::default())?)
+                    .create_stream(apply(spec, replicas, &stream::Config::default())?)
                     .await
                 {
                     Ok(_) => {
@@ -360,6 +389,14 @@ mod tests {
             "telemetry.mower.m1"
         );
         assert_eq!(published_subject("a.p.x.b"), "a.p.x.b");
+        assert_eq!(
+            live_filter(&p, "telemetry.mower.*").unwrap().unwrap(),
+            "telemetry.p.*.mower.*"
+        );
+        let one = format!("telemetry.p.{}.mower.m1", p.partition_of_key("m1"));
+        assert_eq!(live_filter(&p, "telemetry.mower.m1").unwrap().unwrap(), one);
+        assert_eq!(live_filter(&p, "notifications.>").unwrap(), None);
+        assert!(live_filter(&p, "telemetry.>").is_err());
         let short = Partitioning::new("t.*", 2).unwrap();
         assert_eq!(partition_filter(&short, 1), "t.p.1.*");
         assert_eq!(published_subject("t.p.1.k"), "t.k");

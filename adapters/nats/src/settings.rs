@@ -1,6 +1,7 @@
 //! What a [`NatsBus`](crate::NatsBus) is configured with: the streams it provisions and the
 //! timings of its pull requests.
 
+use std::path::PathBuf;
 use std::time::Duration;
 use swath_application::ports::{BusError, Partitioning};
 
@@ -150,6 +151,17 @@ pub struct NatsBusSettings {
     /// The buffer of each live subscription; a subscriber that falls further behind loses
     /// messages (1024).
     pub live_buffer: usize,
+    /// Replicas of every stream and bucket Swath provisions (3 on a three-node cluster: a
+    /// publish is acknowledged once a majority stored it). An existing stream is brought to this
+    /// count (NATS moves the data). `None`: a new stream gets one, an existing one keeps what an
+    /// operator set.
+    pub replicas: Option<usize>,
+    /// A NATS credentials file (JWT and NKey seed) to authenticate with, if any. A user and
+    /// password go in the URL (`nats://user:password@host:4222`).
+    pub credentials: Option<PathBuf>,
+    /// A PEM file of the certificate authorities that sign the servers' certificates, when they
+    /// are not in the system's roots; `tls://` URLs (or a server that requires TLS) use TLS.
+    pub tls_ca: Option<PathBuf>,
 }
 
 impl Default for NatsBusSettings {
@@ -163,6 +175,9 @@ impl Default for NatsBusSettings {
             ack_wait: Duration::from_secs(4),
             membership_heartbeat: Duration::from_secs(1),
             live_buffer: 1024,
+            replicas: None,
+            credentials: None,
+            tls_ca: None,
         }
     }
 }

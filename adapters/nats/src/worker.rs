@@ -84,7 +84,10 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::bus_rules::{is_stopped, judge, stopped, HandlerResult, Verdict};
+use swath_application::ports::bus_rules::{
+    batch_limit, call_handler, is_stopped, judge, linger_left, stopped, warn_outlived_drain,
+    HandlerResult, Settled, Verdict,
+};
 use swath_application::ports::{
     BatchHandler, BatchSettings, HandlerError, Message, Settle, MAX_IN_FLIGHT,
 };
@@ -152,14 +155,6 @@ enum PullEnd {
     Lost { reason: String, gone: bool },
 }
 
-/// How a finished handler call was settled.
-enum Settled {
-    /// Settled as the handler answered; `all_redelivered` when no message made progress.
-    Answered { all_redelivered: bool },
-    /// The handler failed as a whole: nothing was settled yet.
-    Failed,
-}
-
 /// The outcome of waiting for something while keeping a batch alive.
 enum Kept<T> {
     Done(T),
@@ -191,7 +186,7 @@ impl Worker {
             consumer,
             wanted,
             name,
-            max_batch: settings.max_batch.clamp(1, MAX_IN_FLIGHT),
+            max_batch: batch_limit(&settings),
             settings,
             timings: Timings {
                 request_timeout: bus.request_timeout,
@@ -214,13 +209,7 @@ impl Worker {
             let partitioned = self.pinning.is_some();
             let messages: Arc<[Message]> =
                 batch.iter().map(|m| to_message(m, partitioned)).collect();
-            let mut call = {
-                let handler = Arc::clone(&self.handler);
-                let messages = Arc::clone(&messages);
-                // A task of its own: a panic becomes a `JoinError` (treated as a failed batch),
-                // and a handler that outlives the drain timeout can be aborted.
-                tokio::spawn(async move { handler.handle(&messages).await })
-            };
+            let mut call = call_handler(&self.handler, messages);
             match self.keep_alive(&mut call, &batch, None, true).await {
                 Kept::Done(result) => match self.settle(&batch, result).await {
                     Settled::Answered {
@@ -241,6 +230,8 @@ impl Worker {
                     Settled::Failed => {
                         let go_on = self.pause(&batch).await;
                         self.give_back(&batch).await;
+                        // What is held is newer: it goes back after the batch, in order.
+                        self.give_back_held().await;
                         if !go_on {
                             break;
                         }
@@ -252,10 +243,7 @@ impl Worker {
                 }
             }
         }
-        if !self.held.is_empty() {
-            let held = std::mem::take(&mut self.held);
-            self.give_back(&held).await;
-        }
+        self.give_back_held().await;
         if !matches!(
             tokio::time::timeout(self.timings.request_timeout, self.client.flush()).await,
             Ok(Ok(()))
@@ -404,7 +392,10 @@ impl Worker {
         }
         loop {
             let mut more = Vec::new();
-            let room = MAX_IN_FLIGHT.saturating_sub(batch.len()).max(1);
+            // A batch at a time: enough to reach the first newer message behind them.
+            let room = MAX_IN_FLIGHT
+                .saturating_sub(batch.len())
+                .clamp(1, self.max_batch);
             let end = self.pull(self.no_wait(room), &mut more).await;
             let lost = matches!(end, PullEnd::Lost { .. });
             if !self.carry_on(end, &mut more).await {
@@ -448,10 +439,7 @@ impl Worker {
                 // Zero batches only what queued up meanwhile; after step 1 that was taken.
                 waited.then(|| self.no_wait(rest))
             } else {
-                let left =
-                    (first + self.settings.max_wait).saturating_duration_since(Instant::now());
-                // Below a millisecond the linger is over; JetStream would not wait less anyway.
-                (left >= Duration::from_millis(1)).then(|| self.lingering(rest, left))
+                linger_left(first, self.settings.max_wait).map(|left| self.lingering(rest, left))
             };
             if let Some(request) = request {
                 let end = self.pull(request, batch).await;
@@ -795,20 +783,35 @@ impl Worker {
     // Settling.
 
     /// Settles a finished handler call as it answered. A failed call settles nothing.
-    async fn settle(&self, batch: &[jetstream::Message], result: HandlerResult) -> Settled {
+    /// A message answered `Redeliver` comes back before newer ones only if nothing newer is
+    /// handled first: so the held messages (newer than the batch) go back after it.
+    async fn settle(&mut self, batch: &[jetstream::Message], result: HandlerResult) -> Settled {
         let subjects = batch.iter().map(|m| m.message.subject.as_str());
         let verdict = judge(&self.name, subjects, result);
-        let all_redelivered = verdict.made_no_progress();
+        let settled = Settled::of(&verdict);
         let Verdict::Settle(answers) = verdict else {
-            return Settled::Failed;
+            return settled;
         };
+        let redelivered = answers.contains(&Settle::Redeliver);
         let kinds = answers.into_iter().map(|answer| match answer {
             Settle::Ack => AckKind::Ack,
             Settle::Redeliver => AckKind::Nak(None),
             Settle::Drop => AckKind::Term,
         });
         self.send(batch, kinds).await;
-        Settled::Answered { all_redelivered }
+        if redelivered {
+            self.give_back_held().await;
+        }
+        settled
+    }
+
+    /// Hands the held messages back, in order (they are newer than anything handed back
+    /// before them).
+    async fn give_back_held(&mut self) {
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.give_back(&held).await;
+        }
     }
 
     /// Hands a whole batch back for redelivery, at once.
@@ -876,12 +879,7 @@ impl Worker {
             }
             Kept::Stopped | Kept::Deadline => {
                 call.abort();
-                tracing::warn!(
-                    consumer = %self.name,
-                    batch = batch.len(),
-                    drain_timeout = ?self.settings.drain_timeout,
-                    "A batch handler outlived the drain timeout; its batch will be redelivered."
-                );
+                warn_outlived_drain(&self.name, batch.len(), self.settings.drain_timeout);
                 self.give_back(batch).await;
             }
         }

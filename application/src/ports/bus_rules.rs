@@ -1,16 +1,23 @@
 //! What every [`EventBus`](super::EventBus) adapter does the same way, written once: the subject
-//! and name checks, NATS subject matching, the refusal of live options that need
-//! acknowledgements, the stop signal of a subscription, and the verdict on a handler's answer to
-//! a batch. How a bus waits for and lingers over messages differs (a queue's wake-ups, JetStream
-//! pull requests) and stays in each adapter.
+//! and name checks, NATS subject matching, which partitioning a batch subscription's filter
+//! falls under (or its refusal), the refusal of live options that need acknowledgements, the
+//! stop signal of a subscription, the batch size limit, what is left of a linger, the handler
+//! call in a task of its own, and the verdict on a handler's answer to a batch. How a bus waits
+//! for messages differs (a queue's wake-ups, JetStream pull requests) and stays in each adapter.
 //!
 //! The memory bus and the JetStream bus differ in how they store, pull and settle messages; they
 //! must not differ in what they refuse or in how they read a handler's answer, or the contract
 //! suite would pass on one bus for reasons the other does not share. Both call these functions.
 
-use super::{BusError, HandlerError, LiveOptions, Settle};
+use super::{
+    BatchHandler, BatchSettings, BusError, HandlerError, LiveOptions, Message, Partitioning,
+    Settle, MAX_IN_FLIGHT,
+};
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::watch;
-use tokio::task::JoinError;
+use tokio::task::{JoinError, JoinHandle};
+use tokio::time::Instant;
 
 /// A subject to publish on: non-empty tokens, no wildcards, no whitespace.
 pub fn check_subject(subject: &str) -> Result<(), BusError> {
@@ -56,6 +63,60 @@ pub fn check_consumer_name(name: &str) -> Result<(), BusError> {
             "invalid durable consumer name: {name:?}"
         )))
     }
+}
+
+/// Checks a batch subscription's filter and consumer name, and says which of the bus's
+/// partitionings the filter is exactly (its consumer is then partitioned), if any. A filter
+/// overlapping a partitioned pattern without being it is refused ([`Partitioning::admits`]).
+pub fn check_batch_subscription<'a>(
+    filter: &str,
+    consumer: &str,
+    partitionings: impl IntoIterator<Item = &'a Partitioning>,
+) -> Result<Option<&'a Partitioning>, BusError> {
+    check_filter(filter)?;
+    check_consumer_name(consumer)?;
+    let mut partitioned = None;
+    for partitioning in partitionings {
+        if partitioning.admits(filter)? {
+            partitioned = Some(partitioning);
+        }
+    }
+    Ok(partitioned)
+}
+
+/// The most messages in one batch: `max_batch` clamped to `1..=`[`MAX_IN_FLIGHT`], so that a
+/// subscription (or a partition of it) never has more delivered and unsettled.
+pub fn batch_limit(settings: &BatchSettings) -> usize {
+    settings.max_batch.clamp(1, MAX_IN_FLIGHT)
+}
+
+/// What is left of a linger that began with the first message at `first`; `None` once it is
+/// over, or with `max_wait` zero. Under a millisecond counts as over: JetStream does not expire
+/// a pull request sooner, and the memory bus must not linger where JetStream would not.
+pub fn linger_left(first: Instant, max_wait: Duration) -> Option<Duration> {
+    let left = (first + max_wait).saturating_duration_since(Instant::now());
+    (left >= Duration::from_millis(1)).then_some(left)
+}
+
+/// Runs a handler call in a task of its own: a panic becomes a `JoinError` (a failed batch,
+/// see [`judge`]) rather than ending the subscription, and a call that outlives the drain
+/// timeout can be aborted.
+pub fn call_handler(
+    handler: &Arc<dyn BatchHandler>,
+    batch: Arc<[Message]>,
+) -> JoinHandle<Result<Vec<Settle>, HandlerError>> {
+    let handler = Arc::clone(handler);
+    tokio::spawn(async move { handler.handle(&batch).await })
+}
+
+/// Logs a handler call given up on unsubscribe: the batch goes back for redelivery.
+pub fn warn_outlived_drain(consumer: &str, batch: usize, drain_timeout: Duration) {
+    tracing::warn!(
+        consumer,
+        batch,
+        ?drain_timeout,
+        "A batch handler outlived the drain timeout; its batch will be redelivered."
+    );
 }
 
 /// Whether `subject` matches `filter` as NATS matches them: `*` is any one token, `>` one or
@@ -129,6 +190,39 @@ impl Verdict {
             Verdict::Settle(answers) => answers.iter().all(|a| *a == Settle::Redeliver),
             Verdict::Failed => true,
         }
+    }
+}
+
+/// How a finished handler call was settled, for the pause that follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// Settled as the handler answered; `all_redelivered` when no message made progress.
+    Answered { all_redelivered: bool },
+    /// The handler failed as a whole: the batch goes back whole.
+    Failed,
+}
+
+impl Settled {
+    /// What a verdict settles as.
+    pub fn of(verdict: &Verdict) -> Self {
+        match verdict {
+            Verdict::Failed => Settled::Failed,
+            Verdict::Settle(_) => Settled::Answered {
+                all_redelivered: verdict.made_no_progress(),
+            },
+        }
+    }
+
+    /// Whether the subscription pauses `redelivery_delay` before its next batch: after a failed
+    /// batch, and after one in which every message asked to be redelivered (no progress, so no
+    /// hot loop on it).
+    pub fn pauses(self) -> bool {
+        !matches!(
+            self,
+            Settled::Answered {
+                all_redelivered: false
+            }
+        )
     }
 }
 
@@ -243,6 +337,52 @@ mod tests {
         assert!(Verdict::Settle(vec![Settle::Redeliver, Settle::Redeliver]).made_no_progress());
         assert!(!Verdict::Settle(vec![Settle::Redeliver, Settle::Drop]).made_no_progress());
         assert!(!Verdict::Settle(vec![Settle::Ack]).made_no_progress());
+    }
+
+    #[test]
+    fn settling_pauses_after_a_failure_or_no_progress() {
+        let settled = |answers: Vec<Settle>| Settled::of(&Verdict::Settle(answers));
+        assert_eq!(Settled::of(&Verdict::Failed), Settled::Failed);
+        assert!(Settled::Failed.pauses());
+        assert!(settled(vec![Settle::Redeliver]).pauses());
+        assert!(!settled(vec![Settle::Redeliver, Settle::Ack]).pauses());
+        assert!(!settled(vec![Settle::Drop]).pauses());
+    }
+
+    #[test]
+    fn batch_subscriptions_are_checked_against_the_partitionings() {
+        let p = Partitioning::new("telemetry.mower.*", 4).unwrap();
+        let check = |filter: &str| check_batch_subscription(filter, "c", [&p]);
+        assert_eq!(check("telemetry.mower.*").unwrap(), Some(&p));
+        assert_eq!(check("notifications.>").unwrap(), None);
+        assert!(check("telemetry.>").is_err());
+        assert!(check("telemetry.mower.m1").is_err());
+        assert!(check_batch_subscription("a.>.b", "c", None).is_err());
+        assert!(check_batch_subscription("a.b", "c.d", None).is_err());
+        assert_eq!(check_batch_subscription("a.b", "c", None).unwrap(), None);
+    }
+
+    #[test]
+    fn the_batch_limit_is_clamped_to_the_in_flight_bound() {
+        let limit = |max_batch| {
+            batch_limit(&BatchSettings {
+                max_batch,
+                ..BatchSettings::default()
+            })
+        };
+        assert_eq!(limit(0), 1);
+        assert_eq!(limit(10), 10);
+        assert_eq!(limit(MAX_IN_FLIGHT + 1), MAX_IN_FLIGHT);
+    }
+
+    #[test]
+    fn a_linger_is_over_once_max_wait_has_passed() {
+        let now = Instant::now();
+        assert_eq!(linger_left(now, Duration::ZERO), None);
+        let hour = Duration::from_secs(3600);
+        assert!(linger_left(now, hour).is_some_and(|left| left <= hour));
+        let earlier = now - Duration::from_millis(20);
+        assert_eq!(linger_left(earlier, Duration::from_millis(10)), None);
     }
 
     #[test]
