@@ -1,71 +1,127 @@
-//! End to end, JetStream (explicit acks) → `swath` (ingest and watcher consumers) → PostgreSQL:
-//! states/s sustained over a window, service CPU per state, and resident memory with a backlog.
+//! End to end, JetStream (explicit acks) → one `swath` replica (ingest and watcher consumers)
+//! → PostgreSQL: states/s sustained over a window and CPU per state of each process, for
+//! several configurations side by side in one run (by default the telemetry partitions P = 1
+//! and P = 8, each at the default batch maximum of 64 and at 1 000).
 //!
-//! One run, so that the figures are ratios of one machine state:
+//! For each configuration, in turn, so that the figures are ratios of one machine state:
 //! 1. a private NATS server (file storage) and a fresh database on `SWATH_TEST_DATABASE_URL`;
-//! 2. a backlog of `--states` states of `--mowers` mowers (the `swath-load` plan) is published
-//!    while no service runs;
+//! 2. the service starts once and stops (its consumers exist from then on), and a backlog of
+//!    states of `--mowers` mowers (the `swath-load` plan) is published while no service runs;
 //! 3. the release `swath` binary starts (`SWATH_BUS=nats`, `SWATH_STORE=postgres`, no simulated
-//!    fleet); its resident memory (VmRSS) is sampled every 250 ms from the start, with the
-//!    backlog still unconsumed, to the end;
-//! 4. after `--warmup` seconds, states stored (history rows), the service's CPU time
-//!    (`/proc/<pid>/stat` utime + stime) and NATS's are read at the start and the end of a
-//!    `--window`-second window: states/s and CPU µs per state over the window;
-//! 5. with `--drain`, the rest of the backlog is stored before the service stops, and with
-//!    `--verify` the rows are compared with the one-pass reference (slow for a million states).
+//!    fleet) with the configuration's `SWATH_TELEMETRY_PARTITIONS`,
+//!    `SWATH_TELEMETRY_INGEST_BATCH_MAX` and `SWATH_NOTIFICATIONS_STATE_BATCH_MAX`;
+//! 4. after `--warmup` seconds, states stored (history rows), the CPU time (`/proc/<pid>/stat`
+//!    utime + stime) of the service, of NATS and of the PostgreSQL backends serving the
+//!    database are read at the start and the end of a `--window`-second window;
+//! 5. with `--verify` the rest of the backlog is stored and the rows compared with the
+//!    one-pass reference.
+//!
+//! Then one table: states/s, CPU µs per state and CPU % of one core of each process.
 //!
 //! Run (the service binary must be built first; the bench does not build it):
 //! ```text
 //! cargo build --release -p swath-api --bin swath
 //! SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
-//!   cargo bench -p swath-tests --bench e2e_nats_postgres -- --states 1000000 --window 60
+//!   cargo bench -p swath-tests --bench e2e_nats_postgres -- --window 60
 //! ```
-//! `--steady` publishes a usual fleet (10-minute activity runs) instead of states whose activity,
-//! battery and blade are drawn anew every time (the default: the most work for the rules).
-//! Extra `SWATH_*` settings of the service are passed through from the environment of the bench
-//! (e.g. `SWATH_TELEMETRY_INGEST_BATCH_MAX=256`).
+//! Options: `--partitions 1,8` and `--batch-max 64,1000` (the configurations: every pair),
+//! `--states N` (the backlog of each; default 1 500 000 at a batch maximum up to 64, 3 000 000
+//! above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a usual fleet,
+//! 10-minute activity runs, instead of states whose activity, battery and blade are drawn anew
+//! every time), `--verify`. Other `SWATH_*` settings of the service are passed through from the
+//! bench's environment. `SWATH_BIN` names the binary (default: `release/swath` of
+//! `CARGO_TARGET_DIR`, else of the workspace's `target`).
 
 use std::time::{Duration, Instant};
-use swath_nats::{NatsBus, NatsBusSettings};
+use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_postgres::PostgresStore;
 use swath_tests::e2e::{cpu_time, resident_bytes, NatsServer, Service, TestDatabase};
 use swath_tests::load::{stored_count, Plan};
 
 struct Args {
-    states: usize,
+    states: Option<usize>,
     mowers: usize,
     warmup: u64,
     window: u64,
+    partitions: Vec<u32>,
+    batch_max: Vec<usize>,
     verify: bool,
-    drain: bool,
     steady: bool,
+}
+
+fn list<T: std::str::FromStr>(value: Option<String>, what: &str) -> Vec<T> {
+    value
+        .unwrap_or_default()
+        .split(',')
+        .map(|v| v.trim().parse().ok())
+        .collect::<Option<Vec<T>>>()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| panic!("{what}: a comma-separated list of numbers"))
 }
 
 fn args() -> Args {
     let mut args = Args {
-        states: 1_000_000,
+        states: None,
         mowers: 200,
         warmup: 5,
         window: 60,
+        partitions: vec![1, 8],
+        batch_max: vec![64, 1000],
         verify: false,
-        drain: false,
         steady: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
-        let mut value = || it.next().and_then(|v| v.parse::<u64>().ok());
+        let mut number = || it.next().and_then(|v| v.parse::<u64>().ok());
         match a.as_str() {
-            "--states" => args.states = value().expect("--states N") as usize,
-            "--mowers" => args.mowers = value().expect("--mowers M") as usize,
-            "--warmup" => args.warmup = value().expect("--warmup S"),
-            "--window" => args.window = value().expect("--window S"),
+            "--states" => args.states = Some(number().expect("--states N") as usize),
+            "--mowers" => args.mowers = number().expect("--mowers M") as usize,
+            "--warmup" => args.warmup = number().expect("--warmup S"),
+            "--window" => args.window = number().expect("--window S"),
+            "--partitions" => args.partitions = list(it.next(), "--partitions"),
+            "--batch-max" => args.batch_max = list(it.next(), "--batch-max"),
             "--verify" => args.verify = true,
-            "--drain" => args.drain = true,
             "--steady" => args.steady = true,
             _ => {} // `--bench` and the like, from cargo
         }
     }
     args
+}
+
+/// One configuration of the service.
+#[derive(Clone, Copy, Debug)]
+struct Config {
+    partitions: u32,
+    batch_max: usize,
+}
+
+/// What one configuration measured over its window.
+struct Measured {
+    config: Config,
+    states: usize,
+    window: Duration,
+    ran_out: bool,
+    /// CPU time over the window: the service, the PostgreSQL backends, NATS.
+    service: Duration,
+    postgres: Duration,
+    nats: Duration,
+    machine_busy: f64,
+    commits: f64,
+    peak_rss: u64,
+}
+
+impl Measured {
+    fn per_second(&self) -> f64 {
+        self.states as f64 / self.window.as_secs_f64()
+    }
+
+    fn micros_per_state(&self, cpu: Duration) -> f64 {
+        cpu.as_secs_f64() * 1e6 / self.states.max(1) as f64
+    }
+
+    fn percent(&self, cpu: Duration) -> f64 {
+        100.0 * cpu.as_secs_f64() / self.window.as_secs_f64()
+    }
 }
 
 /// Busy and total jiffies of the whole machine, from `/proc/stat`.
@@ -110,7 +166,9 @@ fn main() -> anyhow::Result<()> {
     };
     let args = args();
     let binary = std::env::var("SWATH_BIN").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../target/release/swath").to_owned()
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target").to_owned());
+        format!("{target}/release/swath")
     });
     anyhow::ensure!(
         std::path::Path::new(&binary).exists(),
@@ -120,26 +178,66 @@ fn main() -> anyhow::Result<()> {
         .worker_threads(2)
         .enable_all()
         .build()?;
-    rt.block_on(run(args, server, binary))
+    rt.block_on(async {
+        let mut measured = Vec::new();
+        for &batch_max in &args.batch_max {
+            for &partitions in &args.partitions {
+                let config = Config {
+                    partitions,
+                    batch_max,
+                };
+                measured.push(measure(&args, config, &server, &binary).await?);
+            }
+        }
+        report(&args, &measured);
+        anyhow::Ok(())
+    })
 }
 
-async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
-    let plan = Plan::new(0xbe7c, args.mowers, args.states).with_steady(args.steady);
+async fn measure(
+    args: &Args,
+    config: Config,
+    server: &str,
+    binary: &str,
+) -> anyhow::Result<Measured> {
+    let states = args.states.unwrap_or(if config.batch_max <= 64 {
+        1_500_000
+    } else {
+        3_000_000
+    });
+    let plan = Plan::new(0xbe7c, args.mowers, states).with_steady(args.steady);
+    println!(
+        "\n== P = {}, batch maximum {}",
+        config.partitions, config.batch_max
+    );
+    let (p, b) = (config.partitions.to_string(), config.batch_max.to_string());
+    let env = [
+        ("SWATH_TELEMETRY_PARTITIONS", p.as_str()),
+        ("SWATH_TELEMETRY_INGEST_BATCH_MAX", b.as_str()),
+        ("SWATH_NOTIFICATIONS_STATE_BATCH_MAX", b.as_str()),
+    ];
     let nats = NatsServer::start()?;
-    let db = TestDatabase::create(&server).await?;
+    let db = TestDatabase::create(server).await?;
     swath_migrations::migrate(&db.url).await?;
     let store = PostgresStore::connect(&db.url, 2).await?;
     plan.seed_directory(&store).await?;
 
-    // The backlog, published with no consumer running. The service creates its consumers with
-    // `DeliverPolicy::New`, so they must exist first: start and stop it once.
-    let mut service = Service::start(&binary, &db.url, &nats.url(), &[]).await?;
-    let idle_rss = resident_bytes(service.pid())?;
+    // The consumers exist from the first start on; the backlog is published with none running.
+    let mut service = Service::start(binary, &db.url, &nats.url(), &env).await?;
     anyhow::ensure!(
         service.terminate(Duration::from_secs(30)),
         "swath did not stop"
     );
-    let bus = NatsBus::connect(&nats.url(), NatsBusSettings::default()).await?;
+    // The publisher provisions the stream as the service does: with the same partition count
+    // (another is refused).
+    let settings = NatsBusSettings {
+        streams: vec![
+            StreamSpec::telemetry().partitioned(config.partitions),
+            StreamSpec::notifications(),
+        ],
+        ..NatsBusSettings::default()
+    };
+    let bus = NatsBus::connect(&nats.url(), settings).await?;
     let published = plan
         .publish(&bus, 0..plan.states, None, 1024, Duration::from_secs(60))
         .await?;
@@ -147,37 +245,22 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
         "Backlog: {} states of {} mowers ({}) published in {:.1} s ({:.0}/s), no consumer running.",
         plan.states,
         plan.mowers,
-        if plan.steady {
-            "steady: 10-minute activity runs"
-        } else {
-            "volatile: activity drawn at every state"
-        },
+        if plan.steady { "steady" } else { "volatile" },
         published.elapsed.as_secs_f64(),
         published.per_second()
     );
     drop(bus);
 
-    let started = Instant::now();
-    let mut service = Service::start(&binary, &db.url, &nats.url(), &[]).await?;
+    let mut service = Service::start(binary, &db.url, &nats.url(), &env).await?;
     let pid = service.pid();
-    let ready_after = started.elapsed();
-    let rss_with_backlog = resident_bytes(pid)?;
     let mowers = plan.mower_ids();
-
-    // RSS sampler for the whole drain.
     let sampler = tokio::spawn(async move {
         let mut peak = 0u64;
-        let mut samples = Vec::new();
-        loop {
-            match resident_bytes(pid) {
-                Ok(rss) => {
-                    peak = peak.max(rss);
-                    samples.push(rss);
-                }
-                Err(_) => return (peak, samples),
-            }
+        while let Ok(rss) = resident_bytes(pid) {
+            peak = peak.max(rss);
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+        peak
     });
 
     tokio::time::sleep(Duration::from_secs(args.warmup)).await;
@@ -190,16 +273,16 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
     let commits0 = service.metric("swath_postgres_commits_total").await?;
     let machine0 = machine_cpu();
     let pg0 = backends_cpu(store.pool()).await;
-    let mut reached_end = false;
+    let mut ran_out = false;
     while t0.elapsed() < Duration::from_secs(args.window) {
         tokio::time::sleep(Duration::from_millis(500)).await;
         // The service's counter, not a `count(*)`: the window's PostgreSQL CPU is the service's.
         if service.metric("swath_states_stored_total").await? >= plan.states as f64 {
-            reached_end = true;
+            ran_out = true;
             break;
         }
     }
-    let (count1, cpu1, nats1, elapsed) = (
+    let (count1, cpu1, nats1, window) = (
         stored_count(store.pool(), &mowers).await?,
         cpu_time(pid)?,
         cpu_time(nats.pid())?,
@@ -208,63 +291,19 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
     let commits1 = service.metric("swath_postgres_commits_total").await?;
     let machine1 = machine_cpu();
     let pg1 = backends_cpu(store.pool()).await;
-    // Backends alive at both ends (those of the bench's own pool are excluded by pid only when
-    // they are the querying one; they are idle and cost nothing).
-    let pg_cpu: Duration = pg1
+    // Backends alive at both ends (the bench's own pool's are idle and cost nothing).
+    let postgres: Duration = pg1
         .iter()
         .filter_map(|(pid, end)| pg0.get(pid).map(|start| end.saturating_sub(*start)))
         .sum();
-    let rss_window_end = resident_bytes(pid)?;
-    let stored = (count1 - count0) as f64;
     let metrics = service.get("/metrics").await?.1;
-
-    println!(
-        "Service ready {:.1} s after start; window of {:.1} s from {} s after ready{}.",
-        ready_after.as_secs_f64(),
-        elapsed.as_secs_f64(),
-        args.warmup,
-        if reached_end {
-            " (the backlog ran out inside the window: shorten it or publish more)"
-        } else {
-            ""
-        }
-    );
-    println!(
-        "End to end, JetStream → PostgreSQL (ingest + watcher): {:>8.0} states/s ({} states stored in the window)",
-        stored / elapsed.as_secs_f64(),
-        count1 - count0
-    );
-    println!(
-        "Service CPU per state (user + system):                  {:>8.1} µs",
-        (cpu1 - cpu0).as_secs_f64() * 1e6 / stored
-    );
-    println!(
-        "Service CPU use over the window:                         {:>8.0} % of one core",
-        100.0 * (cpu1 - cpu0).as_secs_f64() / elapsed.as_secs_f64()
-    );
-    println!(
-        "Machine CPU busy over the window (2 cores = 200 %):      {:>8.0} %",
-        200.0 * (machine1.0 - machine0.0) as f64 / (machine1.1 - machine0.1).max(1) as f64
-    );
-    println!(
-        "PostgreSQL backends' CPU per state:                      {:>8.1} µs",
-        pg_cpu.as_secs_f64() * 1e6 / stored
-    );
-    println!(
-        "NATS server CPU per state:                               {:>8.1} µs",
-        (nats1 - nats0).as_secs_f64() * 1e6 / stored
-    );
-    println!(
-        "PostgreSQL commits per state (ingest + watcher):        {:>8.4}",
-        (commits1 - commits0) / stored
-    );
-    // Batch sizes of both consumers, and what was redelivered or dropped, since the start.
     for line in metrics.lines().filter(|l| {
         [
             "swath_ingest_batch_size_sum",
             "swath_ingest_batch_size_count",
             "swath_watch_batch_size_sum",
             "swath_watch_batch_size_count",
+            "swath_bus_partitions_owned",
             "swath_ingest_redeliveries_total",
             "swath_states_dropped_total",
         ]
@@ -274,8 +313,7 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
         println!("  {line}");
     }
 
-    // Drain the rest (`--drain`), then the memory figures.
-    let rss_drained = if args.drain || args.verify {
+    if args.verify {
         swath_tests::load::wait_stored(
             store.pool(),
             &plan,
@@ -284,42 +322,6 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
             None,
         )
         .await?;
-        println!(
-            "Whole backlog stored {:.1} s after the service started ({:.0} states/s overall).",
-            started.elapsed().as_secs_f64(),
-            plan.states as f64 / started.elapsed().as_secs_f64()
-        );
-        Some(resident_bytes(pid)?)
-    } else {
-        None
-    };
-    anyhow::ensure!(
-        service.terminate(Duration::from_secs(30)),
-        "swath did not stop"
-    );
-    let (peak, samples) = sampler.await?;
-    let first_samples: Vec<String> = samples
-        .iter()
-        .take(8)
-        .map(|b| format!("{:.0}", mib(*b)))
-        .collect();
-    println!(
-        "Resident memory (VmRSS): idle, no backlog {:.1} MiB; at start with a backlog of {} \
-         unconsumed states {:.1} MiB; first samples [{}] MiB; end of window {:.1} MiB; peak \
-         while running {:.1} MiB; backlog drained {}.",
-        mib(idle_rss),
-        plan.states,
-        mib(rss_with_backlog),
-        first_samples.join(", "),
-        mib(rss_window_end),
-        mib(peak),
-        rss_drained.map_or("not waited for (--drain)".to_owned(), |b| format!(
-            "{:.1} MiB",
-            mib(b)
-        ))
-    );
-
-    if args.verify {
         let stored = swath_application::ports::TelemetryStore::export(&store, &mowers).await?;
         let reference = plan.reference().await?;
         let differences =
@@ -331,8 +333,66 @@ async fn run(args: Args, server: String, binary: String) -> anyhow::Result<()> {
         );
         println!("Verified against the one-pass reference.");
     }
+    anyhow::ensure!(
+        service.terminate(Duration::from_secs(30)),
+        "swath did not stop"
+    );
+    let measured = Measured {
+        config,
+        states: count1 - count0,
+        window,
+        ran_out,
+        service: cpu1 - cpu0,
+        postgres,
+        nats: nats1 - nats0,
+        machine_busy: 200.0 * (machine1.0 - machine0.0) as f64
+            / (machine1.1 - machine0.1).max(1) as f64,
+        commits: commits1 - commits0,
+        peak_rss: sampler.await?,
+    };
+    println!(
+        "{:.0} states/s ({} in {:.1} s{}), service {:.1} µs per state.",
+        measured.per_second(),
+        measured.states,
+        measured.window.as_secs_f64(),
+        if ran_out { ", the backlog ran out" } else { "" },
+        measured.micros_per_state(measured.service)
+    );
     drop(service);
     drop(nats);
     drop(db);
-    Ok(())
+    Ok(measured)
+}
+
+fn report(args: &Args, measured: &[Measured]) {
+    println!(
+        "\nOne swath replica, {} plan of {} mowers, window {} s after {} s of warm-up. CPU: µs \
+         per state stored (% of one core over the window). Machine: 2 cores = 200 %.\n",
+        if args.steady { "steady" } else { "volatile" },
+        args.mowers,
+        args.window,
+        args.warmup
+    );
+    println!(
+        "| P | batch max | states/s | swath | PostgreSQL | nats-server | machine busy | commits / state | peak VmRSS |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for m in measured {
+        println!(
+            "| {} | {} | {:.0}{} | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.0} % | {:.4} | {:.1} MiB |",
+            m.config.partitions,
+            m.config.batch_max,
+            m.per_second(),
+            if m.ran_out { " (backlog ran out)" } else { "" },
+            m.micros_per_state(m.service),
+            m.percent(m.service),
+            m.micros_per_state(m.postgres),
+            m.percent(m.postgres),
+            m.micros_per_state(m.nats),
+            m.percent(m.nats),
+            m.machine_busy,
+            m.commits / m.states.max(1) as f64,
+            mib(m.peak_rss)
+        );
+    }
 }

@@ -1,6 +1,9 @@
 //! End-to-end harness: private NATS and PostgreSQL servers (to restart them without disturbing
 //! anyone), databases of their own on the shared server, and the `swath` binary as a child
-//! process, all stopped when dropped, also when a test fails.
+//! process (`service`), all stopped when dropped, also when a test fails; several replicas of it
+//! killed at chosen moments, also while they start up, and the partitions each holds
+//! (`replicas`); what the scenarios share, their plans and their verdict against both
+//! references ([`scenario`]).
 //!
 //! The end-to-end tests run when both `SWATH_TEST_DATABASE_URL` and `SWATH_TEST_NATS_URL` are
 //! set (see [`services`]); built without them, they are reported as ignored; set, a missing
@@ -12,7 +15,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The NATS server binary the private servers run: `SWATH_TEST_NATS_SERVER` (CI sets it to the
 /// release the project pins, `.ci/nats-server`), else Debian's `nats-server` package, else the
@@ -79,7 +81,11 @@ impl Drop for TempDir {
     }
 }
 
-fn wait_for(what: &str, timeout: Duration, mut ready: impl FnMut() -> bool) -> anyhow::Result<()> {
+pub(crate) fn wait_for(
+    what: &str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
     let start = Instant::now();
     while !ready() {
         if start.elapsed() > timeout {
@@ -100,7 +106,7 @@ pub fn signal(pid: u32, signal: &str) {
 
 /// Waits up to `timeout` for a child to exit; kills it past that. Returns whether it exited on
 /// its own.
-fn wait_exit(child: &mut Child, timeout: Duration) -> bool {
+pub(crate) fn wait_exit(child: &mut Child, timeout: Duration) -> bool {
     let start = Instant::now();
     while start.elapsed() < timeout {
         if let Ok(Some(_)) = child.try_wait() {
@@ -378,231 +384,13 @@ impl Drop for TestDatabase {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The service
+// The service, its replicas, and what the scenarios share
 
-/// A `swath` process on PostgreSQL and NATS, without a simulated fleet, its logs in a file.
-/// Killed when dropped.
-pub struct Service {
-    pub port: u16,
-    child: Option<Child>,
-    pub log: PathBuf,
-    _dir: TempDir,
-}
+mod replicas;
+pub mod scenario;
+mod service;
 
-impl Service {
-    /// Starts `binary` (`env!("CARGO_BIN_EXE_swath")`) with the given store and bus, and extra
-    /// `SWATH_*` variables; waits until `/readyz` answers 200.
-    pub async fn start(
-        binary: &str,
-        database_url: &str,
-        nats_url: &str,
-        extra: &[(&str, &str)],
-    ) -> anyhow::Result<Service> {
-        let dir = TempDir::new("swath-e2e-service");
-        let log = dir.path().join("swath.log");
-        let port = free_port();
-        let file = std::fs::File::create(&log)?;
-        let mut command = Command::new(binary);
-        command
-            .env("SWATH_STORE", "postgres")
-            .env("SWATH_DATABASE_URL", database_url)
-            .env("SWATH_BUS", "nats")
-            .env("SWATH_NATS_URL", nats_url)
-            .env("SWATH_SIM_MOWERS", "0")
-            .env("SWATH_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("SWATH_LOG", "info,sqlx=warn")
-            .env_remove("SWATH_DEMO_TOKEN");
-        for (k, v) in extra {
-            command.env(k, v);
-        }
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(file.try_clone()?)
-            .stderr(file)
-            .spawn()
-            .with_context(|| format!("starting {binary}"))?;
-        let mut service = Service {
-            port,
-            child: Some(child),
-            log,
-            _dir: dir,
-        };
-        service.wait_ready(Duration::from_secs(60)).await?;
-        Ok(service)
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(Child::id).unwrap_or(0)
-    }
-
-    /// Waits until `/readyz` answers 200.
-    pub async fn wait_ready(&mut self, timeout: Duration) -> anyhow::Result<()> {
-        let start = Instant::now();
-        loop {
-            if let Some(child) = self.child.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    bail!(
-                        "swath exited with {status} while starting:\n{}",
-                        self.log_tail()
-                    );
-                }
-            }
-            if let Ok((200, _)) = self.get("/readyz").await {
-                return Ok(());
-            }
-            if start.elapsed() > timeout {
-                bail!(
-                    "swath was not ready within {timeout:?}:\n{}",
-                    self.log_tail()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-
-    /// `GET path` on the service: status and body.
-    pub async fn get(&self, path: &str) -> anyhow::Result<(u16, String)> {
-        http_get(self.port, path).await
-    }
-
-    /// The value of a metric without labels (0 when not recorded yet).
-    pub async fn metric(&self, name: &str) -> anyhow::Result<f64> {
-        let (status, body) = self.get("/metrics").await?;
-        anyhow::ensure!(status == 200, "/metrics answered {status}");
-        Ok(metric_value(&body, name))
-    }
-
-    /// `kill -9`: no drain, no settlement.
-    pub fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    /// `SIGTERM`, and waits for the graceful shutdown. Returns whether it exited in time.
-    pub fn terminate(&mut self, timeout: Duration) -> bool {
-        match self.child.take() {
-            Some(mut child) => {
-                signal(child.id(), "TERM");
-                wait_exit(&mut child, timeout)
-            }
-            None => true,
-        }
-    }
-
-    /// The last lines of the service's log (for failure messages).
-    pub fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
-    }
-
-    /// The whole log.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Service {
-    fn drop(&mut self) {
-        self.kill9();
-    }
-}
-
-/// A minimal HTTP/1.1 `GET` (no client library needed): status and body.
-pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
-    let io = async {
-        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        stream
-            .write_all(
-                format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-            )
-            .await?;
-        let mut response = Vec::new();
-        stream.read_to_end(&mut response).await?;
-        anyhow::Ok(response)
-    };
-    let response = tokio::time::timeout(Duration::from_secs(10), io)
-        .await
-        .context("no HTTP answer within 10 s")??;
-    let text = String::from_utf8_lossy(&response).into_owned();
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
-    let status: u16 = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .context("no HTTP status")?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
-    } else {
-        body.to_owned()
-    };
-    Ok((status, body))
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if size == 0 || rest.len() < size {
-            break;
-        }
-        out.push_str(&rest[..size]);
-        body = rest[size..].trim_start_matches("\r\n");
-    }
-    out
-}
-
-/// The value of `name` (a sample without labels) in a Prometheus text exposition; 0 if absent.
-pub fn metric_value(text: &str, name: &str) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.split_once(' '))
-        .find(|(n, _)| *n == name)
-        .and_then(|(_, v)| v.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// CPU time (user + system) a process used so far, from `/proc/<pid>/stat`.
-pub fn cpu_time(pid: u32) -> anyhow::Result<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
-    // The command name is in parentheses and may hold spaces: fields start after the last ')'.
-    let rest = stat.rsplit_once(')').context("malformed stat")?.1;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After ')': state is field 3, utime field 14, stime field 15 (1-based, man proc).
-    let utime: u64 = fields.get(11).context("no utime")?.parse()?;
-    let stime: u64 = fields.get(12).context("no stime")?.parse()?;
-    let ticks = clock_ticks();
-    Ok(Duration::from_secs_f64((utime + stime) as f64 / ticks))
-}
-
-fn clock_ticks() -> f64 {
-    Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-/// Resident memory of a process (`VmRSS`), in bytes.
-pub fn resident_bytes(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .context("no VmRSS")?;
-    let kb: u64 = line
-        .split_whitespace()
-        .nth(1)
-        .context("no VmRSS value")?
-        .parse()?;
-    Ok(kb * 1024)
-}
+pub use replicas::{partition_counts, wait_every_partition_grows, Dice, Kill, Replicas};
+pub use service::{
+    cpu_time, http_get, labelled_metric_value, metric_value, resident_bytes, Service,
+};

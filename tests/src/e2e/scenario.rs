@@ -1,0 +1,222 @@
+//! What the NATS + PostgreSQL scenarios (`api/tests/e2e_*.rs`) share: their plans, a seeded
+//! database, the load generator's connection, and the verdict: every stored row compared with
+//! the one-pass and the independent references (docs/e2e.md).
+
+use super::{Service, TestDatabase};
+use crate::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan};
+use crate::reference::{self, BusyClock, MowerSetup, WatchChecked};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+use swath_application::ports::{TelemetryStore, WatchRows, WatchStore};
+use swath_domain::{MowerId, StateReport};
+use swath_nats::{NatsBus, NatsBusSettings};
+use swath_postgres::PostgresStore;
+
+/// Giving up when the stored count does not grow for this long.
+pub const STALL: Duration = Duration::from_secs(60);
+
+/// The plans of the scenarios: with geofences and zones, and a blade threshold of one minute,
+/// so that every rule of the watcher, W6 and W7 has something to derive.
+pub fn plan(seed: u64, mowers: usize, states: usize) -> Plan {
+    Plan::new(seed, mowers, states)
+        .with_fences(true)
+        .with_blade_threshold_ms(60_000)
+}
+
+/// A database on `server_url`, migrated, with the plan's directory, geofences and zones seeded.
+pub async fn database(server_url: &str, plan: &Plan) -> (TestDatabase, PostgresStore) {
+    let db = TestDatabase::create(server_url)
+        .await
+        .expect("a test database");
+    swath_migrations::migrate(&db.url).await.expect("migrate");
+    let store = PostgresStore::connect(&db.url, 4).await.expect("connect");
+    plan.seed_directory(&store)
+        .await
+        .expect("seed the directory");
+    plan.seed_fences(&store).await.expect("seed the fences");
+    (db, store)
+}
+
+/// The load generator's connection.
+pub async fn publisher(nats_url: &str) -> NatsBus {
+    NatsBus::connect(nats_url, NatsBusSettings::default())
+        .await
+        .expect("the load generator connects to NATS")
+}
+
+/// Publishes states `range` of the plan in the background (retrying through outages), at most
+/// `rate` per second (`None`: as fast as the stream acknowledges).
+pub fn publish_in_background(
+    bus: NatsBus,
+    plan: Plan,
+    range: std::ops::Range<usize>,
+    rate: Option<f64>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        plan.publish(&bus, range, rate, 512, Duration::from_secs(90))
+            .await
+            .expect("publishing the plan");
+    })
+}
+
+/// Waits until at least `count` states are stored.
+pub async fn wait_for_count(store: &PostgresStore, plan: &Plan, count: usize) {
+    wait_at_least(store.pool(), plan, count, STALL)
+        .await
+        .expect("ingestion goes on");
+}
+
+/// Waits until every state is stored and watched, then compares the rows with both references
+/// (telemetry: `checked`; notifications: `watched`). `services`' log tails are printed when it
+/// fails (killed ones included: their logs stay until they are dropped).
+pub async fn verify(
+    store: &PostgresStore,
+    plan: &Plan,
+    checked: Checked,
+    watched: WatchChecked,
+    services: &[&Service],
+) {
+    let logs = || {
+        for s in services {
+            eprintln!(
+                "--- service log (tail), pid {} ---\n{}",
+                s.pid(),
+                s.log_tail()
+            );
+        }
+    };
+    if let Err(e) = wait_stored(store.pool(), plan, plan.states, STALL, None).await {
+        logs();
+        panic!("{e}");
+    }
+    let states = plan.parsed_states();
+    let setup = plan.setup();
+    let watch = match wait_watched(store, plan, &setup, &states).await {
+        Ok(rows) => rows,
+        Err(e) => {
+            logs();
+            panic!("{e}");
+        }
+    };
+    let stored = store.export(&plan.mower_ids()).await.expect("export");
+    let one_pass = plan.reference().await.expect("the one-pass reference");
+    let mut failures = Vec::new();
+    let differences = compare(&one_pass, &stored, checked);
+    if !differences.is_empty() {
+        failures.push(format!(
+            "the stored rows differ from the one-pass reference:\n{}",
+            differences.join("\n")
+        ));
+    }
+    let expected = reference::expect(&setup, &states, BusyClock::Wall);
+    let differences = compare(&expected.telemetry, &stored, checked);
+    if !differences.is_empty() {
+        failures.push(format!(
+            "the stored rows differ from the independent reference:\n{}",
+            differences.join("\n")
+        ));
+    }
+    let differences = match watched {
+        WatchChecked::Everything => {
+            let mut d = reference::compare_watch(&expected.watch, &watch);
+            d.extend(reference::check_busy(&states, &watch.busy));
+            d
+        }
+        // `wait_watched` waited for exactly this.
+        WatchChecked::FinalState => reference::check_final_state(&setup, &states, &watch),
+    };
+    if !differences.is_empty() {
+        failures.push(format!(
+            "the notification rows differ from the independent reference ({watched:?}):\n{}",
+            differences.join("\n")
+        ));
+    }
+    if !failures.is_empty() {
+        logs();
+        panic!("seed {}: {}", plan.seed, failures.join("\n\n"));
+    }
+    // The comparison had something to compare: the plan gives every rule work.
+    let census = reference::census(&expected.watch);
+    for kind in reference::DERIVED_EVENT_KINDS {
+        let n = census.get(kind).copied().unwrap_or(0);
+        assert!(
+            n >= plan.mowers / 4,
+            "only {n} {kind} events expected: {census:?}"
+        );
+    }
+    eprintln!(
+        "verified ({checked:?}, {watched:?}): {}; expected notifications {census:?}; stored {} events, {} alerts",
+        summary(&stored),
+        watch.events.len(),
+        watch.alerts.len()
+    );
+}
+
+/// Waits until the watcher has watched, and W7 evaluated, every mower's newest state (they run
+/// on their own consumer and after the ingest commit, so a complete history does not mean they
+/// are done). Fails after `STALL`.
+async fn wait_watched(
+    store: &PostgresStore,
+    plan: &Plan,
+    setup: &BTreeMap<MowerId, MowerSetup>,
+    states: &[StateReport],
+) -> anyhow::Result<WatchRows> {
+    let started = Instant::now();
+    loop {
+        // A database restart makes a read fail for a while: that is not a verdict.
+        let rows = store.export_watch(&plan.mower_ids()).await;
+        let missing = match &rows {
+            Ok(rows) => reference::check_final_state(setup, states, rows),
+            Err(e) => vec![e.to_string()],
+        };
+        if missing.is_empty() {
+            return Ok(rows?);
+        }
+        anyhow::ensure!(
+            started.elapsed() < STALL,
+            "the watcher has not caught up after {STALL:?}:\n{}",
+            missing
+                .iter()
+                .take(10)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// States of a plan published at a steady rate until stopped, a round of the fleet (one state
+/// of each mower) at a time: every partition gets messages all along.
+pub struct Trickle {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::JoinHandle<usize>,
+}
+
+impl Trickle {
+    /// Publishes the plan's states from 0 on, `rate` per second, until [`Trickle::stop`] (or
+    /// the plan's end).
+    pub fn start(bus: NatsBus, plan: Plan, rate: f64) -> Trickle {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let task = tokio::spawn(async move {
+            let mut next = 0;
+            while next < plan.states && !stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                let end = (next + plan.mowers).min(plan.states);
+                plan.publish(&bus, next..end, Some(rate), 512, Duration::from_secs(90))
+                    .await
+                    .expect("publishing the plan");
+                next = end;
+            }
+            next
+        });
+        Trickle { stop, task }
+    }
+
+    /// Stops after the round being published; returns how many states were published (all
+    /// acknowledged by the stream): states `0..n`.
+    pub async fn stop(self) -> usize {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.task.await.expect("the publisher")
+    }
+}
