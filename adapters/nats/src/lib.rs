@@ -86,6 +86,10 @@ use swath_application::ports::{
 };
 use tokio::sync::watch;
 
+/// How long `connect` retries provisioning while JetStream does not answer (a cluster electing a
+/// leader); past it, start-up fails.
+const STARTUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// JetStream's account information request (the default API prefix, no domain).
 const JS_API_INFO: &str = "$JS.API.INFO";
 
@@ -147,8 +151,20 @@ impl NatsBus {
         let js = jetstream::ContextBuilder::new()
             .timeout(settings.request_timeout)
             .build(client.clone());
+        // A cluster electing a leader (a node just restarted) answers JetStream requests with
+        // time-outs for a few seconds: start-up waits that out rather than exit.
+        let started = std::time::Instant::now();
         for spec in &settings.streams {
-            provision::provision_stream(&js, spec, settings.replicas).await?;
+            loop {
+                match provision::provision_stream(&js, spec, settings.replicas).await {
+                    Ok(()) => break,
+                    Err(BusError::Unavailable(why)) if started.elapsed() < STARTUP_PATIENCE => {
+                        tracing::warn!(stream = %spec.name, %why, "JetStream is not answering yet; retrying.");
+                        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         }
         tracing::info!(
             url,
@@ -399,6 +415,43 @@ impl EventBus for NatsBus {
         settings: BatchSettings,
         handler: Arc<dyn BatchHandler>,
     ) -> Result<Subscription, BusError> {
+        // As at connect: a cluster electing a leader is waited out, within the start-up patience.
+        let started = std::time::Instant::now();
+        loop {
+            match self
+                .subscribe_batch_once(subject, consumer, settings, Arc::clone(&handler))
+                .await
+            {
+                Err(BusError::Unavailable(why)) if started.elapsed() < STARTUP_PATIENCE => {
+                    tracing::warn!(consumer, %why, "JetStream is not answering yet; retrying.");
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn subscribe(
+        &self,
+        subject: &str,
+        options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError> {
+        self.subscribe_live(subject, options).await
+    }
+
+    async fn ping(&self) -> Result<(), BusError> {
+        self.ping_jetstream().await
+    }
+}
+
+impl NatsBus {
+    async fn subscribe_batch_once(
+        &self,
+        subject: &str,
+        consumer: &str,
+        settings: BatchSettings,
+        handler: Arc<dyn BatchHandler>,
+    ) -> Result<Subscription, BusError> {
         bus_rules::check_filter(subject)?;
         let bus = &self.inner.settings;
         let stream = provision::stream_for(&self.inner.js, &bus.streams, subject).await?;
@@ -444,7 +497,7 @@ impl EventBus for NatsBus {
         Ok(Subscription::new(stop_tx, tokio::spawn(worker.run())))
     }
 
-    async fn subscribe(
+    async fn subscribe_live(
         &self,
         subject: &str,
         options: LiveOptions,
@@ -467,7 +520,7 @@ impl EventBus for NatsBus {
         .await
     }
 
-    async fn ping(&self) -> Result<(), BusError> {
+    async fn ping_jetstream(&self) -> Result<(), BusError> {
         // A raw `$JS.API.INFO` request rather than `Context::query_account`: its typed response
         // does not parse the answer of every server version, and readiness needs only to know
         // that JetStream answered without an error.
