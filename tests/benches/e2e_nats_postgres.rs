@@ -25,7 +25,9 @@
 //!   cargo bench -p swath-tests --bench e2e_nats_postgres -- --window 60
 //! ```
 //! Options: `--partitions 1,8` and `--batch-max 64,1000` (the configurations: every pair),
-//! `--states N` (the backlog of each; default 1 500 000 at a batch maximum up to 64, 3 000 000
+//! `--nats single,cluster,cluster-sync` (where the stream lives: one node with R1 streams, the
+//! default; a three-node cluster on loopback with R3 streams; the same with `sync_interval:
+//! always`), `--states N` (the backlog of each; default 1 500 000 at a batch maximum up to 64, 3 000 000
 //! above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a usual fleet,
 //! 10-minute activity runs, instead of states whose activity, battery and blade are drawn anew
 //! every time), `--verify`. Other `SWATH_*` settings of the service are passed through from the
@@ -35,6 +37,7 @@
 use std::time::{Duration, Instant};
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_postgres::PostgresStore;
+use swath_tests::cluster::{Cluster, Durability};
 use swath_tests::e2e::{cpu_time, resident_bytes, NatsServer, Service, TestDatabase};
 use swath_tests::load::{stored_count, Plan};
 
@@ -45,8 +48,71 @@ struct Args {
     window: u64,
     partitions: Vec<u32>,
     batch_max: Vec<usize>,
+    deployments: Vec<Deployment>,
     verify: bool,
     steady: bool,
+}
+
+/// Where the stream lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deployment {
+    /// One NATS server, R1 streams.
+    Single,
+    /// A three-node cluster on loopback, R3 streams, with this durability.
+    Cluster(Durability),
+}
+
+impl Deployment {
+    fn parse(value: &str) -> Deployment {
+        match value.trim() {
+            "single" => Deployment::Single,
+            "cluster" => Deployment::Cluster(Durability::Default),
+            "cluster-sync" => Deployment::Cluster(Durability::SyncAlways),
+            other => panic!("--nats: single, cluster or cluster-sync, not {other}"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Deployment::Single => "1 node, R1",
+            Deployment::Cluster(Durability::Default) => "3 nodes, R3",
+            Deployment::Cluster(Durability::SyncAlways) => "3 nodes, R3, sync always",
+        }
+    }
+}
+
+/// The NATS of one configuration.
+enum Nats {
+    Single(NatsServer),
+    Cluster(Cluster),
+}
+
+impl Nats {
+    async fn start(deployment: Deployment) -> anyhow::Result<Nats> {
+        Ok(match deployment {
+            Deployment::Single => Nats::Single(NatsServer::start()?),
+            Deployment::Cluster(durability) => Nats::Cluster(Cluster::start(durability).await?),
+        })
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Nats::Single(server) => server.url(),
+            Nats::Cluster(cluster) => cluster.seeds_from(0),
+        }
+    }
+
+    fn replicas(&self) -> Option<usize> {
+        matches!(self, Nats::Cluster(_)).then_some(3)
+    }
+
+    /// CPU time of every server process.
+    fn cpu(&self) -> anyhow::Result<Duration> {
+        match self {
+            Nats::Single(server) => cpu_time(server.pid()),
+            Nats::Cluster(cluster) => cluster.pids().into_iter().map(cpu_time).sum(),
+        }
+    }
 }
 
 fn list<T: std::str::FromStr>(value: Option<String>, what: &str) -> Vec<T> {
@@ -67,6 +133,7 @@ fn args() -> Args {
         window: 60,
         partitions: vec![1, 8],
         batch_max: vec![64, 1000],
+        deployments: vec![Deployment::Single],
         verify: false,
         steady: false,
     };
@@ -80,6 +147,14 @@ fn args() -> Args {
             "--window" => args.window = number().expect("--window S"),
             "--partitions" => args.partitions = list(it.next(), "--partitions"),
             "--batch-max" => args.batch_max = list(it.next(), "--batch-max"),
+            "--nats" => {
+                args.deployments = it
+                    .next()
+                    .expect("--nats single,cluster,cluster-sync")
+                    .split(',')
+                    .map(Deployment::parse)
+                    .collect()
+            }
             "--verify" => args.verify = true,
             "--steady" => args.steady = true,
             _ => {} // `--bench` and the like, from cargo
@@ -93,6 +168,7 @@ fn args() -> Args {
 struct Config {
     partitions: u32,
     batch_max: usize,
+    deployment: Deployment,
 }
 
 /// What one configuration measured over its window.
@@ -180,13 +256,16 @@ fn main() -> anyhow::Result<()> {
         .build()?;
     rt.block_on(async {
         let mut measured = Vec::new();
-        for &batch_max in &args.batch_max {
-            for &partitions in &args.partitions {
-                let config = Config {
-                    partitions,
-                    batch_max,
-                };
-                measured.push(measure(&args, config, &server, &binary).await?);
+        for &deployment in &args.deployments {
+            for &batch_max in &args.batch_max {
+                for &partitions in &args.partitions {
+                    let config = Config {
+                        partitions,
+                        batch_max,
+                        deployment,
+                    };
+                    measured.push(measure(&args, config, &server, &binary).await?);
+                }
             }
         }
         report(&args, &measured);
@@ -207,16 +286,20 @@ async fn measure(
     });
     let plan = Plan::new(0xbe7c, args.mowers, states).with_steady(args.steady);
     println!(
-        "\n== P = {}, batch maximum {}",
-        config.partitions, config.batch_max
+        "\n== {}, P = {}, batch maximum {}",
+        config.deployment.name(),
+        config.partitions,
+        config.batch_max
     );
+    let nats = Nats::start(config.deployment).await?;
     let (p, b) = (config.partitions.to_string(), config.batch_max.to_string());
+    let replicas = nats.replicas().unwrap_or(1).to_string();
     let env = [
         ("SWATH_TELEMETRY_PARTITIONS", p.as_str()),
         ("SWATH_TELEMETRY_INGEST_BATCH_MAX", b.as_str()),
         ("SWATH_NOTIFICATIONS_STATE_BATCH_MAX", b.as_str()),
+        ("SWATH_NATS_REPLICAS", replicas.as_str()),
     ];
-    let nats = NatsServer::start()?;
     let db = TestDatabase::create(server).await?;
     swath_migrations::migrate(&db.url).await?;
     let store = PostgresStore::connect(&db.url, 2).await?;
@@ -235,6 +318,7 @@ async fn measure(
             StreamSpec::telemetry().partitioned(config.partitions),
             StreamSpec::notifications(),
         ],
+        replicas: nats.replicas(),
         ..NatsBusSettings::default()
     };
     let bus = NatsBus::connect(&nats.url(), settings).await?;
@@ -267,7 +351,7 @@ async fn measure(
     let (count0, cpu0, nats0, t0) = (
         stored_count(store.pool(), &mowers).await?,
         cpu_time(pid)?,
-        cpu_time(nats.pid())?,
+        nats.cpu()?,
         Instant::now(),
     );
     let commits0 = service.metric("swath_postgres_commits_total").await?;
@@ -285,7 +369,7 @@ async fn measure(
     let (count1, cpu1, nats1, window) = (
         stored_count(store.pool(), &mowers).await?,
         cpu_time(pid)?,
-        cpu_time(nats.pid())?,
+        nats.cpu()?,
         t0.elapsed(),
     );
     let commits1 = service.metric("swath_postgres_commits_total").await?;
@@ -374,12 +458,13 @@ fn report(args: &Args, measured: &[Measured]) {
         args.warmup
     );
     println!(
-        "| P | batch max | states/s | swath | PostgreSQL | nats-server | machine busy | commits / state | peak VmRSS |"
+        "| NATS | P | batch max | states/s | swath | PostgreSQL | nats-server | machine busy | commits / state | peak VmRSS |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|");
     for m in measured {
         println!(
-            "| {} | {} | {:.0}{} | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.0} % | {:.4} | {:.1} MiB |",
+            "| {} | {} | {} | {:.0}{} | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.0} % | {:.4} | {:.1} MiB |",
+            m.config.deployment.name(),
             m.config.partitions,
             m.config.batch_max,
             m.per_second(),

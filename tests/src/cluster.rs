@@ -183,6 +183,14 @@ impl Cluster {
             .with_context(|| format!("leader {leader} is not a node of this cluster"))
     }
 
+    /// The process ids of the running nodes (for their CPU time).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.child.as_ref().map(Child::id))
+            .collect()
+    }
+
     /// Kills node `i` (`SIGKILL`: no flush, no goodbye).
     pub fn kill(&mut self, i: usize) {
         if let Some(mut child) = self.nodes[i].child.take() {
