@@ -130,9 +130,11 @@ async fn a_replica_in_a_crash_loop_loses_and_reorders_nothing() {
     let plan = plan(700, 200, 20_000);
     let nats = NatsServer::start().expect("a private NATS server");
     let (db, store) = database(&server, &plan).await;
-    let mut replicas = Replicas::start(SWATH, &db.url, &nats.url(), &[], 2)
+    // One replica, as an orchestrator runs it: while it loops, nobody holds the partitions; each
+    // start waits for the pins of the one before to time out, and takes the redeliveries first.
+    let mut replicas = Replicas::start(SWATH, &db.url, &nats.url(), &[], 1)
         .await
-        .expect("two replicas start");
+        .expect("the replica starts");
     // Published over about 13 s: the loop runs while states arrive.
     let publishing = publish_in_background(
         publisher(&nats.url()).await,
@@ -142,12 +144,11 @@ async fn a_replica_in_a_crash_loop_loses_and_reorders_nothing() {
     );
     wait_for_count(&store, &plan, 1_000).await;
 
-    // Replica 1 killed eight times about a second apart, started again at once each time;
-    // replica 0 runs throughout.
+    // Killed eight times about a second apart, started again at once each time.
     for _ in 0..8 {
         tokio::time::sleep(dice.millis(800, 1_200)).await;
-        replicas.kill9(1).await;
-        replicas.spawn(1).expect("the replica restarts");
+        replicas.kill9(0).await;
+        replicas.spawn(0).expect("the replica restarts");
     }
     all_ready(&mut replicas).await;
     publishing.await.expect("the publisher");
