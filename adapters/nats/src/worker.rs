@@ -178,7 +178,6 @@ impl Worker {
         handler: Arc<dyn BatchHandler>,
         stop: watch::Receiver<bool>,
     ) -> Worker {
-        let pinned = false;
         Worker {
             client: client.clone(),
             js: js.clone(),
@@ -197,7 +196,9 @@ impl Worker {
             handler,
             stop,
             failures: 0,
-            recovering: AtomicBool::new(!pinned),
+            // An unpartitioned consumer looks for earlier deliveries before its first pull; a
+            // partition's worker ignores this (its pin waits for them, decision 63).
+            recovering: AtomicBool::new(true),
             held: Vec::new(),
             pinning: None,
             until_drained: false,
