@@ -13,6 +13,7 @@
 //! the redelivered batch finds them raised already and would never raise them again
 //! (docs/decisions.md, decision 47).
 
+use crate::group_commit::GroupCommit;
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
     WatchError, WatchStore,
@@ -42,6 +43,17 @@ pub const ISOLATE_AFTER_FAILED_DELIVERIES: u32 = 2;
 /// How long the ingest consumer may fail every batch before `/readyz` says it stopped making
 /// progress ([`Ingest::stalled_for`]).
 pub const STALLED_AFTER: Duration = Duration::from_secs(60);
+
+/// Units of work the ingest consumer's handler runs at once, each holding the batches of the
+/// partitions that were queued when it started (decision 84): two keep a unit of work being
+/// prepared while another waits on the store, and leave the pool's other connections to the
+/// watcher and the API.
+pub const GROUP_WRITERS: usize = 2;
+
+/// The most states one grouped unit of work holds (a batch larger than this is written alone,
+/// never split): enough for the batches of every partition at the default batch maximum, and
+/// a few at the largest.
+pub const GROUP_MAX_STATES: usize = 4096;
 
 /// Errors of [`Ingest::record_states`].
 #[derive(Debug, thiserror::Error)]
@@ -76,6 +88,19 @@ pub struct Ingest {
     clock: Arc<dyn Clock>,
     zones: Option<Arc<dyn WatchStore>>,
     progress: Progress,
+    /// The consumer's batches, written together when they arrive together.
+    group: GroupCommit<StateReport, StateOutcome, IngestError>,
+}
+
+/// How [`Ingest::record`] writes a batch's valid states.
+#[derive(Clone, Copy)]
+enum Write<'a> {
+    /// In a unit of work of their own.
+    Alone,
+    /// With the other batches queued at the same moment (the consumer's handler).
+    Grouped,
+    /// Alone, splitting what the store refuses; the bus subject of each element.
+    Isolating(&'a [&'a str]),
 }
 
 /// Whether the ingest consumer makes progress: batches failed in a row, and since when.
@@ -121,6 +146,7 @@ impl Ingest {
             clock,
             zones: None,
             progress: Progress::default(),
+            group: GroupCommit::new("ingest", GROUP_WRITERS, GROUP_MAX_STATES),
         }
     }
 
@@ -158,7 +184,7 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<Vec<StateOutcome>, IngestError> {
-        Ok(self.record(batch, None).await?.0)
+        Ok(self.record(batch, Write::Alone).await?.0)
     }
 
     /// [`Self::record_states`], also answering how the stored states counted in the totals (new
@@ -167,7 +193,7 @@ impl Ingest {
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
-        self.record(batch, None).await
+        self.record(batch, Write::Alone).await
     }
 
     /// [`Ingest::record_states`], except that when the store *refuses* the batch
@@ -186,13 +212,15 @@ impl Ingest {
         batch: Vec<Result<StateReport, InvalidReport>>,
         origins: &[&str],
     ) -> Result<Vec<StateOutcome>, IngestError> {
-        Ok(self.record(batch, Some(origins)).await?.0)
+        Ok(self.record(batch, Write::Isolating(origins)).await?.0)
     }
 
+    /// `counts` are those of the batch, except when it was written grouped: then they are zero
+    /// (the consumer's handler does not use them; `swath import` writes alone).
     async fn record(
         &self,
         batch: Vec<Result<StateReport, InvalidReport>>,
-        isolate: Option<&[&str]>,
+        write: Write<'_>,
     ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
         // Microseconds: the precision every store keeps (see docs/decisions.md).
         let received_at = self.clock.now().trunc_subsecs(6);
@@ -215,9 +243,16 @@ impl Ingest {
 
         let mut counts = StateCounts::default();
         if !valid.is_empty() {
-            let result = match isolate {
-                None => self.store(&valid, received_at).await,
-                Some(origins) => {
+            let result = match write {
+                Write::Alone => self.store(&valid, received_at).await,
+                Write::Grouped => self
+                    .group
+                    .submit(valid, |states| async move {
+                        Ok(self.store(&states, received_at).await?.0)
+                    })
+                    .await
+                    .map(|outcomes| (outcomes, StateCounts::default())),
+                Write::Isolating(origins) => {
                     let origins: Vec<&str> = valid_index
                         .iter()
                         .map(|&i| origins.get(i).copied().unwrap_or("http"))
@@ -602,7 +637,11 @@ impl BatchHandler for IngestHandler {
             let origins: Vec<&str> = batch.iter().map(|m| m.subject.as_str()).collect();
             self.ingest.record_states_isolating(reports, &origins).await
         } else {
-            self.ingest.record_states(reports).await
+            // Written with the batches other partitions hand over meanwhile (decision 84).
+            self.ingest
+                .record(reports, Write::Grouped)
+                .await
+                .map(|(outcomes, _)| outcomes)
         };
         match result {
             Ok(outcomes) => {

@@ -6,6 +6,8 @@
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
+//! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
+//!   work (the ingest and watcher consumers' handlers).
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
@@ -17,6 +19,7 @@
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
 //!   their ceilings (docs/rules.md §6).
 
+pub mod group_commit;
 pub mod import;
 pub mod ingest;
 pub mod ports;

@@ -15,6 +15,8 @@
 //! same read as the version itself, so a geofence replaced while the batch runs is judged from
 //! the next batch on and never mistaken for none (decision 48).
 
+use crate::group_commit::GroupCommit;
+use crate::ingest::{GROUP_MAX_STATES, GROUP_WRITERS};
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Settle, WatchError, WatchStore,
 };
@@ -219,6 +221,7 @@ impl Watcher {
         Arc::new(WatcherHandler {
             watcher: Arc::clone(self),
             scheduler,
+            group: GroupCommit::new("watcher", GROUP_WRITERS, GROUP_MAX_STATES),
         })
     }
 }
@@ -249,9 +252,40 @@ pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
 /// The watcher consumer's batch handler: parses each message, watches the batch, runs the busy
 /// check on the states it accepted, and answers one settlement per message. A store failure is an
 /// error: the bus redelivers the whole batch (the watcher then skips what it had committed).
+///
+/// Batches that several partitions hand over at the same moment are watched in one unit of work
+/// (decision 84): the rules are per mower, and partitions hold different mowers.
 pub struct WatcherHandler {
     watcher: Arc<Watcher>,
     scheduler: Option<Arc<SchedulerStatus>>,
+    group: GroupCommit<Result<StateReport, InvalidReport>, StateOutcome, HandlerError>,
+}
+
+impl WatcherHandler {
+    /// Watches `reports` in one unit of work and records the busy status of what it accepted.
+    async fn watch(
+        &self,
+        reports: Vec<Result<StateReport, InvalidReport>>,
+    ) -> Result<Vec<StateOutcome>, HandlerError> {
+        let outcomes = self.watcher.on_states(&reports).await.map_err(|e| {
+            tracing::error!(error = %e, states = reports.len(), "Could not watch a batch of states; it will be redelivered.");
+            HandlerError(e.to_string())
+        })?;
+        if let Some(scheduler) = &self.scheduler {
+            let states = reports.len();
+            let accepted: Vec<StateReport> = reports
+                .into_iter()
+                .zip(&outcomes)
+                .filter(|(_, o)| **o == StateOutcome::Stored)
+                .filter_map(|(r, _)| r.ok())
+                .collect();
+            scheduler.record(&accepted).await.map_err(|e| {
+                tracing::error!(error = %e, states, "Could not write the busy status of a batch; it will be redelivered.");
+                HandlerError(e.to_string())
+            })?;
+        }
+        Ok(outcomes)
+    }
 }
 
 #[async_trait]
@@ -261,22 +295,10 @@ impl BatchHandler for WatcherHandler {
             .iter()
             .map(|m| ingest::parse_message(m, self.watcher.clock.now()))
             .collect();
-        let outcomes = self.watcher.on_states(&reports).await.map_err(|e| {
-            tracing::error!(error = %e, states = batch.len(), "Could not watch a batch of states; it will be redelivered.");
-            HandlerError(e.to_string())
-        })?;
-        if let Some(scheduler) = &self.scheduler {
-            let accepted: Vec<StateReport> = reports
-                .into_iter()
-                .zip(&outcomes)
-                .filter(|(_, o)| **o == StateOutcome::Stored)
-                .filter_map(|(r, _)| r.ok())
-                .collect();
-            scheduler.record(&accepted).await.map_err(|e| {
-                tracing::error!(error = %e, states = batch.len(), "Could not write the busy status of a batch; it will be redelivered.");
-                HandlerError(e.to_string())
-            })?;
-        }
+        let outcomes = self
+            .group
+            .submit(reports, |reports| self.watch(reports))
+            .await?;
         Ok(outcomes.into_iter().map(ingest::settle).collect())
     }
 }
