@@ -68,7 +68,7 @@ enum Command {
     /// Serve the API on the configured adapters (the default).
     Serve(Box<ServeArgs>),
     /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
-    /// `cargo run -p swath-api -- openapi > openapi/openapi.json`.
+    /// `cargo run -p swath -- openapi > openapi/openapi.json`.
     Openapi,
     /// Import state reports from an NDJSON file (one report per line), 200 per transaction
     /// through the ingest path, with a progress bar and a summary.
