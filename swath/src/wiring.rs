@@ -8,7 +8,8 @@
 //! sees ports only).
 //!
 //! # Layout
-//! - [`Stores`]: one store seen through each port it implements; [`Stores::memory`].
+//! - [`Stores`]: one store seen through each port it implements; [`Stores::memory`],
+//!   [`Stores::postgres`].
 //! - [`wire`] and [`Wired`]: ingest, watcher, busy check, retention and the [`AppState`].
 //! - [`Wired::start`] and [`Background`]: the ingest and watcher consumers, the offline sweep,
 //!   retention on its schedule, the partition gauge; [`Background::stop`] drains and stops them.
@@ -49,6 +50,21 @@ pub struct Stores {
 }
 
 impl Stores {
+    /// PostgreSQL behind every port, the live projections included.
+    pub fn postgres(store: PostgresStore) -> Stores {
+        let store = Arc::new(store);
+        Stores {
+            projections: store.clone(),
+            assignments: store.clone(),
+            directory: store.clone(),
+            admin: store.clone(),
+            tokens: store.clone(),
+            telemetry: store.clone(),
+            watch: store.clone(),
+            retention: store,
+        }
+    }
+
     /// The memory adapters: `store` behind every port, and the live projections over the same
     /// data.
     pub fn memory(store: MemoryStore) -> Stores {
@@ -102,17 +118,7 @@ impl StoreArgs {
                     partitions_created = created,
                     "Connected to PostgreSQL and migrated it."
                 );
-                let store = Arc::new(store);
-                Ok(Stores {
-                    projections: store.clone(),
-                    assignments: store.clone(),
-                    directory: store.clone(),
-                    admin: store.clone(),
-                    tokens: store.clone(),
-                    telemetry: store.clone(),
-                    watch: store.clone(),
-                    retention: store,
-                })
+                Ok(Stores::postgres(store))
             }
         }
     }
