@@ -4,7 +4,7 @@
 //! without `SWATH_TEST_NATS_URL`, the NATS tests carry `cfg(swath_no_nats)`. Cargo rebuilds the
 //! tests when either variable changes, so `SWATH_TEST_DATABASE_URL=… cargo test` runs them. The
 //! browser test is ignored when no chromium is on the `PATH` at build time.
-//! (`api/build.rs` is the same file: each package needs its own build script.)
+//! (`swath/build.rs` is the same file: each package needs its own build script.)
 
 fn main() {
     for (variable, cfg) in [

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-const REGENERATE: &str = "cargo run -p swath-api -- openapi > openapi/openapi.json";
+const REGENERATE: &str = "cargo run -p swath -- openapi > openapi/openapi.json";
 
 fn generated() -> String {
     // `swath openapi` prints the pretty JSON and a newline.

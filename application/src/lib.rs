@@ -1,5 +1,5 @@
 //! Swath's application layer: the ports the use cases need (traits, each with its contract) and
-//! the use cases themselves. Adapters implement the ports; `swath-api`'s `main` chooses them once.
+//! the use cases themselves. Adapters implement the ports; the `swath` binary's `wiring` chooses them once.
 //!
 //! # Layout
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],

@@ -34,7 +34,7 @@ use swath_domain::{AccountId, Activity, MowerId, Position, SiteId, StateReport};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// How the simulated fleet behaves. `swath-api` fills it from the environment.
+/// How the simulated fleet behaves. The `swath` binary fills it from the environment.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimulatorSettings {
     /// How many mowers the demo fleet has (`SWATH_SIM_MOWERS`, default 20).

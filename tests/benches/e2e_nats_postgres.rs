@@ -20,7 +20,7 @@
 //!
 //! Run (the service binary must be built first; the bench does not build it):
 //! ```text
-//! cargo build --release -p swath-api --bin swath
+//! cargo build --release -p swath --bin swath
 //! SWATH_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres \
 //!   cargo bench -p swath-tests --bench e2e_nats_postgres -- --window 60
 //! ```
@@ -248,7 +248,7 @@ fn main() -> anyhow::Result<()> {
     });
     anyhow::ensure!(
         std::path::Path::new(&binary).exists(),
-        "{binary} is missing: cargo build --release -p swath-api --bin swath (or set SWATH_BIN)"
+        "{binary} is missing: cargo build --release -p swath --bin swath (or set SWATH_BIN)"
     );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

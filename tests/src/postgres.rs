@@ -125,6 +125,10 @@ impl StoreFactory for PostgresFactory {
             postgres: Some(store),
         }
     }
+
+    fn kept_per_mower(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl Drop for PostgresFactory {

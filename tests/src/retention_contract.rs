@@ -336,10 +336,22 @@ pub async fn first_point_of_each_minute(factory: &dyn RetentionFactory) {
     );
 }
 
-/// Stops a run after `stop_after` steps, then runs again: the rows end as after one
-/// uninterrupted run on the same data, and the two runs together delete what the one run
-/// deleted (nothing twice).
-pub async fn interrupted_run_resumes(factory: &dyn RetentionFactory, stop_after: u64) {
+/// The steps after which [`interrupted_runs_resume`] stops a run: the first steps one by one (the
+/// partition drops and the first downsampling slices), one inside the downsampling, one past its
+/// first mark, and one late in the expiry. The same for every adapter.
+pub const STOP_AFTER: [u64; 8] = [1, 2, 3, 4, 5, 26, 40, 300];
+
+/// Stops a run after each of [`STOP_AFTER`] steps, then runs again: the rows end as after one
+/// uninterrupted run on the same data, and the two runs together delete what the one run deleted
+/// (nothing twice).
+pub async fn interrupted_runs_resume(factory: &dyn RetentionFactory) {
+    for stop_after in STOP_AFTER {
+        interrupted_run_resumes(factory, stop_after).await;
+    }
+}
+
+/// [`interrupted_runs_resume`] for one stop.
+async fn interrupted_run_resumes(factory: &dyn RetentionFactory, stop_after: u64) {
     let interrupted = Harness::new(factory).await;
     let whole = Harness::new(factory).await;
     let (stored, _, _) = boundary_trace();
@@ -546,14 +558,35 @@ pub async fn late_states_after_retention(factory: &dyn RetentionFactory) {
     assert_eq!(states, 7, "six states, and the merged one");
 }
 
-/// Every scenario, once.
-pub async fn run_all(factory: &dyn RetentionFactory) {
-    boundaries(factory).await;
-    first_point_of_each_minute(factory).await;
-    for stop_after in [1, 2, 5, 40] {
-        interrupted_run_resumes(factory, stop_after).await;
-    }
-    concurrent_runs_do_the_work_once(factory).await;
-    an_abandoned_run_releases_the_lock(factory).await;
-    late_states_after_retention(factory).await;
+/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
+/// own (the shape of every contract suite, docs/testing.md):
+///
+/// ```ignore
+/// swath_tests::retention_contract_suite!(
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+///     factory = Memory::default(),
+/// );
+/// ```
+///
+/// `factory` is an expression evaluated once per test. A second attribute after the test
+/// attribute goes on every test too: an adapter that needs a server passes
+/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
+/// when the server's variable is not set.
+#[macro_export]
+macro_rules! retention_contract_suite {
+    (#[$test:meta] factory = $factory:expr $(,)?) => {
+        $crate::retention_contract_suite!(
+            #[$test] #[doc = "A scenario of the retention contract."] factory = $factory
+        );
+    };
+    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
+        $crate::factory_contract_tests!(#[$test] #[$gate] retention_contract, $factory;
+            boundaries,
+            first_point_of_each_minute,
+            interrupted_runs_resume,
+            concurrent_runs_do_the_work_once,
+            an_abandoned_run_releases_the_lock,
+            late_states_after_retention,
+        );
+    };
 }

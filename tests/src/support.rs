@@ -37,6 +37,11 @@ impl TestStore {
 #[async_trait]
 pub trait StoreFactory: Send + Sync {
     async fn fresh(&self) -> TestStore;
+
+    /// The history and position rows per mower the store keeps (the memory store's cap), `None`
+    /// when it keeps every row (PostgreSQL): what `reads_say_where_the_kept_rows_begin` expects
+    /// of this adapter.
+    fn kept_per_mower(&self) -> Option<usize>;
 }
 
 /// The fleet every telemetry scenario uses: two accounts, sites in three time zones (one far from
@@ -232,4 +237,22 @@ impl EventBus for RecordingBus {
     async fn ping(&self) -> Result<(), BusError> {
         Ok(())
     }
+}
+
+/// The tests of a contract suite whose scenarios take a factory: one `#[test]` per scenario, each
+/// with a factory of its own (the factory expression is evaluated in the test). Called by each
+/// suite's macro (`api_contract_suite!` and the like), which names its scenarios.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! factory_contract_tests {
+    (#[$test:meta] #[$gate:meta] $module:ident, $factory:expr; $($scenario:ident),* $(,)?) => {
+        $(
+            #[$test]
+            #[$gate]
+            async fn $scenario() {
+                let factory = $factory;
+                $crate::$module::$scenario(&factory).await;
+            }
+        )*
+    };
 }

@@ -579,13 +579,15 @@ pub async fn import_backfill_counts_in_the_totals(factory: &dyn StoreFactory) {
 
 /// The history and track reads say where the kept rows begin once the store's bound on rows per
 /// mower removed older ones (`WindowRows::oldest_kept`), per table, on every page whatever the
-/// window; and `None` while the bound removed nothing. `bound` is the rows per mower the store
-/// keeps (the memory store's cap), `None` for a store that keeps every row (PostgreSQL).
+/// window; and `None` while the bound removed nothing. The bound is the factory's
+/// [`StoreFactory::kept_per_mower`]: the memory store's cap, `None` for a store that keeps every
+/// row (PostgreSQL).
 ///
 /// Mower 0 reports 12 states, a position every other one (6): with a bound of 5 both tables
 /// lose rows. Mower 1 reports 8 states with 3 positions: only its history loses rows. Mower 2
 /// reports 3 states: nothing is removed.
-pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory, bound: Option<usize>) {
+pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory) {
+    let bound = factory.kept_per_mower();
     let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
     let f = &h.fleet;
     let with_position = |mower: usize, seconds: i64, position: bool| {
@@ -666,14 +668,38 @@ pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory, bou
     assert_eq!(unknown, WindowRows::complete(Vec::new()));
 }
 
-/// Every scenario that takes one factory, for adapters to run in one go.
-pub async fn run_all(factory: &dyn StoreFactory) {
-    redelivered_batch_changes_nothing(factory).await;
-    bad_reports_are_refused_alone(factory).await;
-    an_uncommitted_batch_stores_nothing(factory).await;
-    reads_answer_committed_rows(factory).await;
-    blade_due_is_published_once(factory).await;
-    concurrent_batches_all_commit(factory).await;
-    import_stores_what_live_ingest_stores(factory).await;
-    import_backfill_counts_in_the_totals(factory).await;
+/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
+/// own (the shape of every contract suite, docs/testing.md):
+///
+/// ```ignore
+/// swath_tests::telemetry_contract_suite!(
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+///     factory = Memory,
+/// );
+/// ```
+///
+/// `factory` is an expression evaluated once per test. A second attribute after the test
+/// attribute goes on every test too: an adapter that needs a server passes
+/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
+/// when the server's variable is not set.
+#[macro_export]
+macro_rules! telemetry_contract_suite {
+    (#[$test:meta] factory = $factory:expr $(,)?) => {
+        $crate::telemetry_contract_suite!(
+            #[$test] #[doc = "A scenario of the telemetry store contract."] factory = $factory
+        );
+    };
+    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
+        $crate::factory_contract_tests!(#[$test] #[$gate] telemetry_contract, $factory;
+            redelivered_batch_changes_nothing,
+            bad_reports_are_refused_alone,
+            an_uncommitted_batch_stores_nothing,
+            reads_answer_committed_rows,
+            blade_due_is_published_once,
+            concurrent_batches_all_commit,
+            import_stores_what_live_ingest_stores,
+            import_backfill_counts_in_the_totals,
+            reads_say_where_the_kept_rows_begin,
+        );
+    };
 }

@@ -886,18 +886,41 @@ pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
     assert_eq!(busy(&h).await, status);
 }
 
-/// Every scenario that takes one factory, for adapters to run in one go.
-pub async fn run_all(factory: &dyn WatchFactory) {
-    redelivery_and_older_states_derive_nothing(factory).await;
-    events_are_stored_published_and_alert(factory).await;
-    a_geofence_is_parsed_once_per_version(factory).await;
-    jitter_within_accuracy_raises_no_alarm(factory).await;
-    silent_mowers_go_offline_and_come_back(factory).await;
-    blade_due_alerts_until_the_blade_is_reset(factory).await;
-    zones_are_entered_and_left(factory).await;
-    a_failed_zone_step_still_publishes_blade_due_once(factory).await;
-    a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(factory).await;
-    the_busy_status_is_throttled(factory).await;
+/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
+/// own (the shape of every contract suite, docs/testing.md):
+///
+/// ```ignore
+/// swath_tests::watch_contract_suite!(
+///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+///     factory = Memory,
+/// );
+/// ```
+///
+/// `factory` is an expression evaluated once per test. A second attribute after the test
+/// attribute goes on every test too: an adapter that needs a server passes
+/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
+/// when the server's variable is not set.
+#[macro_export]
+macro_rules! watch_contract_suite {
+    (#[$test:meta] factory = $factory:expr $(,)?) => {
+        $crate::watch_contract_suite!(
+            #[$test] #[doc = "A scenario of the notification side's contract."] factory = $factory
+        );
+    };
+    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
+        $crate::factory_contract_tests!(#[$test] #[$gate] watch_contract, $factory;
+            redelivery_and_older_states_derive_nothing,
+            events_are_stored_published_and_alert,
+            a_geofence_is_parsed_once_per_version,
+            jitter_within_accuracy_raises_no_alarm,
+            silent_mowers_go_offline_and_come_back,
+            blade_due_alerts_until_the_blade_is_reset,
+            zones_are_entered_and_left,
+            a_failed_zone_step_still_publishes_blade_due_once,
+            a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm,
+            the_busy_status_is_throttled,
+        );
+    };
 }
 
 /// The instant `seconds` after the trace start (for PostgreSQL-only scenarios).

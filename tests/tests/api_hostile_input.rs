@@ -7,15 +7,13 @@ use axum::body::{to_bytes, Body};
 use axum::http::{header, Request, StatusCode};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use swath_api::{router, AppState};
-use swath_application::ports::{
-    hash_token, Account, Clock, DirectoryAdmin, Principal, Scope, SystemClock, TokenStore,
-};
-use swath_application::{Ingest, Projections};
+use swath::wiring::{wire, Settings, Stores};
+use swath_api::router;
+use swath_application::ports::{hash_token, Account, Principal, Scope, SystemClock};
+use swath_application::RetentionPolicy;
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
 use swath_domain::AccountId;
-use swath_memory::{
-    MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
-};
+use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use swath_tests::hostile::{
     check_table_covers_the_document, fill, fill_body, string_paths, table, with_nul_at,
     with_nul_keys,
@@ -32,44 +30,30 @@ struct App {
 
 impl App {
     async fn memory() -> App {
-        let store = MemoryStore::new(MemoryStoreSettings::default());
-        let projections = Arc::new(MemoryProjections::new(store.clone()));
-        let store = Arc::new(store);
-        Self::build(
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            store,
-            projections.clone(),
-            projections,
-        )
+        Self::build(Stores::memory(MemoryStore::new(
+            MemoryStoreSettings::default(),
+        )))
         .await
     }
 
     async fn postgres(factory: &PostgresFactory) -> App {
-        let store = Arc::new(factory.fresh_store().await);
-        Self::build(
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            store.clone(),
-            store,
-        )
-        .await
+        Self::build(Stores::postgres(factory.fresh_store().await)).await
     }
 
-    async fn build(
-        admin: Arc<dyn DirectoryAdmin>,
-        tokens: Arc<dyn TokenStore>,
-        telemetry: Arc<dyn swath_application::ports::TelemetryStore>,
-        watch: Arc<dyn swath_application::ports::WatchStore>,
-        projections: Arc<dyn swath_application::ports::ProjectionStore>,
-        assignments: Arc<dyn swath_application::ports::Assignments>,
-    ) -> App {
+    /// The app as `swath serve` wires it (its consumers not started: nothing here needs them).
+    async fn build(stores: Stores) -> App {
         let bus = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let ingest = Arc::new(Ingest::new(telemetry.clone(), bus.clone(), clock.clone()));
+        let state = wire(
+            stores,
+            bus,
+            Arc::new(SystemClock),
+            Settings {
+                offline_after: DEFAULT_OFFLINE_AFTER,
+                retention: RetentionPolicy::default(),
+            },
+        )
+        .state;
+        let (admin, tokens) = (state.directory.clone(), state.tokens.clone());
         let account = AccountId::new();
         admin
             .create_account(Account {
@@ -89,9 +73,6 @@ impl App {
             )
             .await
             .unwrap();
-        let state = AppState::new(admin, tokens, telemetry, bus, clock, ingest)
-            .with_watch(watch)
-            .with_projections(Projections::new(projections), assignments);
         let mut app = App {
             router: router(state),
             ids: Map::new(),
@@ -363,18 +344,9 @@ async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory() {
 /// client retry the good ones with the bad one for ever).
 #[tokio::test]
 async fn a_report_the_store_refuses_is_dropped_alone_over_http() {
-    let store = MemoryStore::new(MemoryStoreSettings::default());
-    let projections = Arc::new(MemoryProjections::new(store.clone()));
-    let store = Arc::new(store);
-    let app = App::build(
-        store.clone(),
-        store.clone(),
-        swath_tests::poison::Faulty::new(store.clone()),
-        store,
-        projections.clone(),
-        projections,
-    )
-    .await;
+    let mut stores = Stores::memory(MemoryStore::new(MemoryStoreSettings::default()));
+    stores.telemetry = swath_tests::poison::Faulty::new(stores.telemetry);
+    let app = App::build(stores).await;
     let entry = table()
         .into_iter()
         .find(|e| e.path == "/v1/states")

@@ -1,13 +1,12 @@
 //! The API store contract (directory pages and changes, tokens, telemetry reads) against the
-//! memory store.
+//! memory store: one test per scenario.
 
-use swath_tests::api_contract::{self as contract, MemoryApiFactory};
+use swath_tests::api_contract::MemoryApiFactory;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scenarios() {
+swath_tests::api_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     // Room for the 10 000 rows of the paging scenario and the rows ingested during it.
-    contract::run_all(&MemoryApiFactory {
+    factory = MemoryApiFactory {
         history_per_mower: 100_000,
-    })
-    .await;
-}
+    },
+);

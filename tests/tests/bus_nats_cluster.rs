@@ -1,7 +1,7 @@
 //! The JetStream bus on a three-node cluster (`swath_tests::cluster`): streams provisioned with
 //! three replicas from a list of seeds, publishing that goes on while the stream's leader is
 //! down, and nothing acknowledged lost when it is killed (issue 19; the end-to-end scenarios
-//! with `swath` replicas are in `api/tests/e2e_cluster.rs`).
+//! with `swath` replicas are in `swath/tests/e2e_cluster.rs`).
 //!
 //! Runs when `SWATH_TEST_NATS_URL` is set (the variable says NATS tests are wanted; the cluster is
 //! this test's own, from the pinned binary `SWATH_TEST_NATS_SERVER` names).

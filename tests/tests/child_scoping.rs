@@ -5,7 +5,7 @@
 //! the mower id and the child's id (docs/decisions.md 24, 27). A child resource is therefore only
 //! as isolated as the store's `WHERE`: updating or deleting B's zone through A's mower (or A's
 //! assignment through A's other mower, or B's assignment under A's account) must change nothing
-//! and answer "none", exactly like an unknown id. The HTTP isolation sweep (api/tests/isolation.rs)
+//! and answer "none", exactly like an unknown id. The HTTP isolation sweep (swath/tests/isolation.rs)
 //! runs on the memory store only; these run the store itself. Each refusal is paired with the
 //! same call through the right parent, which must succeed, so a store that ignored every call
 //! could not pass.

@@ -6,15 +6,15 @@ use axum::body::{to_bytes, Body};
 use axum::http::{header, Method, Request, StatusCode};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_api::{router, AppState};
+use swath::wiring::{wire, Settings, Stores};
+use swath_api::router;
 use swath_application::ports::{
     hash_token, Account, Directory, Mower, Principal, Scope, Site, SystemClock, TokenStore,
 };
-use swath_application::{Ingest, Projections};
+use swath_application::RetentionPolicy;
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
 use swath_domain::{AccountId, MowerId, SiteId};
-use swath_memory::{
-    MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
-};
+use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use swath_tests::support::DEFAULT_THRESHOLD;
 use tower::ServiceExt;
 
@@ -23,11 +23,17 @@ const TOKEN: &str = "swath_projections_test_token";
 /// A memory service with one account of `mowers` mowers on two sites, and a read/write token.
 async fn service(mowers: usize) -> (axum::Router, AccountId, Vec<MowerId>) {
     let store = MemoryStore::new(MemoryStoreSettings::default());
-    let projections = Arc::new(MemoryProjections::new(store.clone()));
-    let store = Arc::new(store);
-    let bus = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-    let clock = Arc::new(SystemClock);
-    let ingest = Arc::new(Ingest::new(store.clone(), bus.clone(), clock.clone()));
+    // The app as `swath serve` wires it (its consumers not started: states come through the API).
+    let state = wire(
+        Stores::memory(store.clone()),
+        Arc::new(MemoryBus::new(MemoryBusSettings::default())),
+        Arc::new(SystemClock),
+        Settings {
+            offline_after: DEFAULT_OFFLINE_AFTER,
+            retention: RetentionPolicy::default(),
+        },
+    )
+    .state;
     let account = AccountId::new();
     store
         .create_account(Account {
@@ -78,16 +84,6 @@ async fn service(mowers: usize) -> (axum::Router, AccountId, Vec<MowerId>) {
         )
         .await
         .unwrap();
-    let state = AppState::new(
-        store.clone(),
-        store.clone(),
-        store.clone(),
-        bus,
-        clock,
-        ingest,
-    )
-    .with_watch(store)
-    .with_projections(Projections::new(projections.clone()), projections);
     (router(state), account, ids)
 }
 

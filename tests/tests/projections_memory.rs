@@ -5,7 +5,7 @@ use std::sync::Arc;
 use swath_application::ports::Mower;
 use swath_domain::{AccountId, MowerId, SiteId};
 use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
-use swath_tests::projections_contract::{self as contract, ProjectionFactory, ProjectionHarness};
+use swath_tests::projections_contract::{ProjectionFactory, ProjectionHarness};
 use swath_tests::support::DEFAULT_THRESHOLD;
 
 struct Memory;
@@ -45,7 +45,7 @@ impl ProjectionFactory for Memory {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scenarios() {
-    contract::run_all(&Memory).await;
-}
+swath_tests::projections_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    factory = Memory,
+);

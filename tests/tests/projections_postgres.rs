@@ -60,12 +60,11 @@ impl ProjectionFactory for Postgres {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn scenarios() {
-    let url = test_database_url();
-    contract::run_all(&Postgres(PostgresFactory::new(url))).await;
-}
+swath_tests::projections_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        swath_no_postgres,
+        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+    )]
+    factory = Postgres(PostgresFactory::new(test_database_url())),
+);

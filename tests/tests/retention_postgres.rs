@@ -43,67 +43,14 @@ fn factory() -> Postgres {
     Postgres(PostgresFactory::new(test_database_url()))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn boundaries() {
-    let f = factory();
-    contract::boundaries(&f).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn first_point_of_each_minute() {
-    let f = factory();
-    contract::first_point_of_each_minute(&f).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn interrupted_runs_resume() {
-    let f = factory();
-    for stop_after in [1, 26, 40] {
-        contract::interrupted_run_resumes(&f, stop_after).await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn concurrent_runs_do_the_work_once() {
-    let f = factory();
-    contract::concurrent_runs_do_the_work_once(&f).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn an_abandoned_run_releases_the_lock() {
-    let f = factory();
-    contract::an_abandoned_run_releases_the_lock(&f).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn late_states_after_retention() {
-    let f = factory();
-    contract::late_states_after_retention(&f).await;
-}
+swath_tests::retention_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        swath_no_postgres,
+        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+    )]
+    factory = factory(),
+);
 
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.

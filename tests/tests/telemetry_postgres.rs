@@ -23,6 +23,10 @@ impl StoreFactory for Memory {
     async fn fresh(&self) -> TestStore {
         TestStore::memory(MemoryStore::default())
     }
+
+    fn kept_per_mower(&self) -> Option<usize> {
+        Some(swath_memory::DEFAULT_HISTORY_PER_MOWER)
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -33,27 +37,16 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn scenarios() {
-    let url = test_database_url();
-    contract::run_all(&PostgresFactory::new(url)).await;
-}
-
-/// PostgreSQL has no bound on rows per mower: its history and track reads always say that
-/// nothing was removed (`oldest_kept` is `None`), and answer every row.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn reads_say_nothing_was_removed() {
-    let url = test_database_url();
-    contract::reads_say_where_the_kept_rows_begin(&PostgresFactory::new(url), None).await;
-}
+// PostgreSQL has no bound on rows per mower (`kept_per_mower` is `None`): its history and track
+// reads always say that nothing was removed, and answer every row.
+swath_tests::telemetry_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        swath_no_postgres,
+        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+    )]
+    factory = PostgresFactory::new(test_database_url()),
+);
 
 /// Runs a property over random traces with one factory (one template database) for all cases.
 fn property(

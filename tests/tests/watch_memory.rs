@@ -19,10 +19,10 @@ impl WatchFactory for Memory {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn scenarios() {
-    contract::run_all(&Memory).await;
-}
+swath_tests::watch_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    factory = Memory,
+);
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]

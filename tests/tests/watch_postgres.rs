@@ -33,15 +33,14 @@ impl WatchFactory for Postgres {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn scenarios() {
-    let url = test_database_url();
-    contract::run_all(&Postgres(PostgresFactory::new(url))).await;
-}
+swath_tests::watch_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        swath_no_postgres,
+        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+    )]
+    factory = Postgres(PostgresFactory::new(test_database_url())),
+);
 
 /// Runs a property over random traces with one factory (one template database) for all cases.
 fn property(check: impl Fn(&Postgres, &[swath_tests::traces::Step], &[usize], &Runtime)) {

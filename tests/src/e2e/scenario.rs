@@ -1,4 +1,4 @@
-//! What the NATS + PostgreSQL scenarios (`api/tests/e2e_*.rs`) share: their plans, a seeded
+//! What the NATS + PostgreSQL scenarios (`swath/tests/e2e_*.rs`) share: their plans, a seeded
 //! database, the load generator's connection, and the verdict: every stored row compared with
 //! the one-pass and the independent references (docs/e2e.md).
 

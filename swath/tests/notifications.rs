@@ -11,37 +11,15 @@ use std::sync::Arc;
 use swath_api::{router, AppState};
 use swath_application::ports::{Clock, WatchStore};
 use swath_application::{Ingest, SchedulerStatus, Watcher};
-use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges, DEFAULT_OFFLINE_AFTER};
+use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
 use swath_memory::MemoryBus;
 
-/// The test application with the notification store wired, and a watcher over the same store.
+/// The test application, with its watcher and busy check (the same store, as `swath serve` wires
+/// them).
 async fn app() -> (TestApp, Arc<Watcher>, Arc<SchedulerStatus>) {
-    let mut app = TestApp::spawn().await;
-    let watch: Arc<dyn WatchStore> = Arc::new(app.store.clone());
-    let clock: Arc<dyn Clock> = app.clock.clone();
-    let bus = Arc::new(MemoryBus::default());
-    let ingest = Arc::new(
-        Ingest::new(Arc::new(app.store.clone()), bus.clone(), clock.clone())
-            .with_zones(watch.clone()),
-    );
-    let state = AppState::new(
-        Arc::new(app.store.clone()),
-        Arc::new(app.store.clone()),
-        Arc::new(app.store.clone()),
-        bus.clone(),
-        clock.clone(),
-        ingest.clone(),
-    )
-    .with_watch(watch.clone());
-    app.router = router(state);
-    app.ingest = ingest;
-    let watcher = Arc::new(Watcher::new(
-        watch.clone(),
-        bus,
-        clock.clone(),
-        DEFAULT_OFFLINE_AFTER,
-    ));
-    (app, watcher, Arc::new(SchedulerStatus::new(watch, clock)))
+    let app = TestApp::spawn().await;
+    let (watcher, scheduler) = (app.watcher.clone(), app.scheduler.clone());
+    (app, watcher, scheduler)
 }
 
 fn square(from: f64, to: f64) -> Value {

@@ -1,6 +1,8 @@
-//! The test application: the real router on the memory adapters, with a manual clock, two
-//! seeded accounts and a few ingested states, driven in process (no socket) with
-//! `tower::ServiceExt::oneshot`.
+//! The test application: the real router on the memory adapters, wired by the binary's own
+//! [`swath::wiring::wire`] (the same use cases and state as `swath serve`), with a manual clock,
+//! two seeded accounts and a few ingested states, driven in process (no socket) with
+//! `tower::ServiceExt::oneshot`. No consumer runs: a test calls the use cases itself
+//! ([`TestApp::record`], the watcher and the busy check), so that it decides when each happens.
 //!
 //! Every test builds its own [`TestApp`], so tests never share state and run in parallel.
 //!
@@ -20,12 +22,14 @@ use chrono::{DateTime, Duration, Utc};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_api::{router, AppState, Problem};
+use swath::wiring::{wire, Settings, Stores};
+use swath_api::{router, Problem};
 use swath_application::ports::{
     hash_token, Account, Clock, Directory, EventBus, ManualClock, Mower, NewToken, Principal,
     Scope, Site, TokenId, TokenStore,
 };
-use swath_application::Ingest;
+use swath_application::{Ingest, RetentionPolicy, SchedulerStatus, Watcher};
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
 use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use tower::ServiceExt;
@@ -62,6 +66,10 @@ pub struct TestApp {
     pub clock: Arc<ManualClock>,
     pub store: MemoryStore,
     pub ingest: Arc<Ingest>,
+    /// The notification rules and the busy check over the same store (not subscribed: a test
+    /// hands them states).
+    pub watcher: Arc<Watcher>,
+    pub scheduler: Arc<SchedulerStatus>,
     /// The memory bus the app publishes on.
     pub bus: Arc<dyn EventBus>,
     /// "Acme Parks": Bravo (North, reported twice), Charlie (South, never reported), Alpha
@@ -89,11 +97,15 @@ impl TestApp {
         let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
         let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let ingest = Arc::new(Ingest::new(
-            Arc::new(store.clone()),
+        let wired = wire(
+            Stores::memory(store.clone()),
             Arc::clone(&bus),
-            Arc::clone(&dyn_clock),
-        ));
+            dyn_clock,
+            Settings {
+                offline_after: DEFAULT_OFFLINE_AFTER,
+                retention: RetentionPolicy::default(),
+            },
+        );
 
         let a = seed_tenant(
             &store,
@@ -154,19 +166,13 @@ impl TestApp {
             token_ids.insert(token, token_id);
         }
 
-        let state = AppState::new(
-            Arc::new(store.clone()),
-            Arc::new(store.clone()),
-            Arc::new(store.clone()),
-            Arc::clone(&bus),
-            dyn_clock,
-            Arc::clone(&ingest),
-        );
         let app = TestApp {
-            router: router(state),
+            router: router(wired.state),
             clock,
             store,
-            ingest,
+            ingest: wired.ingest,
+            watcher: wired.watcher,
+            scheduler: wired.scheduler,
             bus,
             a,
             b,

@@ -66,7 +66,7 @@ fn calls(app: &TestApp, doc: &Value) -> Vec<(String, Call, Call)> {
                     None if nested => Uuid::now_v7(),
                     None => panic!(
                         "{label}: no resource of account B for the collection `{collection}`; \
-                         add one to `foreign_id` in api/tests/isolation.rs"
+                         add one to `foreign_id` in swath/tests/isolation.rs"
                     ),
                 };
                 foreign = foreign.replace(&format!("{{{name}}}"), &id.to_string());

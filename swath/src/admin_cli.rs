@@ -6,7 +6,7 @@
 //! commands run against a store that lives as long as the command: they work, but what they
 //! create is gone when they exit, and a running `swath` never sees it. They say so.
 
-use crate::{StoreArgs, StoreKind};
+use crate::config::{StoreArgs, StoreKind};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
 use swath_application::ports::{

@@ -1,7 +1,7 @@
 //! `swath maintenance …`: operator commands that keep the store in shape, and the retention
 //! settings `swath serve` shares with them.
 
-use crate::StoreArgs;
+use crate::config::StoreArgs;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::sync::Arc;
@@ -58,7 +58,7 @@ pub struct RetentionScheduleArgs {
     /// from cron instead).
     #[arg(long = "retention-interval-seconds", env = "SWATH_RETENTION_INTERVAL_SECONDS",
         value_name = "SWATH_RETENTION_INTERVAL_SECONDS", default_value = "3600",
-        value_parser = crate::parse_seconds)]
+        value_parser = crate::config::parse_seconds)]
     pub interval: Duration,
     #[command(flatten)]
     pub retention: RetentionArgs,
@@ -91,7 +91,7 @@ pub async fn maintenance(command: MaintenanceCommand) -> anyhow::Result<()> {
 }
 
 async fn retention(args: RetentionCommandArgs) -> anyhow::Result<()> {
-    let policy = args.retention.policy::<crate::Cli>();
+    let policy = args.retention.policy::<crate::config::Cli>();
     let stores = args.store.open().await?;
     let retention = Retention::new(stores.retention, Arc::new(SystemClock), policy);
     let bar = indicatif::ProgressBar::new(0).with_style(

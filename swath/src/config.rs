@@ -1,0 +1,436 @@
+//! The settings of `swath` and its subcommands: each has its `SWATH_*` variable (and a flag); clap
+//! refuses an invalid value before anything starts, naming the variable. Nothing here opens or
+//! starts anything ([`crate::wiring`] does).
+//!
+//! # Layout
+//! - [`Cli`], [`Command`]: the command line; [`parse_cli`] adds every serve setting to `--help`.
+//! - [`ServeArgs`], [`StoreArgs`], [`LogArgs`], and the arguments of the other subcommands.
+//! - The value parsers, which check a value when it is read; [`init_tracing`].
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::time::Duration;
+use swath_memory::DEFAULT_HISTORY_PER_MOWER;
+use tracing_subscriber::EnvFilter;
+
+/// Swath: telemetry of a robot lawn mower fleet.
+#[derive(Debug, Parser)]
+#[command(name = "swath", version)]
+pub struct Cli {
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// `swath` without a subcommand serves with the settings of the environment. Parsed only then, so
+/// that `swath openapi` does not depend on the serve settings.
+#[derive(Debug, Parser)]
+#[command(name = "swath")]
+pub struct ServeFromEnv {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the API on the configured adapters (the default).
+    Serve(Box<ServeArgs>),
+    /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
+    /// `cargo run -p swath -- openapi > openapi/openapi.json`.
+    Openapi,
+    /// Import state reports from an NDJSON file (one report per line), 200 per transaction
+    /// through the ingest path, with a progress bar and a summary.
+    Import(ImportArgs),
+    /// Print the states the demo fleet (created in the store if missing) would have reported over
+    /// the past hours, as NDJSON for `swath import`: `swath simulate --hours 1 > states.ndjson`.
+    Simulate(SimulateArgs),
+    /// API tokens: `swath token create --account <id> --scopes read,write,admin`.
+    #[command(subcommand)]
+    Token(crate::admin_cli::TokenCommand),
+    /// Accounts: `swath account create --name <name>`.
+    #[command(subcommand)]
+    Account(crate::admin_cli::AccountCommand),
+    /// Maintenance: `swath maintenance retention [--dry-run]`.
+    #[command(subcommand)]
+    Maintenance(crate::maintenance_cli::MaintenanceCommand),
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ImportArgs {
+    /// The NDJSON file to import.
+    pub file: std::path::PathBuf,
+    /// Exit with an error when any line was refused (the other lines are stored all the same).
+    #[arg(long)]
+    pub strict: bool,
+    /// Import into the memory store although it keeps nothing once this command ends (a dry
+    /// run: the summary says what the file would store). Without it, the memory store is
+    /// refused: set `SWATH_STORE=postgres` and `SWATH_DATABASE_URL`.
+    #[arg(long)]
+    pub into_memory: bool,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct SimulateArgs {
+    /// How many hours of history, ending now.
+    #[arg(long, default_value = "1", value_parser = parse_hours)]
+    pub hours: f64,
+    /// How many demo mowers report.
+    #[arg(long = "sim-mowers", env = "SWATH_SIM_MOWERS", value_name = "SWATH_SIM_MOWERS",
+        default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub sim_mowers: u32,
+    /// Makes the history the same on every run (with the same store and clock).
+    #[arg(
+        long = "sim-seed",
+        env = "SWATH_SIM_SEED",
+        value_name = "SWATH_SIM_SEED"
+    )]
+    pub sim_seed: Option<u64>,
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+/// Which store, and how to reach it.
+#[derive(Clone, Debug, Args)]
+pub struct StoreArgs {
+    /// Where the directory, tokens and telemetry are stored.
+    #[arg(long = "store", env = "SWATH_STORE", value_name = "SWATH_STORE", value_enum,
+        default_value_t = StoreKind::Memory)]
+    pub store: StoreKind,
+    /// The PostgreSQL URL, for `SWATH_STORE=postgres`.
+    #[arg(
+        long = "database-url",
+        env = "SWATH_DATABASE_URL",
+        value_name = "SWATH_DATABASE_URL",
+        hide_env_values = true,
+        required_if_eq("store", "postgres"),
+        value_parser = parse_database_url
+    )]
+    pub database_url: Option<String>,
+    /// The most PostgreSQL connections of this process.
+    #[arg(long = "database-max-connections", env = "SWATH_DATABASE_MAX_CONNECTIONS",
+        value_name = "SWATH_DATABASE_MAX_CONNECTIONS", default_value_t = 16,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub database_max_connections: u32,
+    /// History and position rows the memory store keeps per mower (the oldest go first; the
+    /// history and track pages then say where the kept rows begin). The default keeps more than
+    /// a day of one state a second.
+    #[arg(long = "memory-history-per-mower", env = "SWATH_MEMORY_HISTORY_PER_MOWER",
+        value_name = "SWATH_MEMORY_HISTORY_PER_MOWER",
+        default_value_t = DEFAULT_HISTORY_PER_MOWER as u64,
+        value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub memory_history_per_mower: u64,
+}
+
+/// Where the directory, the tokens and the telemetry are stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum StoreKind {
+    /// In process, lost on exit: the embedded default.
+    Memory,
+    /// PostgreSQL at `SWATH_DATABASE_URL`; migrated at start-up.
+    Postgres,
+}
+
+/// Which event bus carries the states.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BusKind {
+    /// In process: the embedded default.
+    Memory,
+    /// NATS JetStream at `SWATH_NATS_URL`; streams and consumers are provisioned at start-up.
+    Nats,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// The log filter of `swath serve` when `SWATH_LOG` is not set.
+pub const SERVE_LOG_FILTER: &str = "info,sqlx=warn";
+/// The log filter of the other subcommands when neither `SWATH_LOG` nor `-v` is given: they print
+/// their answer on stdout (often captured by a script), and only warnings and errors on stderr.
+pub const CLI_LOG_FILTER: &str = "warn";
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …). Default:
+    /// `info,sqlx=warn` when serving; `warn` for the other subcommands unless `-v` is given.
+    #[arg(long = "log", env = "SWATH_LOG", value_name = "SWATH_LOG",
+        value_parser = parse_log_filter, global = true)]
+    pub filter: Option<String>,
+    /// Subcommands other than `serve`: also log what they do (the serve filter).
+    #[arg(short = 'v', long = "verbose", global = true)]
+    pub verbose: bool,
+    /// How to write the logs.
+    #[arg(long = "log-format", env = "SWATH_LOG_FORMAT", value_name = "SWATH_LOG_FORMAT",
+        value_enum, default_value_t = LogFormat::Pretty, global = true)]
+    pub format: LogFormat,
+}
+
+#[derive(Clone, Debug, Args)]
+pub struct ServeArgs {
+    /// Header-read and idle timeouts, the connection limit.
+    #[command(flatten)]
+    pub http_limits: swath_api::server::HttpLimits,
+    /// The address the HTTP server listens on.
+    /// A host name (`localhost:8080`) listens on every address the name resolves to.
+    #[arg(
+        long = "http-addr",
+        env = "SWATH_HTTP_ADDR",
+        value_name = "SWATH_HTTP_ADDR",
+        default_value = "127.0.0.1:8080",
+        value_parser = parse_http_addr
+    )]
+    pub http_addr: String,
+    /// The bearer token of the demo account (scopes read, write, admin). Default: a random
+    /// 32-byte hex token, printed at start-up.
+    #[arg(long = "demo-token", env = "SWATH_DEMO_TOKEN", value_name = "SWATH_DEMO_TOKEN",
+        hide_env_values = true, value_parser = parse_token)]
+    pub demo_token: Option<String>,
+    /// How many mowers the simulated demo fleet has.
+    #[arg(long = "sim-mowers", env = "SWATH_SIM_MOWERS", value_name = "SWATH_SIM_MOWERS",
+        default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub sim_mowers: u32,
+    /// How often a simulated mower reports while its activity does not change, in seconds
+    /// (changes are reported at once).
+    #[arg(long = "sim-state-period-seconds", env = "SWATH_SIM_STATE_PERIOD_SECONDS",
+        value_name = "SWATH_SIM_STATE_PERIOD_SECONDS", default_value = "1", value_parser = parse_positive_seconds)]
+    pub sim_state_period: Duration,
+    /// Makes the simulated fleet behave the same on every run. Default: a new behaviour each run.
+    #[arg(
+        long = "sim-seed",
+        env = "SWATH_SIM_SEED",
+        value_name = "SWATH_SIM_SEED"
+    )]
+    pub sim_seed: Option<u64>,
+    /// The most states the ingest consumer stores in one batch.
+    #[arg(long = "telemetry-ingest-batch-max", env = "SWATH_TELEMETRY_INGEST_BATCH_MAX",
+        value_name = "SWATH_TELEMETRY_INGEST_BATCH_MAX", default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub ingest_batch_max: u32,
+    /// How long the ingest consumer lingers for more states once one arrived, in seconds. Zero
+    /// batches only what queued up while the previous batch ran.
+    #[arg(long = "telemetry-ingest-batch-wait-seconds", env = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS",
+        value_name = "SWATH_TELEMETRY_INGEST_BATCH_WAIT_SECONDS", default_value = "0.2",
+        value_parser = parse_seconds)]
+    pub ingest_batch_wait: Duration,
+    /// The most states the watcher (notification rules) handles in one batch.
+    #[arg(long = "notifications-state-batch-max", env = "SWATH_NOTIFICATIONS_STATE_BATCH_MAX",
+        value_name = "SWATH_NOTIFICATIONS_STATE_BATCH_MAX", default_value_t = 64,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub notifications_batch_max: u32,
+    /// How long the watcher lingers for more states once one arrived, in seconds.
+    #[arg(long = "notifications-state-batch-wait-seconds", env = "SWATH_NOTIFICATIONS_STATE_BATCH_WAIT_SECONDS",
+        value_name = "SWATH_NOTIFICATIONS_STATE_BATCH_WAIT_SECONDS", default_value = "0.2",
+        value_parser = parse_seconds)]
+    pub notifications_batch_wait: Duration,
+    /// A mower silent for this long (seconds since Swath last received one of its states) goes
+    /// offline: `went_offline` and an offline alert.
+    #[arg(long = "offline-after-seconds", env = "SWATH_OFFLINE_AFTER_SECONDS",
+        value_name = "SWATH_OFFLINE_AFTER_SECONDS", default_value = "600",
+        value_parser = parse_positive_seconds)]
+    pub offline_after: Duration,
+    /// How often the offline sweep looks for silent mowers, in seconds.
+    #[arg(long = "offline-sweep-seconds", env = "SWATH_OFFLINE_SWEEP_SECONDS",
+        value_name = "SWATH_OFFLINE_SWEEP_SECONDS", default_value = "30",
+        value_parser = parse_positive_seconds)]
+    pub offline_sweep_period: Duration,
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// Which event bus carries the states.
+    #[arg(long = "bus", env = "SWATH_BUS", value_name = "SWATH_BUS", value_enum,
+        default_value_t = BusKind::Memory)]
+    pub bus: BusKind,
+    /// The NATS URL, for `SWATH_BUS=nats`.
+    #[arg(
+        long = "nats-url",
+        env = "SWATH_NATS_URL",
+        value_name = "SWATH_NATS_URL",
+        required_if_eq("bus", "nats"),
+        value_parser = parse_nats_url
+    )]
+    pub nats_url: Option<String>,
+    /// JetStream `ack_wait` of the durable consumers, in seconds: how long a delivery a replica
+    /// took and never settled (it died) waits before it is redelivered. A dead replica's
+    /// partitions move to another replica this plus 3 s after its last pull (docs/operations.md).
+    #[arg(long = "nats-ack-wait-seconds", env = "SWATH_NATS_ACK_WAIT_SECONDS",
+        value_name = "SWATH_NATS_ACK_WAIT_SECONDS", default_value = "4",
+        value_parser = parse_positive_seconds)]
+    pub nats_ack_wait: Duration,
+    /// How many partitions the mowers' states are split into (1 to 64): each is handled by one
+    /// replica at a time, in order, and a replica handles its partitions concurrently. Set once
+    /// per deployment: NATS refuses to start with another count than its stream was made with.
+    #[arg(long = "telemetry-partitions", env = "SWATH_TELEMETRY_PARTITIONS",
+        value_name = "SWATH_TELEMETRY_PARTITIONS", default_value_t = swath_nats::DEFAULT_TELEMETRY_PARTITIONS,
+        value_parser = clap::value_parser!(u32).range(1..=swath_application::ports::MAX_PARTITIONS as i64))]
+    pub telemetry_partitions: u32,
+    /// Replicas of the streams Swath creates or brings in line (3 on a three-node NATS cluster).
+    /// Unset: a new stream gets one, an existing one keeps what an operator set.
+    #[arg(long = "nats-replicas", env = "SWATH_NATS_REPLICAS", value_name = "SWATH_NATS_REPLICAS",
+        value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub nats_replicas: Option<u8>,
+    /// A NATS credentials file (`.creds`: JWT and NKey seed) to authenticate with. A user and
+    /// password go in SWATH_NATS_URL (`nats://user:password@host:4222`).
+    #[arg(
+        long = "nats-creds",
+        env = "SWATH_NATS_CREDS",
+        value_name = "SWATH_NATS_CREDS",
+        value_parser = parse_file
+    )]
+    pub nats_creds: Option<std::path::PathBuf>,
+    /// A PEM file of the certificate authorities of the NATS servers' certificates, when they
+    /// are not in the system's roots (with `tls://` URLs).
+    #[arg(
+        long = "nats-tls-ca",
+        env = "SWATH_NATS_TLS_CA",
+        value_name = "SWATH_NATS_TLS_CA",
+        value_parser = parse_file
+    )]
+    pub nats_tls_ca: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub retention: crate::maintenance_cli::RetentionScheduleArgs,
+}
+
+/// A duration in seconds: finite and not negative, fractions allowed.
+pub fn parse_seconds(value: &str) -> Result<Duration, String> {
+    let seconds: f64 = value
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{value}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(seconds)
+        .map_err(|_| format!("`{value}` must be a finite number of seconds >= 0"))
+}
+
+/// A duration in seconds, more than zero.
+pub fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
+    match parse_seconds(value) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!("`{value}` must be a finite number of seconds > 0")),
+    }
+}
+
+/// A listening address: `host:port`, the host an IP address or a name that resolves (checked now,
+/// so that a typo is named at start-up).
+pub fn parse_http_addr(value: &str) -> Result<String, String> {
+    use std::net::ToSocketAddrs;
+    let expected = "expected host:port, for example 127.0.0.1:8080, localhost:8080 or [::1]:8080";
+    match value
+        .to_socket_addrs()
+        .map(|mut addrs| addrs.next().is_some())
+    {
+        Ok(true) => Ok(value.to_owned()),
+        Ok(false) => Err(format!("`{value}` resolves to no address; {expected}")),
+        Err(e) => Err(format!("`{value}`: {e}; {expected}")),
+    }
+}
+
+/// Hours of history: more than zero, at most a year.
+pub fn parse_hours(value: &str) -> Result<f64, String> {
+    match value.trim().parse::<f64>() {
+        Ok(h) if h > 0.0 && h <= 24.0 * 366.0 => Ok(h),
+        _ => Err(format!(
+            "`{value}` must be a number of hours > 0 and <= 8784"
+        )),
+    }
+}
+
+/// A PostgreSQL URL: checked for its scheme now, so that a typo is named at start-up rather than
+/// as a failed connection.
+pub fn parse_database_url(value: &str) -> Result<String, String> {
+    if value.starts_with("postgres://") || value.starts_with("postgresql://") {
+        Ok(value.to_owned())
+    } else {
+        Err("expected a URL of the form postgres://user[:password]@host[:port]/database".to_owned())
+    }
+}
+
+/// A NATS server address: `nats://host:port` (or `tls://`, `ws://`, `wss://`), or `host:port`.
+pub fn parse_nats_url(value: &str) -> Result<String, String> {
+    let expected = "expected nats://host:port (or tls://, ws://, wss://), or host:port; several \
+                    servers of a cluster comma-separated";
+    for server in value.split(',').map(str::trim) {
+        let rest = match server.split_once("://") {
+            Some((scheme, rest)) if ["nats", "tls", "ws", "wss"].contains(&scheme) => rest,
+            Some(_) => return Err(expected.to_owned()),
+            None => server,
+        };
+        // Credentials may come first (user:password@host:port).
+        let host = rest.rsplit('@').next().unwrap_or(rest);
+        if host.is_empty() || host.contains(char::is_whitespace) {
+            return Err(expected.to_owned());
+        }
+    }
+    swath_nats::servers(value).map_err(|e| format!("{e}; {expected}"))?;
+    Ok(value.to_owned())
+}
+
+/// A file that exists, checked now so that a wrong path is named at start-up.
+pub fn parse_file(value: &str) -> Result<std::path::PathBuf, String> {
+    let path = std::path::PathBuf::from(value);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!("{value} is not a file"))
+    }
+}
+
+/// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
+pub fn parse_log_filter(value: &str) -> Result<String, String> {
+    EnvFilter::try_new(value)
+        .map(|_| value.to_owned())
+        .map_err(|e| format!("not a tracing filter: {e}"))
+}
+
+/// A bearer token: printable ASCII without spaces, so that it fits an `Authorization` header.
+pub fn parse_token(value: &str) -> Result<String, String> {
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("a token must be non-empty printable ASCII without spaces".to_owned());
+    }
+    Ok(value.to_owned())
+}
+
+/// Parses the command line. `swath --help` also lists every setting of `swath serve` (what
+/// `swath` alone runs) with its variable and default, so that one page names them all.
+pub fn parse_cli() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let mut settings = String::from(
+        "Settings of `swath` and `swath serve` (environment variable [default]; details: \
+         `swath serve --help`):\n",
+    );
+    for arg in ServeFromEnv::command().get_arguments() {
+        let Some(env) = arg.get_env() else { continue };
+        let default = arg
+            .get_default_values()
+            .first()
+            .map_or_else(|| "-".to_owned(), |v| v.to_string_lossy().into_owned());
+        settings.push_str(&format!("  {} [{default}]\n", env.to_string_lossy()));
+    }
+    let matches = Cli::command().after_help(settings).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// Logs go to stderr: in colour only when it is a terminal (never escape codes in a file or a
+/// pipe), at the serve filter when serving and at `warn` for the other subcommands unless asked.
+pub fn init_tracing(log: &LogArgs, serving: bool) {
+    use std::io::IsTerminal;
+    let filter = match &log.filter {
+        Some(filter) => filter.as_str(),
+        None if serving || log.verbose => SERVE_LOG_FILTER,
+        None => CLI_LOG_FILTER,
+    };
+    // The filter was validated by clap; the fallback is never used in practice.
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr);
+    match log.format {
+        LogFormat::Pretty => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

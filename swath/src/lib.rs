@@ -1,0 +1,17 @@
+//! The `swath` binary's library: its settings, the one wiring of the adapters to the use cases
+//! and the API, serving, and the command-line tools. `src/main.rs` only dispatches; the in-process
+//! test app (`tests/helpers`) builds through the same [`wiring`]. Only this crate names an adapter
+//! crate: `swath-api` sees ports only.
+//!
+//! # Layout
+//! - [`config`]: the command line and the `SWATH_*` settings.
+//! - [`wiring`]: settings to adapters, ports to use cases and the API state, background tasks.
+//! - [`serve`]: `swath serve`, start-up and shutdown in order.
+//! - [`import_cli`], [`admin_cli`], [`maintenance_cli`]: the other subcommands.
+
+pub mod admin_cli;
+pub mod config;
+pub mod import_cli;
+pub mod maintenance_cli;
+pub mod serve;
+pub mod wiring;

@@ -1,0 +1,207 @@
+//! `swath serve`: start-up in dependency order, then shutdown in reverse. Up: the adapters and
+//! the use cases ([`crate::wiring`]), the consumers and periodic tasks, the demo fleet and its
+//! token, the simulator, HTTP. Down: HTTP first (no new requests), then the simulator (no new
+//! states), then the ingest and watcher consumers are drained and the periodic tasks stopped.
+
+use crate::config::{Cli, ServeArgs};
+use crate::wiring::{wire, BackgroundSettings, Settings};
+use anyhow::Context;
+use rand::RngCore;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use swath_api::router;
+use swath_application::ports::{hash_token, Principal, Scope, SystemClock, TokenError};
+use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// How long open HTTP requests may take to finish once shutdown began.
+const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Serves until Ctrl-C or SIGTERM, then shuts down in order and returns.
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything records a metric, so that `/metrics` sees every one.
+    swath_api::routes::operations::metrics_handle();
+    let retention_policy = args.retention.retention.policy::<Cli>();
+    let stores = args.store.open().await?;
+    let bus = args.open_bus().await?;
+    let offline_after = chrono::Duration::from_std(args.offline_after)
+        .context("SWATH_OFFLINE_AFTER_SECONDS is too large")?;
+    let wired = wire(
+        stores,
+        bus,
+        Arc::new(SystemClock),
+        Settings {
+            offline_after,
+            retention: retention_policy,
+        },
+    );
+    let background = wired.start(&args.background()).await?;
+
+    let sim_settings = SimulatorSettings {
+        mowers: args.sim_mowers as usize,
+        state_period: args.sim_state_period,
+        seed: args.sim_seed,
+    };
+    let fleet = seed_demo_fleet(wired.directory.as_ref(), &sim_settings)
+        .await
+        .context("could not seed the demo fleet")?;
+    let (token, generated) = match args.demo_token {
+        Some(token) => (token, false),
+        None => (random_token(), true),
+    };
+    let demo_principal = Principal {
+        account_id: fleet.account.id,
+        scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
+        sites: None,
+    };
+    let tokens = &wired.state.tokens;
+    match tokens
+        .store_token(hash_token(&token), demo_principal.clone())
+        .await
+    {
+        Ok(()) => {}
+        // A restart on a persistent store with the same SWATH_DEMO_TOKEN: fine if it is ours.
+        Err(TokenError::Conflict)
+            if tokens.principal(&hash_token(&token)).await? == Some(demo_principal) => {}
+        Err(e) => return Err(e).context("could not store the demo token"),
+    }
+    tracing::info!(
+        account_id = %fleet.account.id,
+        sites = fleet.sites.len(),
+        mowers = fleet.mowers.len(),
+        "Seeded the demo fleet."
+    );
+
+    let (stop_simulator, simulator_stop) = watch::channel(false);
+    let simulator = Simulator::spawn(
+        Arc::clone(&wired.state.bus),
+        Arc::clone(&wired.state.clock),
+        &fleet,
+        sim_settings,
+        simulator_stop,
+    );
+
+    let listener = TcpListener::bind(args.http_addr.as_str())
+        .await
+        .with_context(|| format!("could not listen on {} (SWATH_HTTP_ADDR)", args.http_addr))?;
+    let addr = listener
+        .local_addr()
+        .context("could not read the listening address")?;
+    print_banner(addr, &token, generated, &fleet);
+    tracing::info!(%addr, "Serving HTTP.");
+
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = shutdown_tx.send(true);
+    });
+    let server = swath_api::server::serve(
+        listener,
+        router(wired.state),
+        args.http_limits,
+        wait_for(shutdown_rx.clone()),
+    );
+    let drain_deadline = async {
+        wait_for(shutdown_rx).await;
+        tokio::time::sleep(HTTP_DRAIN_TIMEOUT).await;
+    };
+    tokio::select! {
+        served = server => served.context("the HTTP server failed")?,
+        () = drain_deadline => tracing::warn!(
+            timeout_seconds = HTTP_DRAIN_TIMEOUT.as_secs(),
+            "Open HTTP requests did not finish in time; closing them."
+        ),
+    }
+    tracing::info!("HTTP stopped; stopping the simulator.");
+
+    let _ = stop_simulator.send(true);
+    if let Err(e) = simulator.await {
+        tracing::error!(error = %e, "The simulator ended abnormally.");
+    }
+    tracing::info!("Simulator stopped; draining the ingest and watcher consumers.");
+    background.stop().await;
+    tracing::info!("Shut down cleanly.");
+    Ok(())
+}
+
+impl ServeArgs {
+    /// The background tasks' settings.
+    fn background(&self) -> BackgroundSettings {
+        BackgroundSettings {
+            ingest_batch_max: self.ingest_batch_max as usize,
+            ingest_batch_wait: self.ingest_batch_wait,
+            notifications_batch_max: self.notifications_batch_max as usize,
+            notifications_batch_wait: self.notifications_batch_wait,
+            offline_sweep_period: self.offline_sweep_period,
+            retention_interval: self.retention.interval,
+        }
+    }
+}
+
+/// 32 random bytes, hex encoded.
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// What a person needs to try the API. On stdout, so it shows whatever the log filter.
+fn print_banner(addr: SocketAddr, token: &str, generated: bool, fleet: &DemoFleet) {
+    let base = format!("http://{addr}");
+    let origin = if generated {
+        " (random; set SWATH_DEMO_TOKEN to choose it)"
+    } else {
+        ""
+    };
+    println!();
+    match fleet.mowers.len() {
+        0 => println!(
+            "Swath is serving the demo account, with no simulated mowers (SWATH_SIM_MOWERS=0)."
+        ),
+        1 => println!("Swath is serving a simulated fleet of 1 mower."),
+        n => println!("Swath is serving a simulated fleet of {n} mowers."),
+    }
+    println!("  Account id:   {} (also GET /v1/me)", fleet.account.id);
+    println!("  API:          {base}/v1/mowers");
+    println!("  Docs:         {base}/docs");
+    println!("  Live view:    {base}/live/fleet?token={token}");
+    println!("  OpenAPI:      {base}/openapi.json");
+    println!("  Demo token:   {token}{origin}");
+    println!("  Try:          curl -s -H 'Authorization: Bearer {token}' {base}/v1/mowers");
+    println!();
+}
+
+/// Resolves once `flag` is `true` (or its sender is gone).
+async fn wait_for(mut flag: watch::Receiver<bool>) {
+    let _ = flag.wait_for(|stop| *stop).await;
+}
+
+/// Ctrl-C, or SIGTERM on Unix (what `docker stop` and `kill` send).
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "Could not listen for Ctrl-C.");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "Could not listen for SIGTERM.");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => tracing::info!("Received Ctrl-C; shutting down."),
+        () = terminate => tracing::info!("Received SIGTERM; shutting down."),
+    }
+}

@@ -1,0 +1,380 @@
+//! The one wiring of Swath, from the settings to a running service: the adapters the settings
+//! name ([`StoreArgs::open`], [`ServeArgs::open_bus`]), the use cases and the API state over their
+//! ports ([`wire`]), and the background tasks that feed them ([`Wired::start`]).
+//!
+//! `swath serve`, the command-line tools and the in-process test app (`swath/tests/helpers`) all
+//! build through here, and the end-to-end harness runs the binary that does; so a test serves the
+//! same ports as production, and this crate is the only one that names an adapter (`swath-api`
+//! sees ports only).
+//!
+//! # Layout
+//! - [`Stores`]: one store seen through each port it implements; [`Stores::memory`],
+//!   [`Stores::postgres`].
+//! - [`wire`] and [`Wired`]: ingest, watcher, busy check, retention and the [`AppState`].
+//! - [`Wired::start`] and [`Background`]: the ingest and watcher consumers, the offline sweep,
+//!   retention on its schedule, the partition gauge; [`Background::stop`] drains and stops them.
+
+use crate::config::{BusKind, ServeArgs, StoreArgs, StoreKind};
+use anyhow::Context;
+use std::sync::Arc;
+use std::time::Duration;
+use swath_api::AppState;
+use swath_application::ports::{
+    Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Partitioning,
+    ProjectionStore, RetentionStore, StartAt, Subscription, TelemetryStore, TokenStore, WatchStore,
+};
+use swath_application::{
+    subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
+};
+use swath_memory::{
+    MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
+};
+use swath_postgres::PostgresStore;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The store, seen through each port it implements.
+pub struct Stores {
+    pub directory: Arc<dyn Directory>,
+    /// The same directory as the API manages it.
+    pub admin: Arc<dyn DirectoryAdmin>,
+    pub tokens: Arc<dyn TokenStore>,
+    pub telemetry: Arc<dyn TelemetryStore>,
+    /// Geofences, zones, watch rows, events, alerts, busy statuses.
+    pub watch: Arc<dyn WatchStore>,
+    /// Retention and downsampling of history and positions.
+    pub retention: Arc<dyn RetentionStore>,
+    /// The live projections' reads and the operator assignments.
+    pub projections: Arc<dyn ProjectionStore>,
+    pub assignments: Arc<dyn Assignments>,
+}
+
+impl Stores {
+    /// PostgreSQL behind every port, the live projections included.
+    pub fn postgres(store: PostgresStore) -> Stores {
+        let store = Arc::new(store);
+        Stores {
+            projections: store.clone(),
+            assignments: store.clone(),
+            directory: store.clone(),
+            admin: store.clone(),
+            tokens: store.clone(),
+            telemetry: store.clone(),
+            watch: store.clone(),
+            retention: store,
+        }
+    }
+
+    /// The memory adapters: `store` behind every port, and the live projections over the same
+    /// data.
+    pub fn memory(store: MemoryStore) -> Stores {
+        let store = Arc::new(store);
+        let projections = Arc::new(MemoryProjections::new((*store).clone()));
+        Stores {
+            projections: projections.clone(),
+            assignments: projections,
+            directory: store.clone(),
+            admin: store.clone(),
+            tokens: store.clone(),
+            telemetry: store.clone(),
+            watch: store.clone(),
+            retention: store,
+        }
+    }
+}
+
+impl StoreArgs {
+    /// Opens the configured store; PostgreSQL is migrated first (under an advisory lock, so
+    /// replicas starting together do not race) and its partitions for the coming months made.
+    pub async fn open(&self) -> anyhow::Result<Stores> {
+        match self.store {
+            StoreKind::Memory => {
+                let history_per_mower = usize::try_from(self.memory_history_per_mower)
+                    .context("SWATH_MEMORY_HISTORY_PER_MOWER is too large")?;
+                Ok(Stores::memory(MemoryStore::new(MemoryStoreSettings {
+                    history_per_mower,
+                })))
+            }
+            StoreKind::Postgres => {
+                let url = self
+                    .database_url
+                    .as_deref()
+                    .context("SWATH_DATABASE_URL is required with SWATH_STORE=postgres")?;
+                // At once and with the cause ("connection refused"), not after a pool's timeout.
+                swath_postgres::probe(url)
+                    .await
+                    .context("could not connect to PostgreSQL (SWATH_DATABASE_URL)")?;
+                swath_migrations::migrate(url)
+                    .await
+                    .context("could not migrate the database at SWATH_DATABASE_URL")?;
+                let store = PostgresStore::connect(url, self.database_max_connections)
+                    .await
+                    .context("could not connect to SWATH_DATABASE_URL")?;
+                let created = store
+                    .ensure_partitions(3)
+                    .await
+                    .context("could not create the partitions of the coming months")?;
+                tracing::info!(
+                    partitions_created = created,
+                    "Connected to PostgreSQL and migrated it."
+                );
+                Ok(Stores::postgres(store))
+            }
+        }
+    }
+}
+
+impl ServeArgs {
+    /// Connects the configured bus.
+    pub async fn open_bus(&self) -> anyhow::Result<Arc<dyn EventBus>> {
+        Ok(match self.bus {
+            BusKind::Memory => Arc::new(MemoryBus::new(MemoryBusSettings {
+                partitioning: Some(
+                    Partitioning::new(subjects::TELEMETRY_ALL, self.telemetry_partitions)
+                        .context("SWATH_TELEMETRY_PARTITIONS")?,
+                ),
+                ..MemoryBusSettings::default()
+            })),
+            BusKind::Nats => {
+                let url = self
+                    .nats_url
+                    .as_deref()
+                    .context("SWATH_NATS_URL is required with SWATH_BUS=nats")?;
+                let settings = swath_nats::NatsBusSettings {
+                    ack_wait: self.nats_ack_wait,
+                    streams: vec![
+                        swath_nats::StreamSpec::telemetry().partitioned(self.telemetry_partitions),
+                        swath_nats::StreamSpec::notifications(),
+                    ],
+                    replicas: self.nats_replicas.map(usize::from),
+                    credentials: self.nats_creds.clone(),
+                    tls_ca: self.nats_tls_ca.clone(),
+                    ..swath_nats::NatsBusSettings::default()
+                };
+                let bus = swath_nats::NatsBus::connect(url, settings)
+                    .await
+                    .context("could not connect to NATS at SWATH_NATS_URL")?;
+                tracing::info!("Connected to NATS JetStream and provisioned its streams.");
+                Arc::new(bus)
+            }
+        })
+    }
+}
+
+/// What the use cases are built with besides the ports.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// A mower silent this long goes offline (`SWATH_OFFLINE_AFTER_SECONDS`).
+    pub offline_after: chrono::Duration,
+    /// What retention keeps (`SWATH_RETENTION_*`).
+    pub retention: RetentionPolicy,
+}
+
+/// The use cases over one set of ports, and the API state that serves them.
+pub struct Wired {
+    /// What the router serves: every port and use case a route reaches.
+    pub state: AppState,
+    /// The directory the demo fleet is seeded into.
+    pub directory: Arc<dyn Directory>,
+    pub ingest: Arc<Ingest>,
+    /// The notification rules, the second consumer of every state.
+    pub watcher: Arc<Watcher>,
+    /// The busy check, run on the watcher's batches.
+    pub scheduler: Arc<SchedulerStatus>,
+    pub retention: Arc<Retention>,
+}
+
+/// Builds the use cases and the API state over `stores`, `bus` and `clock`. Nothing runs yet:
+/// [`Wired::start`] subscribes the consumers and starts the periodic tasks.
+pub fn wire(
+    stores: Stores,
+    bus: Arc<dyn EventBus>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+) -> Wired {
+    let Stores {
+        directory,
+        admin,
+        tokens,
+        telemetry,
+        watch,
+        retention,
+        projections,
+        assignments,
+    } = stores;
+    let ingest = Arc::new(
+        Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
+            .with_zones(Arc::clone(&watch)),
+    );
+    let watcher = Arc::new(Watcher::new(
+        Arc::clone(&watch),
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+        settings.offline_after,
+    ));
+    let scheduler = Arc::new(SchedulerStatus::new(Arc::clone(&watch), Arc::clone(&clock)));
+    let retention = Arc::new(Retention::new(
+        retention,
+        Arc::clone(&clock),
+        settings.retention,
+    ));
+    let state = AppState::new(admin, tokens, telemetry, bus, clock, Arc::clone(&ingest))
+        .with_watch(watch)
+        .with_projections(Projections::new(projections), assignments);
+    Wired {
+        state,
+        directory,
+        ingest,
+        watcher,
+        scheduler,
+        retention,
+    }
+}
+
+/// How the background tasks run (`swath serve`'s settings).
+#[derive(Clone, Debug)]
+pub struct BackgroundSettings {
+    /// The most states, and the longest linger, of one ingest batch.
+    pub ingest_batch_max: usize,
+    pub ingest_batch_wait: Duration,
+    /// The same for the watcher's batches.
+    pub notifications_batch_max: usize,
+    pub notifications_batch_wait: Duration,
+    /// How often the offline sweep runs.
+    pub offline_sweep_period: Duration,
+    /// How often retention runs; zero: never on a schedule.
+    pub retention_interval: Duration,
+}
+
+/// The running background tasks; [`Background::stop`] drains and stops them.
+pub struct Background {
+    ingest: Subscription,
+    watcher: Subscription,
+    stop: watch::Sender<bool>,
+    sweep: JoinHandle<()>,
+    retention: Option<JoinHandle<()>>,
+}
+
+impl Wired {
+    /// Subscribes the ingest and watcher consumers and starts the offline sweep, retention on
+    /// its schedule and the partition gauge.
+    pub async fn start(&self, settings: &BackgroundSettings) -> anyhow::Result<Background> {
+        let bus = &self.state.bus;
+        // The consumer exists before the first state is published, so that none is missed.
+        let ingest = bus
+            .subscribe_batch(
+                subjects::TELEMETRY_ALL,
+                subjects::INGEST_CONSUMER,
+                BatchSettings {
+                    max_batch: settings.ingest_batch_max,
+                    max_wait: settings.ingest_batch_wait,
+                    // Nothing the stream holds is skipped, even what came before the first start.
+                    start: StartAt::Stored,
+                    ..BatchSettings::default()
+                },
+                self.ingest.handler(),
+            )
+            .await
+            .context("could not subscribe the ingest consumer")?;
+        // The watcher is the second consumer of every state (with the busy check on its batches).
+        let watcher = bus
+            .subscribe_batch(
+                subjects::TELEMETRY_ALL,
+                subjects::WATCHER_CONSUMER,
+                BatchSettings {
+                    max_batch: settings.notifications_batch_max,
+                    max_wait: settings.notifications_batch_wait,
+                    ..BatchSettings::default()
+                },
+                self.watcher.handler(Some(Arc::clone(&self.scheduler))),
+            )
+            .await
+            .context("could not subscribe the watcher consumer")?;
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(report_partitions_owned(
+            [
+                (subjects::INGEST_CONSUMER, ingest.partitions_owned_counter()),
+                (
+                    subjects::WATCHER_CONSUMER,
+                    watcher.partitions_owned_counter(),
+                ),
+            ],
+            stopped.clone(),
+        ));
+        let sweep = tokio::spawn(offline_sweep(
+            Arc::clone(&self.watcher),
+            settings.offline_sweep_period,
+            stopped.clone(),
+        ));
+        // Retention on its schedule, stopped (between two steps) with the sweep.
+        let retention = (!settings.retention_interval.is_zero()).then(|| {
+            tokio::spawn(swath_application::retention::run_every(
+                Arc::clone(&self.retention),
+                settings.retention_interval,
+                stopped,
+            ))
+        });
+        Ok(Background {
+            ingest,
+            watcher,
+            stop,
+            sweep,
+            retention,
+        })
+    }
+}
+
+impl Background {
+    /// Drains the ingest and watcher consumers, then stops the sweep, retention and the gauge.
+    pub async fn stop(self) {
+        tokio::join!(self.ingest.unsubscribe(), self.watcher.unsubscribe());
+        let _ = self.stop.send(true);
+        if let Err(e) = self.sweep.await {
+            tracing::error!(error = %e, "The offline sweep ended abnormally.");
+        }
+        if let Some(Err(e)) = match self.retention {
+            Some(task) => Some(task.await),
+            None => None,
+        } {
+            tracing::error!(error = %e, "The retention schedule ended abnormally.");
+        }
+    }
+}
+
+/// Keeps `swath_bus_partitions_owned{consumer}` at how many partitions of each consumer this
+/// replica holds (the balance across replicas, docs/operations.md), every second until `stop`.
+async fn report_partitions_owned(
+    consumers: [(&'static str, Arc<std::sync::atomic::AtomicUsize>); 2],
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        for (consumer, owned) in &consumers {
+            let held = owned.load(std::sync::atomic::Ordering::Relaxed);
+            metrics::gauge!("swath_bus_partitions_owned", "consumer" => *consumer).set(held as f64);
+        }
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        }
+    }
+}
+
+/// Runs the offline sweep every `period` until `stop` turns `true`. A failed sweep is logged and
+/// tried again at the next period (what it did not commit, it did not do).
+async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, mut stop: watch::Receiver<bool>) {
+    let mut ticks = tokio::time::interval(period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return,
+            _ = ticks.tick() => {}
+        }
+        match watcher.sweep_offline().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(mowers = n, "Marked silent mowers offline."),
+            Err(e) => tracing::warn!(error = %e, "The offline sweep failed; it will run again."),
+        }
+    }
+}
