@@ -18,7 +18,8 @@
 use crate::group_commit::GroupCommit;
 use crate::ingest::{GROUP_MAX_STATES, GROUP_WRITERS};
 use crate::ports::{
-    BatchHandler, Clock, EventBus, HandlerError, Message, Settle, WatchError, WatchStore,
+    BatchHandler, Clock, EventBus, HandlerError, Message, Publication, Settle, WatchError,
+    WatchStore,
 };
 use crate::scheduler::SchedulerStatus;
 use crate::{ingest, subjects};
@@ -227,11 +228,14 @@ impl Watcher {
 }
 
 /// Publishes events after their commit, in order, each on `notifications.mower.<id>.<kind>` with
-/// its id as the de-duplication id. A failed publish cannot undo the commit: it is logged, the
-/// event stays in the feed, and a later re-publish of the same id is recognised by the bus.
+/// its id as the de-duplication id, in one [`EventBus::publish_all`] (a unit of work of several
+/// partitions may derive thousands: they are not sent one round trip at a time). A failed publish
+/// cannot undo the commit: it is logged, the event stays in the feed, and a later re-publish of
+/// the same id is recognised by the bus.
 pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
+    let mut sent = Vec::with_capacity(events.len());
+    let mut publications = Vec::with_capacity(events.len());
     for event in events {
-        let subject = subjects::notification(event.mower_id, event.kind().as_str());
         let payload = match serde_json::to_vec(event) {
             Ok(p) => Bytes::from(p),
             Err(e) => {
@@ -240,10 +244,18 @@ pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
             }
         };
         metrics::counter!("swath_events_total", "kind" => event.kind().as_str()).increment(1);
-        if let Err(e) = bus
-            .publish(&subject, payload, Some(event.id.to_string()))
-            .await
-        {
+        publications.push(Publication {
+            subject: subjects::notification(event.mower_id, event.kind().as_str()),
+            payload,
+            dedup_id: Some(event.id.to_string()),
+        });
+        sent.push(event);
+    }
+    if publications.is_empty() {
+        return;
+    }
+    for (event, result) in sent.into_iter().zip(bus.publish_all(publications).await) {
+        if let Err(e) = result {
             tracing::error!(mower_id = %event.mower_id, kind = event.kind().as_str(), error = %e, "Could not publish an event after its commit.");
         }
     }

@@ -23,8 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, Message, Settle,
-    Subscription, MAX_IN_FLIGHT,
+    BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, Message,
+    Publication, Settle, Subscription, MAX_IN_FLIGHT,
 };
 use tokio::time::Instant;
 
@@ -80,6 +80,7 @@ macro_rules! bus_contract_suite {
             ackless_subscribe_refuses_acknowledged_durable_and_queue_consumers,
             live_subscribers_get_matching_messages_from_subscription_on,
             publish_with_a_seen_dedup_id_is_a_no_op,
+            publish_all_stores_in_order_and_answers_each,
         );
     };
     (@each #[$test:meta] #[$gate:meta] $bus:expr, $root:expr; $($scenario:ident),* $(,)?) => {
@@ -1011,5 +1012,48 @@ pub async fn publish_with_a_seen_dedup_id_is_a_no_op(bus: DynBus, prefix: &str) 
     .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(texts(&recorder.delivered()), ["x1", "y", "n1", "n2", "end"]);
+    sub.unsubscribe().await;
+}
+
+/// `publish_all` stores its messages in the order given, a seen de-duplication id included as a
+/// no-op, and answers one result per message (here: every one succeeds).
+pub async fn publish_all_stores_in_order_and_answers_each(bus: DynBus, prefix: &str) {
+    let subject = subject(prefix, "all");
+    let recorder = Recorder::acking();
+    let sub = subscribe(
+        &bus,
+        &subject,
+        &consumer(prefix, "all"),
+        settings(100, 50),
+        &recorder,
+    )
+    .await;
+    let id = |n: usize| Some(format!("{prefix}-{n}"));
+    // More than a pipelining window (NATS: 256), with a repeated id in the middle.
+    let mut messages: Vec<Publication> = (0..600)
+        .map(|n| Publication {
+            subject: subject.clone(),
+            payload: payload(&format!("m{n}")),
+            dedup_id: if n % 2 == 0 { id(n) } else { None },
+        })
+        .collect();
+    messages.insert(
+        300,
+        Publication {
+            subject: subject.clone(),
+            payload: payload("repeat"),
+            dedup_id: id(4),
+        },
+    );
+    let results = bus.publish_all(messages).await;
+    assert_eq!(results.len(), 601);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    wait_until("the last message is delivered", || {
+        recorder.delivered().iter().any(|m| text(m) == "m599")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let expected: Vec<String> = (0..600).map(|n| format!("m{n}")).collect();
+    assert_eq!(texts(&recorder.delivered()), expected);
     sub.unsubscribe().await;
 }

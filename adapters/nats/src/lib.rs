@@ -82,9 +82,15 @@ use bytes::Bytes;
 use std::sync::Arc;
 use swath_application::ports::bus_rules;
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
+    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Publication,
+    Subscription,
 };
 use tokio::sync::watch;
+
+/// Messages [`EventBus::publish_all`] sends before awaiting the oldest one's acknowledgement: a
+/// unit of work's events go out without a round trip each, and what is unacknowledged at once
+/// stays bounded.
+const PUBLISH_WINDOW: usize = 256;
 
 /// How long `connect` retries provisioning while JetStream does not answer (a cluster electing a
 /// leader); past it, start-up fails.
@@ -406,6 +412,53 @@ impl EventBus for NatsBus {
             tracing::debug!(subject, dedup_id = ?dedup_id, "Ignored a duplicate publish.");
         }
         Ok(())
+    }
+
+    /// Pipelined: up to [`PUBLISH_WINDOW`] messages are sent before the oldest one's
+    /// acknowledgement is awaited. One connection sends them in order, so the stream stores them
+    /// in order.
+    async fn publish_all(&self, messages: Vec<Publication>) -> Vec<Result<(), BusError>> {
+        use std::collections::VecDeque;
+        let js = &self.inner.js;
+        let mut results: Vec<Result<(), BusError>> = Vec::with_capacity(messages.len());
+        let mut pending: VecDeque<(usize, String, jetstream::context::PublishAckFuture)> =
+            VecDeque::with_capacity(PUBLISH_WINDOW);
+        for message in messages {
+            if pending.len() >= PUBLISH_WINDOW {
+                if let Some((i, subject, ack)) = pending.pop_front() {
+                    results[i] = ack
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| publish_error(&subject, e));
+                }
+            }
+            let i = results.len();
+            results.push(Ok(()));
+            if let Err(e) = bus_rules::check_subject(&message.subject) {
+                results[i] = Err(e);
+                continue;
+            }
+            let sent = match &message.dedup_id {
+                Some(id) => {
+                    let mut headers = HeaderMap::new();
+                    headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+                    js.publish_with_headers(message.subject.clone(), headers, message.payload)
+                        .await
+                }
+                None => js.publish(message.subject.clone(), message.payload).await,
+            };
+            match sent {
+                Ok(ack) => pending.push_back((i, message.subject, ack)),
+                Err(e) => results[i] = Err(publish_error(&message.subject, e)),
+            }
+        }
+        for (i, subject, ack) in pending {
+            results[i] = ack
+                .await
+                .map(|_| ())
+                .map_err(|e| publish_error(&subject, e));
+        }
+        results
     }
 
     async fn subscribe_batch(

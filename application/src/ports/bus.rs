@@ -165,12 +165,24 @@ pub struct LiveSubscription {
     pub guard: Option<Box<dyn Send + Sync>>,
 }
 
+/// One message for [`EventBus::publish_all`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Publication {
+    pub subject: String,
+    pub payload: Bytes,
+    pub dedup_id: Option<String>,
+}
+
 /// The event bus (docs/rules.md §5).
 ///
 /// An implementation MUST:
 /// - `publish`: store the message for every consumer whose subject filter matches (NATS wildcards
 ///   `*` and `>`), and return only once it is stored; a `dedup_id` seen within the
 ///   de-duplication window makes the publish a no-op that succeeds.
+/// - `publish_all`: what `publish` does for each message, stored in the order given, with one
+///   result per message; it returns once every message is stored or has failed. It MAY send a
+///   message before the previous one is stored (the default implementation does not), and a
+///   failed message does not stop the ones after it.
 /// - `subscribe_batch`: deliver the messages of the durable `consumer` to `handler` in batches:
 ///   once a message is there, linger up to `max_wait` for more, up to `max_batch`; batches of one
 ///   subscription never overlap and keep publication order; settle each message only after the
@@ -202,6 +214,18 @@ pub trait EventBus: Send + Sync {
         payload: Bytes,
         dedup_id: Option<String>,
     ) -> Result<(), BusError>;
+
+    /// See the trait's contract; by default, one [`EventBus::publish`] after the other.
+    async fn publish_all(&self, messages: Vec<Publication>) -> Vec<Result<(), BusError>> {
+        let mut results = Vec::with_capacity(messages.len());
+        for message in messages {
+            results.push(
+                self.publish(&message.subject, message.payload, message.dedup_id)
+                    .await,
+            );
+        }
+        results
+    }
 
     async fn subscribe_batch(
         &self,

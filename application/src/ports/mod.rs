@@ -15,7 +15,7 @@ mod watch;
 
 pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
-    Message, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
+    Message, Publication, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{
