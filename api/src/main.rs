@@ -762,6 +762,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     );
 
     let state = AppState::new(admin, tokens, telemetry, bus, clock, ingest)
+        .with_principal_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
         .with_watch(watch_store)
         .with_projections(Projections::new(projections), assignments);
     let listener = TcpListener::bind(args.http_addr.as_str())

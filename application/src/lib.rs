@@ -2,10 +2,14 @@
 //! the use cases themselves. Adapters implement the ports; `swath-api`'s `main` chooses them once.
 //!
 //! # Layout
+//! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
+//!   short-lived cache of token principals.
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
+//! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
+//!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
@@ -17,6 +21,7 @@
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
 //!   their ceilings (docs/rules.md §6).
 
+pub mod access;
 pub mod import;
 pub mod ingest;
 pub mod ports;
@@ -25,11 +30,14 @@ pub mod retention;
 pub mod scheduler;
 pub mod simulator;
 pub mod subjects;
+pub mod submissions;
 pub mod watcher;
 
+pub use access::{Access, AccessError, Hidden, Revocations};
 pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
+pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 pub use watcher::{Watcher, WatcherHandler};
