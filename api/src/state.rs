@@ -88,11 +88,8 @@ impl AppState {
     /// Another bound for the principal cache (zero: every request asks the token store).
     pub fn with_principal_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.access = self.access.with_principal_ttl(ttl);
-        self.submissions = Submissions::new(
-            self.access.clone(),
-            self.ingest.clone(),
-            self.bus.clone(),
-        );
+        self.submissions =
+            Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
         self
     }
 

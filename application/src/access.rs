@@ -215,7 +215,13 @@ impl Access {
             && (now - entry.at).to_std().is_ok_and(|age| age < self.ttl)
     }
 
-    fn remember(&self, hash: &TokenHash, principal: &Principal, now: DateTime<Utc>, generation: u64) {
+    fn remember(
+        &self,
+        hash: &TokenHash,
+        principal: &Principal,
+        now: DateTime<Utc>,
+        generation: u64,
+    ) {
         if self.ttl.is_zero() {
             return;
         }

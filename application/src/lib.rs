@@ -38,6 +38,6 @@ pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
-pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use watcher::{Watcher, WatcherHandler};

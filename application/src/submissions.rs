@@ -51,7 +51,11 @@ pub struct Submissions {
 
 impl Submissions {
     pub fn new(access: Access, ingest: Arc<Ingest>, bus: Arc<dyn EventBus>) -> Self {
-        Self { access, ingest, bus }
+        Self {
+            access,
+            ingest,
+            bus,
+        }
     }
 
     /// Filters, records and publishes `batch` (reports already parsed, or refused by
@@ -67,15 +71,18 @@ impl Submissions {
             batch.iter().map(|r| r.as_ref().ok().cloned()).collect();
         let mut refused: Vec<Option<InvalidReport>> =
             batch.iter().map(|r| r.as_ref().err().cloned()).collect();
-        let (mut outcomes, zones_pending) =
-            match self.ingest.record_states_isolating(batch, &[]).await {
-                Ok(outcomes) => (outcomes, false),
-                Err(IngestError::ZonesPending { outcomes, error }) => {
-                    tracing::warn!(%error, reports = outcomes.len(), "Stored reports received over HTTP, but their virtual zones are pending; the ingest consumer evaluates them.");
-                    (outcomes, true)
-                }
-                Err(IngestError::Store(e)) => return Err(e.into()),
-            };
+        let (mut outcomes, zones_pending) = match self
+            .ingest
+            .record_states_isolating(batch, &[])
+            .await
+        {
+            Ok(outcomes) => (outcomes, false),
+            Err(IngestError::ZonesPending { outcomes, error }) => {
+                tracing::warn!(%error, reports = outcomes.len(), "Stored reports received over HTTP, but their virtual zones are pending; the ingest consumer evaluates them.");
+                (outcomes, true)
+            }
+            Err(IngestError::Store(e)) => return Err(e.into()),
+        };
 
         for ((report, outcome), refusal) in valid.iter().zip(&mut outcomes).zip(&mut refused) {
             match (report, &outcome) {

@@ -74,8 +74,12 @@ impl World {
             MowerId(id(0xa20)),
             MowerId(id(0xb10)),
         );
-        for (mower, account, site) in [(n0, a, north), (n1, a, north), (s0, a, south), (b0, b, main)]
-        {
+        for (mower, account, site) in [
+            (n0, a, north),
+            (n1, a, north),
+            (s0, a, south),
+            (b0, b, main),
+        ] {
             store
                 .create_mower(Mower {
                     id: mower,
@@ -169,8 +173,14 @@ async fn a_mower_is_visible_only_in_its_account_and_on_a_seen_site() {
         assert_eq!(access.visible_mower(&w.a_all(), m).await.unwrap().id, m);
     }
     // Limited to South: South's mower only; North's answers as an unknown id does.
-    assert_eq!(access.visible_mower(&w.a_south(), w.s0).await.unwrap().id, w.s0);
-    not_visible(access.visible_mower(&w.a_south(), w.n0).await, Hidden::Mower);
+    assert_eq!(
+        access.visible_mower(&w.a_south(), w.s0).await.unwrap().id,
+        w.s0
+    );
+    not_visible(
+        access.visible_mower(&w.a_south(), w.n0).await,
+        Hidden::Mower,
+    );
     // Another account's mower and an unknown id: the same error.
     not_visible(access.visible_mower(&w.a_all(), w.b0).await, Hidden::Mower);
     not_visible(
@@ -183,9 +193,18 @@ async fn a_mower_is_visible_only_in_its_account_and_on_a_seen_site() {
 async fn a_site_is_visible_only_in_its_account_and_when_seen() {
     let w = World::new().await;
     let access = w.access();
-    assert_eq!(access.visible_site(&w.a_all(), w.north).await.unwrap().id, w.north);
-    assert_eq!(access.visible_site(&w.a_south(), w.south).await.unwrap().id, w.south);
-    not_visible(access.visible_site(&w.a_south(), w.north).await, Hidden::Site);
+    assert_eq!(
+        access.visible_site(&w.a_all(), w.north).await.unwrap().id,
+        w.north
+    );
+    assert_eq!(
+        access.visible_site(&w.a_south(), w.south).await.unwrap().id,
+        w.south
+    );
+    not_visible(
+        access.visible_site(&w.a_south(), w.north).await,
+        Hidden::Site,
+    );
     not_visible(access.visible_site(&w.a_all(), w.main).await, Hidden::Site);
     not_visible(
         access.visible_site(&w.a_all(), SiteId(id(0xdead))).await,
@@ -198,7 +217,11 @@ async fn a_referenced_site_that_is_not_visible_is_one_refusal() {
     let w = World::new().await;
     let access = w.access();
     assert_eq!(
-        access.referenced_site(&w.a_south(), w.south).await.unwrap().id,
+        access
+            .referenced_site(&w.a_south(), w.south)
+            .await
+            .unwrap()
+            .id,
         w.south
     );
     for site in [w.north, w.main, SiteId(id(0xdead))] {
@@ -226,7 +249,10 @@ async fn the_live_set_is_the_accounts_mowers_on_seen_sites() {
         scopes: vec![Scope::Read],
         sites: None,
     };
-    assert_eq!(access.visible_mowers(&b).await.unwrap(), HashSet::from([w.b0]));
+    assert_eq!(
+        access.visible_mowers(&b).await.unwrap(),
+        HashSet::from([w.b0])
+    );
 }
 
 #[tokio::test]
@@ -259,7 +285,9 @@ async fn a_feed_shows_the_visible_mowers_and_a_hidden_filter_shows_nothing() {
 async fn state_reports_must_name_the_principals_account_and_a_visible_mower() {
     let w = World::new().await;
     let access = w.access();
-    let dropped = |r: &Result<StateReport, InvalidReport>| r.as_ref().err().map(|e| (e.reason, e.detail.clone()));
+    let dropped = |r: &Result<StateReport, InvalidReport>| {
+        r.as_ref().err().map(|e| (e.reason, e.detail.clone()))
+    };
 
     // Limited to South: another account's report is an account mismatch; North's mower, B's
     // mower (under A's account) and an unknown mower are one `unknown_mower`.
@@ -270,7 +298,10 @@ async fn state_reports_must_name_the_principals_account_and_a_visible_mower() {
         w.report(w.b0, w.a),
         w.report(MowerId(id(0xdead)), w.a),
     ];
-    access.filter_states(&w.a_south(), &mut batch).await.unwrap();
+    access
+        .filter_states(&w.a_south(), &mut batch)
+        .await
+        .unwrap();
     assert!(batch[0].is_ok());
     assert_eq!(
         dropped(&batch[1]),
@@ -284,7 +315,11 @@ async fn state_reports_must_name_the_principals_account_and_a_visible_mower() {
     }
 
     // Unlimited: the account is checked here; the mower is left to W0 during ingestion.
-    let mut batch = vec![w.report(w.n0, w.a), w.report(w.b0, w.b), w.report(w.b0, w.a)];
+    let mut batch = vec![
+        w.report(w.n0, w.a),
+        w.report(w.b0, w.b),
+        w.report(w.b0, w.a),
+    ];
     access.filter_states(&w.a_all(), &mut batch).await.unwrap();
     assert!(batch[0].is_ok());
     assert_eq!(dropped(&batch[1]).unwrap().0, DropReason::AccountMismatch);
@@ -292,7 +327,10 @@ async fn state_reports_must_name_the_principals_account_and_a_visible_mower() {
 
     // A report that failed validation stays as it was.
     let mut batch = vec![Err(InvalidReport::new(DropReason::Malformed, "not JSON"))];
-    access.filter_states(&w.a_south(), &mut batch).await.unwrap();
+    access
+        .filter_states(&w.a_south(), &mut batch)
+        .await
+        .unwrap();
     assert_eq!(dropped(&batch[0]).unwrap().0, DropReason::Malformed);
 }
 
@@ -420,7 +458,11 @@ async fn a_token_revoked_elsewhere_is_refused_within_the_bound() {
     // Revoked through another replica: no notification here.
     assert!(c.tokens.revoke_token(c.token).await.unwrap());
     c.clock.advance(Duration::seconds(1));
-    assert_eq!(c.principal().await, Some(c.principal.clone()), "within the bound");
+    assert_eq!(
+        c.principal().await,
+        Some(c.principal.clone()),
+        "within the bound"
+    );
     c.clock.advance(Duration::seconds(1));
     assert_eq!(c.principal().await, None, "the bound is over");
     // The live stream's check never uses the cache.

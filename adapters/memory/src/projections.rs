@@ -157,7 +157,10 @@ impl ProjectionStore for MemoryProjections {
         per_site: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         let mut out = Vec::new();
-        for site in sites.iter().filter(|s| sees_site(who.sites.as_deref(), **s)) {
+        for site in sites
+            .iter()
+            .filter(|s| sees_site(who.sites.as_deref(), **s))
+        {
             match filter {
                 MowerFilter::All => {
                     let mowers = self.mowers_of(who, Some(vec![*site]), per_site).await?;
@@ -229,7 +232,9 @@ impl ProjectionStore for MemoryProjections {
             .await
             .map_err(unavailable)?
             .into_iter()
-            .filter(|m| m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id))
+            .filter(|m| {
+                m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
+            })
             .map(|m| (m.id, m.blade_threshold_ms))
             .collect();
         let visible: Vec<MowerId> = mowers
@@ -310,7 +315,9 @@ impl MemoryProjections {
             .await
             .map_err(unavailable)?
             .into_iter()
-            .filter(|m| m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id))
+            .filter(|m| {
+                m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
+            })
             .map(|m| m.id)
             .collect();
         Ok(mowers

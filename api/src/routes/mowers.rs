@@ -139,7 +139,11 @@ pub async fn create_mower(
     let mower = Mower {
         id,
         account_id: principal.account_id,
-        site_id: state.access.referenced_site(&principal, SiteId(body.site_id)).await?.id,
+        site_id: state
+            .access
+            .referenced_site(&principal, SiteId(body.site_id))
+            .await?
+            .id,
         name: text("name", body.name)?,
         model: text("model", body.model)?,
         serial: text("serial", body.serial)?,
@@ -251,7 +255,11 @@ pub async fn update_mower(
 ) -> Result<Json<MowerSummary>, ApiError> {
     let mut mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     if let Some(site_id) = patch.site_id {
-        mower.site_id = state.access.referenced_site(&principal, SiteId(site_id)).await?.id;
+        mower.site_id = state
+            .access
+            .referenced_site(&principal, SiteId(site_id))
+            .await?
+            .id;
     }
     if let Some(name) = patch.name {
         mower.name = text("name", name)?;

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use swath_application::ports::{
-    AlertCursor, AlertQuery, EventQuery, Geofence, Principal, WatchError, WatchStore,
+    AlertCursor, AlertQuery, EventQuery, Geofence, WatchError, WatchStore,
 };
 use swath_domain::watch::busy::{is_busy, BusyStatus};
 use swath_domain::watch::zones::{Zone, MAX_ZONE_NAME_CHARS};
@@ -801,7 +801,10 @@ pub async fn update_zone(
     ApiPath(path): ApiPath<ZonePath>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Json<ZoneDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(path.id)).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     let zone = Zone {
         id: path.zone_id,
         mower_id: mower.id,
@@ -847,7 +850,10 @@ pub async fn delete_zone(
     State(state): State<AppState>,
     ApiPath(path): ApiPath<ZonePath>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(path.id)).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     if !store(&state)?.delete_zone(mower.id, path.zone_id).await? {
         return Err(ApiError::NotFound(Resource::Zone));
     }
@@ -913,7 +919,10 @@ pub async fn list_events(
         .as_deref()
         .map(|c| decode("events", c)?.parse().map_err(|_| bad_cursor()))
         .transpose()?;
-    let mowers = state.access.feed_mowers(&principal, params.mower_id.map(MowerId)).await?;
+    let mowers = state
+        .access
+        .feed_mowers(&principal, params.mower_id.map(MowerId))
+        .await?;
     let mut events = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
@@ -965,7 +974,10 @@ pub async fn list_alerts(
 ) -> Result<Json<AlertPage>, ApiError> {
     let limit = limit(params.limit)?;
     let after = params.cursor.as_deref().map(alert_after).transpose()?;
-    let mowers = state.access.feed_mowers(&principal, params.mower_id.map(MowerId)).await?;
+    let mowers = state
+        .access
+        .feed_mowers(&principal, params.mower_id.map(MowerId))
+        .await?;
     let mut alerts = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {

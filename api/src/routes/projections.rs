@@ -26,6 +26,7 @@ use swath_application::projections::{
     FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
 };
 use swath_domain::watch::{AlertKind, Severity};
+use swath_domain::MowerId;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -814,7 +815,10 @@ pub async fn update_assignment(
     ApiPath(path): ApiPath<AssignmentPath>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Json<AssignmentDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(path.id)).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     let assignment = Assignment {
         id: path.assignment_id,
         mower_id: mower.id,
@@ -858,7 +862,10 @@ pub async fn delete_assignment(
     State(state): State<AppState>,
     ApiPath(path): ApiPath<AssignmentPath>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(path.id)).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     if !views(&state)?
         .assignments
         .delete_assignment(mower.account_id, mower.id, path.assignment_id)

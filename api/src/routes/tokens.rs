@@ -241,8 +241,9 @@ pub async fn get_token(
     tag = TAG,
     operation_id = "revoke_token",
     summary = "Revoke an API token",
-    description = "Deletes the token: from the next request on, it answers `401`. A token may \
-        revoke itself.",
+    description = "Deletes the token: from the next request on, it answers `401` (through \
+        another replica of the service within 2 s, the time a replica keeps a token's \
+        principal). A token may revoke itself.",
     security(("bearer" = ["admin"])),
     params(
         ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),
