@@ -477,3 +477,83 @@ async fn without_a_bound_every_request_asks_the_store() {
     }
     assert_eq!(c.lookups(), 3);
 }
+
+/// The cache behind the router, as `swath serve` wires it: two `GET`s with one token inside the
+/// bound ask the token store once; the token revoked through this replica is refused at once.
+#[tokio::test]
+async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
+    use axum::body::Body;
+    use axum::http::{header, Method, Request, StatusCode};
+    use swath_api::{router, AppState};
+    use swath_application::ports::EventBus;
+    use swath_application::Ingest;
+    use swath_memory::{MemoryBus, MemoryBusSettings};
+    use tower::ServiceExt;
+
+    let w = World::new().await;
+    let tokens = Arc::new(Counting {
+        inner: w.store.clone(),
+        lookups: AtomicUsize::new(0),
+    });
+    let token = "swath_http_cache_test";
+    let token_id = TokenId(id(0xc1));
+    tokens
+        .create_token(
+            hash_token(token),
+            NewToken {
+                id: token_id,
+                name: String::new(),
+                principal: Principal {
+                    scopes: vec![Scope::Read, Scope::Admin],
+                    ..w.a_south()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t0()));
+    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let ingest = Arc::new(Ingest::new(
+        Arc::new(w.store.clone()),
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+    ));
+    let app = router(
+        AppState::new(
+            Arc::new(w.store.clone()),
+            tokens.clone(),
+            Arc::new(w.store.clone()),
+            bus,
+            clock,
+            ingest,
+        )
+        .with_principal_ttl(std::time::Duration::from_secs(2)),
+    );
+    let send = |method: Method, path: String| {
+        let app = app.clone();
+        async move {
+            app.oneshot(
+                Request::builder()
+                    .method(method)
+                    .uri(path)
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap()
+            .status()
+        }
+    };
+    let mower = format!("/v1/mowers/{}", w.s0);
+    assert_eq!(send(Method::GET, mower.clone()).await, StatusCode::OK);
+    assert_eq!(send(Method::GET, mower.clone()).await, StatusCode::OK);
+    assert_eq!(tokens.lookups.load(Ordering::SeqCst), 1);
+
+    assert_eq!(
+        send(Method::DELETE, format!("/v1/tokens/{token_id}")).await,
+        StatusCode::NO_CONTENT
+    );
+    // The clock has not moved: well inside the bound, yet refused.
+    assert_eq!(send(Method::GET, mower).await, StatusCode::UNAUTHORIZED);
+}
