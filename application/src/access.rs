@@ -1,7 +1,7 @@
 //! Who may see what: the one place where a [`Principal`] meets the directory.
 //!
 //! Every HTTP route, the live stream, the live pages and `POST /v1/states` ask [`Access`]; none
-//! decides visibility itself. The rules (docs/rules.md §5, decision 76):
+//! decides visibility itself. The rules (docs/rules.md §7, decision 76):
 //!
 //! - a mower or site is visible when it is of the principal's account and its site is one the
 //!   principal sees ([`sees_site`]: every site of the account for an unlimited token, else only
