@@ -3,10 +3,11 @@
 //!
 //! Each connection has an ack-less live subscription of its own on `telemetry.mower.*`
 //! (`EventBus::subscribe`: no acknowledgements, no redelivery, from the moment of connecting).
-//! Visibility is decided per connection by the access service (`Access::visible_mowers`), from the
-//! directory, never from the report alone: the principal's mowers (its account's, limited to its
-//! sites when the token is) are resolved at connect and again every [`MOWER_REFRESH`], and a state is sent only when its mower is one of
-//! them *and* the report names the principal's account. Reports that fail validation are never
+//! Visibility is decided per connection by the access service (`Access::visible_mowers`), from
+//! the directory, never from the report alone: the principal's mowers (its account's, limited to
+//! its sites when the token is) are resolved at connect and again every [`MOWER_REFRESH`], and a
+//! state is sent only when its mower is one of them *and* the report names the principal's
+//! account. Reports that fail validation are never
 //! sent, nor a report published on another mower's subject. A client that reads too slowly loses states (the live subscription's buffer is bounded);
 //! it never slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from
 //! closing an idle stream.
