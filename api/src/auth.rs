@@ -1,5 +1,6 @@
 //! Bearer authentication: `Authorization: Bearer <token>` → [`hash_token`] →
-//! [`TokenStore::principal`](swath_application::ports::TokenStore::principal).
+//! [`Access::principal`](swath_application::Access::principal) (the token store, behind the
+//! principal cache when `main` enables it: decision 78).
 //!
 //! Only the token's hash is ever looked up (tokens are stored hashed). An extractor per scope
 //! keeps the rule next to the route: a handler that takes [`Reader`] cannot run without a
@@ -77,7 +78,7 @@ impl FromRequestParts<AppState> for Authenticated {
 pub async fn authenticate(headers: &HeaderMap, state: &AppState) -> Result<Principal, ApiError> {
     let token = bearer_token(headers)?;
     state
-        .tokens
+        .access
         .principal(&hash_token(token))
         .await?
         .ok_or(ApiError::InvalidToken)

@@ -279,7 +279,7 @@ impl MowerHealth {
             charge_count: get(|t| t.charge_count),
             blade_since_reset_seconds: seconds(blade_since_reset_ms),
             blade_threshold_seconds: seconds(mower.blade_threshold_ms),
-            blade_due: totals.is_some() && blade_since_reset_ms >= mower.blade_threshold_ms,
+            blade_due: totals.is_some_and(|t| t.blade_due(mower.blade_threshold_ms)),
             counted_until: totals.map(|t| t.counted_until),
         }
     }

@@ -10,6 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{DirectoryError, StoreError, TokenError};
+use swath_application::{AccessError, Hidden, SubmissionError};
 use utoipa::ToSchema;
 
 /// The media type of every error body.
@@ -343,6 +344,30 @@ impl From<DirectoryError> for ApiError {
             DirectoryError::NotFound(_)
             | DirectoryError::Conflict(_)
             | DirectoryError::InUse(_) => ApiError::Internal(e.to_string()),
+        }
+    }
+}
+
+/// The one translation of visibility to HTTP: an invisible mower or site answers what an unknown
+/// id answers (`404`), an invisible site named in a body a `422`.
+impl From<AccessError> for ApiError {
+    fn from(e: AccessError) -> Self {
+        match e {
+            AccessError::NotVisible(Hidden::Mower) => ApiError::NotFound(Resource::Mower),
+            AccessError::NotVisible(Hidden::Site) => ApiError::NotFound(Resource::Site),
+            AccessError::NotVisible(Hidden::ReferencedSite) => {
+                ApiError::Validation("`site_id` names no site visible to this token.".to_owned())
+            }
+            AccessError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+        }
+    }
+}
+
+impl From<SubmissionError> for ApiError {
+    fn from(e: SubmissionError) -> Self {
+        match e {
+            SubmissionError::Access(e) => e.into(),
+            SubmissionError::Store(e) => e.into(),
         }
     }
 }

@@ -198,7 +198,7 @@ async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Princ
     match token {
         Some(session) if session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()) => {
             Ok(state
-                .tokens
+                .access
                 .principal(&TokenHash(session.to_ascii_lowercase()))
                 .await?)
         }

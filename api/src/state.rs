@@ -4,7 +4,10 @@ use std::sync::Arc;
 use swath_application::ports::{
     Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore, WatchStore,
 };
-use swath_application::Ingest;
+use swath_application::{Access, Ingest, Submissions};
+
+/// The revocations of this process: see [`swath_application::Revocations`].
+pub use swath_application::Revocations;
 
 /// The application state shared by every request. Cheap to clone: only `Arc`s.
 ///
@@ -12,7 +15,7 @@ use swath_application::Ingest;
 /// and NATS alike.
 #[derive(Clone)]
 pub struct AppState {
-    /// Accounts, sites and mowers: visibility is decided here.
+    /// Accounts, sites and mowers.
     pub directory: Arc<dyn DirectoryAdmin>,
     /// Bearer tokens (hashed) to principals.
     pub tokens: Arc<dyn TokenStore>,
@@ -31,34 +34,14 @@ pub struct AppState {
     /// operator assignments; `None`: those routes answer `503`. Set with
     /// [`AppState::with_projections`].
     pub projections: Option<LiveViews>,
-    /// Tells this process's open streams that a token was revoked, so that they check their
-    /// principal at once instead of at their next periodic check.
+    /// Tells this process's principal cache and open streams that a token was revoked, so that
+    /// it is refused at once instead of at their next periodic check. The same as
+    /// `access.revocations()`.
     pub revocations: Revocations,
-}
-
-/// A generation counter of token revocations in this process: `DELETE /v1/tokens/{id}` bumps it,
-/// every open live stream watches it and checks its own token again when it changes. Other
-/// replicas' streams find out at their periodic check (every 30 s).
-#[derive(Clone)]
-pub struct Revocations(Arc<tokio::sync::watch::Sender<u64>>);
-
-impl Default for Revocations {
-    fn default() -> Self {
-        Self(Arc::new(tokio::sync::watch::Sender::new(0)))
-    }
-}
-
-impl Revocations {
-    /// A token was revoked.
-    pub fn notify(&self) {
-        self.0
-            .send_modify(|generation| *generation = generation.wrapping_add(1));
-    }
-
-    /// Changes whenever a token is revoked from now on.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
-        self.0.subscribe()
-    }
+    /// Who may see what, and tokens to principals: every route asks it (decision 76).
+    pub access: Access,
+    /// State reports received over HTTP: the tenant filter, ingestion and their publication.
+    pub submissions: Submissions,
 }
 
 /// The live projections' use case and the assignments it ranks.
@@ -79,6 +62,14 @@ impl AppState {
         clock: Arc<dyn Clock>,
         ingest: Arc<Ingest>,
     ) -> Self {
+        let revocations = Revocations::default();
+        let access = Access::new(
+            directory.clone(),
+            tokens.clone(),
+            clock.clone(),
+            revocations.clone(),
+        );
+        let submissions = Submissions::new(access.clone(), ingest.clone(), bus.clone());
         Self {
             directory,
             tokens,
@@ -88,8 +79,18 @@ impl AppState {
             ingest,
             watch: None,
             projections: None,
-            revocations: Revocations::default(),
+            revocations,
+            access,
+            submissions,
         }
+    }
+
+    /// Another bound for the principal cache (zero: every request asks the token store).
+    pub fn with_principal_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.access = self.access.with_principal_ttl(ttl);
+        self.submissions =
+            Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
+        self
     }
 
     /// Adds the notification store.

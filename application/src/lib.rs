@@ -2,12 +2,16 @@
 //! the use cases themselves. Adapters implement the ports; the `swath` binary's `wiring` chooses them once.
 //!
 //! # Layout
+//! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
+//!   short-lived cache of token principals.
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
 //!   work (the ingest and watcher consumers' handlers).
+//! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
+//!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
 //! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
@@ -20,6 +24,7 @@
 //!   their ceilings (docs/rules.md §6).
 
 pub mod group_commit;
+pub mod access;
 pub mod import;
 pub mod ingest;
 pub mod ports;
@@ -28,11 +33,14 @@ pub mod retention;
 pub mod scheduler;
 pub mod simulator;
 pub mod subjects;
+pub mod submissions;
 pub mod watcher;
 
+pub use access::{Access, AccessError, Hidden, Revocations};
 pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use watcher::{Watcher, WatcherHandler};

@@ -87,6 +87,15 @@ pub struct HealthTotals {
     pub blade_reset_until: Option<DateTime<Utc>>,
 }
 
+impl HealthTotals {
+    /// W6's rule, its one statement: the blade is due once its time since the last reset has
+    /// reached the mower's threshold (docs/rules.md §3). Ingestion raises `blade_due` when this
+    /// first holds after a reset; the API's `blade_due` shows it.
+    pub fn blade_due(&self, threshold_ms: i64) -> bool {
+        self.blade_since_reset_ms >= threshold_ms
+    }
+}
+
 /// What the totals need of one state: its history row's activity and blade, its position. The
 /// store reads the stored neighbours of a batch's late states as these (history joined with
 /// positions).

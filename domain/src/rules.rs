@@ -525,7 +525,7 @@ fn count_state(
     };
     // W6: once per blade reset.
     let h = snapshot.health.as_mut().expect("counted above");
-    if !h.blade_due_raised && h.blade_since_reset_ms >= threshold_ms {
+    if !h.blade_due_raised && h.blade_due(threshold_ms) {
         h.blade_due_raised = true;
         events.push(IngestEvent::BladeDue {
             mower_id: state.mower_id,

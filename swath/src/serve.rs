@@ -99,7 +99,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     let server = swath_api::server::serve(
         listener,
-        router(wired.state),
+        // Principals cached for a short while (decision 78); the in-process test app leaves it off.
+        router(
+            wired
+                .state
+                .with_principal_ttl(swath_application::access::PRINCIPAL_CACHE_TTL),
+        ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),
     );

@@ -12,6 +12,7 @@ use crate::store::MemoryStore;
 use async_trait::async_trait;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
+use swath_application::access::sees_site;
 use swath_application::ports::{
     list_order, AlertCard, AlertQuery, Assignment, AssignmentError, Assignments, Directory,
     DirectoryAdmin, HealthCard, ListQuery, MowerCard, MowerFilter, ProjectionError,
@@ -156,7 +157,10 @@ impl ProjectionStore for MemoryProjections {
         per_site: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         let mut out = Vec::new();
-        for site in sites.iter().filter(|s| who.sees_site(**s)) {
+        for site in sites
+            .iter()
+            .filter(|s| sees_site(who.sites.as_deref(), **s))
+        {
             match filter {
                 MowerFilter::All => {
                     let mowers = self.mowers_of(who, Some(vec![*site]), per_site).await?;
@@ -228,7 +232,9 @@ impl ProjectionStore for MemoryProjections {
             .await
             .map_err(unavailable)?
             .into_iter()
-            .filter(|m| m.account_id == who.account_id && who.sees_site(m.site_id))
+            .filter(|m| {
+                m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
+            })
             .map(|m| (m.id, m.blade_threshold_ms))
             .collect();
         let visible: Vec<MowerId> = mowers
@@ -309,7 +315,9 @@ impl MemoryProjections {
             .await
             .map_err(unavailable)?
             .into_iter()
-            .filter(|m| m.account_id == who.account_id && who.sees_site(m.site_id))
+            .filter(|m| {
+                m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
+            })
             .map(|m| m.id)
             .collect();
         Ok(mowers

@@ -20,6 +20,7 @@ use crate::PostgresStore;
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
+use swath_application::access::sees_site;
 use swath_application::ports::{
     AlertCard, Assignment, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter,
     Priority, ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
@@ -304,7 +305,7 @@ impl ProjectionStore for PostgresStore {
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         let visible: Vec<Uuid> = sites
             .iter()
-            .filter(|s| who.sees_site(**s))
+            .filter(|s| sees_site(who.sites.as_deref(), **s))
             .map(|s| s.0)
             .collect();
         let sql = match filter {

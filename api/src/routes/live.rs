@@ -3,10 +3,11 @@
 //!
 //! Each connection has an ack-less live subscription of its own on `telemetry.mower.*`
 //! (`EventBus::subscribe`: no acknowledgements, no redelivery, from the moment of connecting).
-//! Visibility is decided per connection from the directory, never from the report alone: the
-//! principal's mowers (its account's, limited to its sites when the token is) are resolved at
-//! connect and again every [`MOWER_REFRESH`], and a state is sent only when its mower is one of
-//! them *and* the report names the principal's account. Reports that fail validation are never
+//! Visibility is decided per connection by the access service (`Access::visible_mowers`), from
+//! the directory, never from the report alone: the principal's mowers (its account's, limited to
+//! its sites when the token is) are resolved at connect and again every [`MOWER_REFRESH`], and a
+//! state is sent only when its mower is one of them *and* the report names the principal's
+//! account. Reports that fail validation are never
 //! sent, nor a report published on another mower's subject. A client that reads too slowly loses states (the live subscription's buffer is bounded);
 //! it never slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from
 //! closing an idle stream.
@@ -82,7 +83,7 @@ pub async fn live_stream(
     // Subscribed before the mowers are read: a revocation from now on is seen.
     let revocations = state.revocations.subscribe();
     let token = hash_token(bearer_token(&headers)?);
-    let mowers = visible_mowers(&state, &principal).await?;
+    let mowers = state.access.visible_mowers(&principal).await?;
     let subscription = state
         .bus
         .subscribe(subjects::TELEMETRY_ALL, LiveOptions::default())
@@ -108,21 +109,6 @@ pub async fn live_stream(
         Some((Ok(event), live))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
-}
-
-/// The ids of the mowers `principal` may see.
-async fn visible_mowers(
-    state: &AppState,
-    principal: &Principal,
-) -> Result<HashSet<MowerId>, ApiError> {
-    Ok(state
-        .directory
-        .mowers(principal.account_id)
-        .await?
-        .into_iter()
-        .filter(|m| m.account_id == principal.account_id && principal.sees_site(m.site_id))
-        .map(|m| m.id)
-        .collect())
 }
 
 /// One connection's state.
@@ -193,9 +179,11 @@ impl Live {
     }
 
     /// Whether the connection's token still gives its principal (not revoked, scopes and sites
-    /// unchanged). A store that does not answer keeps the stream going until the next check.
+    /// unchanged). Asked of the token store itself, never of the principal cache, so that a
+    /// revocation through another replica ends the stream at this check. A store that does not
+    /// answer keeps the stream going until the next check.
     async fn token_valid(&mut self) -> bool {
-        match self.state.tokens.principal(&self.token).await {
+        match self.state.access.principal_uncached(&self.token).await {
             Ok(Some(principal)) => principal == self.principal,
             Ok(None) => false,
             Err(e) => {
@@ -224,7 +212,7 @@ impl Live {
     /// Resolves the principal's mowers again; on failure keeps the previous list (and logs).
     async fn refresh(&mut self) {
         self.refresh_at = Instant::now() + MOWER_REFRESH;
-        match visible_mowers(&self.state, &self.principal).await {
+        match self.state.access.visible_mowers(&self.principal).await {
             Ok(mowers) => self.mowers = mowers,
             Err(e) => tracing::warn!(
                 error = %e,

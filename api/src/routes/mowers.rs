@@ -1,7 +1,7 @@
 //! `/v1/mowers`: the fleet with its latest states, and the mowers of the directory (create,
 //! read, change, delete). A mower's telemetry is under [`super::telemetry`].
 
-use super::{location, referenced_site, visible_mower, PageParams};
+use super::{location, PageParams};
 use crate::auth::{Reader, Writer};
 use crate::dto::directory::{
     blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::collections::HashMap;
 use swath_application::ports::{DirectoryError, ListQuery, Mower};
-use swath_domain::{LatestRow, MowerId};
+use swath_domain::{LatestRow, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -139,7 +139,11 @@ pub async fn create_mower(
     let mower = Mower {
         id,
         account_id: principal.account_id,
-        site_id: referenced_site(&state, &principal, body.site_id).await?.id,
+        site_id: state
+            .access
+            .referenced_site(&principal, SiteId(body.site_id))
+            .await?
+            .id,
         name: text("name", body.name)?,
         model: text("model", body.model)?,
         serial: text("serial", body.serial)?,
@@ -209,7 +213,7 @@ pub async fn get_mower(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let latest = state.telemetry.latest(&[mower.id]).await?;
     json_with_etag(&headers, &MowerSummary::new(&mower, latest.first()))
 }
@@ -249,9 +253,13 @@ pub async fn update_mower(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<MowerPatch>,
 ) -> Result<Json<MowerSummary>, ApiError> {
-    let mut mower = visible_mower(&state, &principal, id).await?;
+    let mut mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     if let Some(site_id) = patch.site_id {
-        mower.site_id = referenced_site(&state, &principal, site_id).await?.id;
+        mower.site_id = state
+            .access
+            .referenced_site(&principal, SiteId(site_id))
+            .await?
+            .id;
     }
     if let Some(name) = patch.name {
         mower.name = text("name", name)?;
@@ -305,7 +313,7 @@ pub async fn delete_mower(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     match state
         .directory
         .delete_mower(principal.account_id, mower.id)

@@ -8,7 +8,6 @@
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::routes::visible_mower;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -21,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use swath_application::ports::{
-    AlertCursor, AlertQuery, EventQuery, Geofence, Principal, WatchError, WatchStore,
+    AlertCursor, AlertQuery, EventQuery, Geofence, WatchError, WatchStore,
 };
 use swath_domain::watch::busy::{is_busy, BusyStatus};
 use swath_domain::watch::zones::{Zone, MAX_ZONE_NAME_CHARS};
@@ -537,36 +536,6 @@ fn alert_after(cursor: &str) -> Result<AlertCursor, ApiError> {
     })
 }
 
-/// The mowers a feed may show: `None` (the whole account) for an unlimited principal without a
-/// filter; otherwise the visible ones, narrowed to `only`. A filter naming an invisible mower
-/// gives an empty list, exactly like an unknown one.
-async fn feed_mowers(
-    state: &AppState,
-    principal: &Principal,
-    only: Option<Uuid>,
-) -> Result<Option<Vec<MowerId>>, ApiError> {
-    if let Some(id) = only {
-        return Ok(Some(match visible_mower(state, principal, id).await {
-            Ok(m) => vec![m.id],
-            Err(ApiError::NotFound(_)) => Vec::new(),
-            Err(e) => return Err(e),
-        }));
-    }
-    if principal.sites.is_none() {
-        return Ok(None);
-    }
-    Ok(Some(
-        state
-            .directory
-            .mowers(principal.account_id)
-            .await?
-            .into_iter()
-            .filter(|m| principal.sees_site(m.site_id))
-            .map(|m| m.id)
-            .collect(),
-    ))
-}
-
 const MOWER_PARAM: &str = "The mower's id.";
 
 /// Get a mower's geofence
@@ -591,7 +560,7 @@ pub async fn get_geofence(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let geofence = store(&state)?
         .geofence(mower.id)
         .await?
@@ -627,7 +596,7 @@ pub async fn put_geofence(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<PolygonGeometry>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let polygon = body.validate()?;
     let geofence = Geofence {
         mower_id: mower.id,
@@ -662,7 +631,7 @@ pub async fn delete_geofence(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     store(&state)?.delete_geofence(mower.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -718,7 +687,7 @@ pub async fn list_zones(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ZoneList>, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     Ok(Json(ZoneList {
         items: zone_dtos(&state, mower.id).await?,
     }))
@@ -764,7 +733,7 @@ pub async fn create_zone(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Response, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     // Microseconds: what every store keeps.
     let now = state.clock.now().trunc_subsecs(6);
     let zone = Zone {
@@ -832,7 +801,10 @@ pub async fn update_zone(
     ApiPath(path): ApiPath<ZonePath>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Json<ZoneDto>, ApiError> {
-    let mower = visible_mower(&state, &principal, path.id).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     let zone = Zone {
         id: path.zone_id,
         mower_id: mower.id,
@@ -878,7 +850,10 @@ pub async fn delete_zone(
     State(state): State<AppState>,
     ApiPath(path): ApiPath<ZonePath>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = visible_mower(&state, &principal, path.id).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     if !store(&state)?.delete_zone(mower.id, path.zone_id).await? {
         return Err(ApiError::NotFound(Resource::Zone));
     }
@@ -908,7 +883,7 @@ pub async fn reset_blade(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     store(&state)?
         .reset_blade(mower.id, state.clock.now())
         .await?;
@@ -944,7 +919,10 @@ pub async fn list_events(
         .as_deref()
         .map(|c| decode("events", c)?.parse().map_err(|_| bad_cursor()))
         .transpose()?;
-    let mowers = feed_mowers(&state, &principal, params.mower_id).await?;
+    let mowers = state
+        .access
+        .feed_mowers(&principal, params.mower_id.map(MowerId))
+        .await?;
     let mut events = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
@@ -996,7 +974,10 @@ pub async fn list_alerts(
 ) -> Result<Json<AlertPage>, ApiError> {
     let limit = limit(params.limit)?;
     let after = params.cursor.as_deref().map(alert_after).transpose()?;
-    let mowers = feed_mowers(&state, &principal, params.mower_id).await?;
+    let mowers = state
+        .access
+        .feed_mowers(&principal, params.mower_id.map(MowerId))
+        .await?;
     let mut alerts = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
@@ -1047,7 +1028,7 @@ pub async fn get_busy(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<BusyDto>, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let status = store(&state)?
         .busy(&[mower.id])
         .await?

@@ -11,7 +11,6 @@ use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::routes::notifications::{AlertKindDto, SeverityDto};
-use crate::routes::visible_mower;
 use crate::state::{AppState, LiveViews};
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -27,6 +26,7 @@ use swath_application::projections::{
     FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
 };
 use swath_domain::watch::{AlertKind, Severity};
+use swath_domain::MowerId;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -720,7 +720,7 @@ pub async fn list_assignments(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AssignmentList>, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let items = views(&state)?
         .assignments
         .assignments(mower.account_id, mower.id)
@@ -757,7 +757,7 @@ pub async fn create_assignment(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Response, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let assignment = Assignment {
         id: Uuid::now_v7(),
         mower_id: mower.id,
@@ -815,7 +815,10 @@ pub async fn update_assignment(
     ApiPath(path): ApiPath<AssignmentPath>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Json<AssignmentDto>, ApiError> {
-    let mower = visible_mower(&state, &principal, path.id).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     let assignment = Assignment {
         id: path.assignment_id,
         mower_id: mower.id,
@@ -859,7 +862,10 @@ pub async fn delete_assignment(
     State(state): State<AppState>,
     ApiPath(path): ApiPath<AssignmentPath>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = visible_mower(&state, &principal, path.id).await?;
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
     if !views(&state)?
         .assignments
         .delete_assignment(mower.account_id, mower.id, path.assignment_id)

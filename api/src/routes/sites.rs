@@ -1,7 +1,7 @@
 //! `/v1/sites`: the sites of the account (create, list, read, change, delete). A token limited to
 //! some sites sees and changes only those, and cannot create sites.
 
-use super::{location, visible_site, PageParams};
+use super::{location, PageParams};
 use crate::auth::{Reader, Writer};
 use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
 use crate::error::{ApiError, Problem, Resource};
@@ -139,7 +139,7 @@ pub async fn get_site(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<SiteDto>, ApiError> {
-    let site = visible_site(&state, &principal, id).await?;
+    let site = state.access.visible_site(&principal, SiteId(id)).await?;
     Ok(Json(SiteDto::from(&site)))
 }
 
@@ -176,7 +176,7 @@ pub async fn update_site(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<SitePatch>,
 ) -> Result<Json<SiteDto>, ApiError> {
-    let mut site = visible_site(&state, &principal, id).await?;
+    let mut site = state.access.visible_site(&principal, SiteId(id)).await?;
     if let Some(name) = patch.name {
         site.name = text("name", name)?;
     }
@@ -221,7 +221,7 @@ pub async fn delete_site(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let site = visible_site(&state, &principal, id).await?;
+    let site = state.access.visible_site(&principal, SiteId(id)).await?;
     match state
         .directory
         .delete_site(principal.account_id, site.id)

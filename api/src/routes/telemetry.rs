@@ -5,7 +5,6 @@
 //! a page starts strictly after the last instant of the previous one, so states stored while a
 //! client pages never shift or repeat the pages.
 
-use super::visible_mower;
 use crate::auth::Reader;
 use crate::dto::reads::{
     DayItem, DayList, HistoryItem, HistoryPage, TrackFeatureCollection, TrackPage, TrackPoint,
@@ -23,6 +22,7 @@ use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use swath_application::ports::TimeWindow;
+use swath_domain::MowerId;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -72,7 +72,7 @@ pub async fn get_mower_state(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let latest = state.telemetry.latest(&[mower.id]).await?;
     let row = latest
         .iter()
@@ -118,7 +118,7 @@ pub async fn get_mower_health(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let totals = state.telemetry.health(mower.id).await?;
     json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
 }
@@ -199,7 +199,7 @@ pub async fn get_mower_history(
     ApiQuery(params): ApiQuery<WindowParams>,
 ) -> Result<Json<HistoryPage>, ApiError> {
     let (window, limit) = params.window(List::History)?;
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let answer = state.telemetry.history(mower.id, &window).await?;
     let (rows, truncated) = page::cut(answer.rows, limit);
     Ok(Json(HistoryPage {
@@ -298,7 +298,7 @@ pub async fn get_mower_track(
         cursor: params.cursor,
     };
     let (window, limit) = window.window(List::Track)?;
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let answer = state.telemetry.track(mower.id, &window).await?;
     let (rows, truncated) = page::cut(answer.rows, limit);
     let track = TrackPage {
@@ -375,7 +375,7 @@ pub async fn get_mower_days(
             "The range has more than {MAX_DAYS} days; ask for fewer."
         )));
     }
-    let mower = visible_mower(&state, &principal, id).await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let site = state.directory.site(mower.site_id).await?;
     let days = state
         .telemetry

@@ -21,6 +21,7 @@ use axum::Json;
 use swath_application::ports::{
     generate_token, hash_token, NewToken, Principal, Scope, TokenId, TokenInfo, TokenQuery,
 };
+use swath_application::AccessError;
 use swath_domain::SiteId;
 use uuid::Uuid;
 
@@ -127,13 +128,15 @@ pub async fn create_token(
             ids.sort();
             ids.dedup();
             for id in &ids {
-                super::referenced_site(&state, &principal, *id)
+                state
+                    .access
+                    .referenced_site(&principal, SiteId(*id))
                     .await
                     .map_err(|e| match e {
-                        ApiError::Validation(_) => ApiError::Validation(format!(
+                        AccessError::NotVisible(_) => ApiError::Validation(format!(
                             "`sites` names {id}, which is no site visible to this token."
                         )),
-                        other => other,
+                        other => other.into(),
                     })?;
             }
             Some(ids.into_iter().map(SiteId).collect())
@@ -238,8 +241,9 @@ pub async fn get_token(
     tag = TAG,
     operation_id = "revoke_token",
     summary = "Revoke an API token",
-    description = "Deletes the token: from the next request on, it answers `401`. A token may \
-        revoke itself.",
+    description = "Deletes the token: from the next request on, it answers `401` (through \
+        another replica of the service within 2 s, the time a replica keeps a token's \
+        principal). A token may revoke itself.",
     security(("bearer" = ["admin"])),
     params(
         ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),

@@ -46,12 +46,6 @@ impl From<&Principal> for Visibility {
     }
 }
 
-impl Visibility {
-    pub fn sees_site(&self, site: SiteId) -> bool {
-        self.sites.as_ref().is_none_or(|s| s.contains(&site))
-    }
-}
-
 /// A site as a live view shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SiteCard {

@@ -54,10 +54,6 @@ impl Principal {
         self.scopes.contains(&scope)
     }
 
-    pub fn sees_site(&self, site: SiteId) -> bool {
-        self.sites.as_ref().is_none_or(|s| s.contains(&site))
-    }
-
     /// Whether `other` can do nothing that `self` cannot: same account, every scope of `other` is
     /// one of `self`, and `other` sees no site that `self` does not (an unlimited `other` only
     /// under an unlimited `self`). A principal creates, sees and revokes only tokens within its

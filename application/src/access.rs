@@ -1,0 +1,383 @@
+//! Who may see what: the one place where a [`Principal`] meets the directory.
+//!
+//! Every HTTP route, the live stream, the live pages and `POST /v1/states` ask [`Access`]; none
+//! decides visibility itself. The rules (docs/rules.md §7, decision 76):
+//!
+//! - a mower or site is visible when it is of the principal's account and its site is one the
+//!   principal sees ([`sees_site`]: every site of the account for an unlimited token, else only
+//!   the listed ones);
+//! - an invisible resource is refused exactly like an unknown id ([`AccessError::NotVisible`]),
+//!   so that ids of other tenants cannot be probed;
+//! - a site named in a request body that the principal cannot see is one refusal, whether it is
+//!   unknown, another account's or hidden ([`Hidden::ReferencedSite`]);
+//! - a feed (events, alerts) or the live stream shows the visible mowers only; a state report
+//!   over HTTP must name the principal's account and a visible mower ([`Access::filter_states`]).
+//!
+//! Bearer tokens resolve to principals through [`Access::principal`], which keeps each answer for
+//! at most [`PRINCIPAL_CACHE_TTL`] (decision 78): a revocation through this process is honoured
+//! at once ([`Revocations`]), one through another replica within that bound.
+
+use crate::ports::{
+    Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
+    TokenStore,
+};
+use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use swath_domain::{DropReason, InvalidReport, MowerId, SiteId, StateReport};
+
+/// How long a token's principal is answered from memory before the token store is asked again:
+/// the longest a token revoked through another replica keeps working here (decision 78).
+pub const PRINCIPAL_CACHE_TTL: Duration = Duration::from_secs(2);
+
+/// The most principals kept. Only valid tokens are kept (an unknown token is asked every time),
+/// so this bounds memory against many valid tokens, not against guessed ones.
+pub const PRINCIPAL_CACHE_ENTRIES: usize = 10_000;
+
+/// The detail of a state report whose mower the token cannot see (unknown, another account's or
+/// on a hidden site: one sentence for the three).
+pub const MOWER_NOT_VISIBLE: &str = "No mower with this id is visible to this token.";
+
+/// The detail of a state report of another account than the token's.
+pub const ACCOUNT_MISMATCH: &str = "`account_id` is not the account of this token.";
+
+/// Whether a principal limited to `sites` (`None`: every site of its account) sees `site`. The
+/// one statement of the rule: principals, live views and adapters all ask it.
+pub fn sees_site(sites: Option<&[SiteId]>, site: SiteId) -> bool {
+    sites.is_none_or(|s| s.contains(&site))
+}
+
+/// What was not visible: each kind answers one error for "unknown", "another account's" and
+/// "hidden from this token".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hidden {
+    /// A mower named by a path or a filter.
+    Mower,
+    /// A site named by a path.
+    Site,
+    /// A site named in a request body (a mower's `site_id`, a token's sites).
+    ReferencedSite,
+}
+
+impl fmt::Display for Hidden {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Hidden::Mower => "mower",
+            Hidden::Site => "site",
+            Hidden::ReferencedSite => "referenced site",
+        })
+    }
+}
+
+/// Errors of [`Access`].
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// Unknown, another account's, or on a site the principal may not see.
+    #[error("the {0} does not exist or is not visible to this principal")]
+    NotVisible(Hidden),
+    /// The directory or the token store failed: visibility could not be decided.
+    #[error("access could not be decided: {0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<DirectoryError> for AccessError {
+    fn from(e: DirectoryError) -> Self {
+        AccessError::Unavailable(Box::new(e))
+    }
+}
+
+impl From<TokenError> for AccessError {
+    fn from(e: TokenError) -> Self {
+        AccessError::Unavailable(Box::new(e))
+    }
+}
+
+/// A generation counter of token revocations in this process: revoking a token bumps it; the
+/// principal cache forgets every answer older than the bump, and every open live stream checks
+/// its own token again. Other replicas find out within [`PRINCIPAL_CACHE_TTL`] (requests) or at
+/// their stream's periodic check.
+#[derive(Clone)]
+pub struct Revocations(Arc<tokio::sync::watch::Sender<u64>>);
+
+impl Default for Revocations {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(0)))
+    }
+}
+
+impl Revocations {
+    /// A token was revoked.
+    pub fn notify(&self) {
+        self.0
+            .send_modify(|generation| *generation = generation.wrapping_add(1));
+    }
+
+    /// Changes whenever a token is revoked from now on.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+
+    fn generation(&self) -> u64 {
+        *self.0.borrow()
+    }
+}
+
+/// A principal as the token store gave it, when, and under which revocation generation.
+struct Cached {
+    principal: Principal,
+    at: DateTime<Utc>,
+    generation: u64,
+}
+
+/// The visibility use case: holds the directory and the token store, answers every question of
+/// the form "may this principal see that".
+#[derive(Clone)]
+pub struct Access {
+    directory: Arc<dyn DirectoryAdmin>,
+    tokens: Arc<dyn TokenStore>,
+    clock: Arc<dyn Clock>,
+    revocations: Revocations,
+    ttl: Duration,
+    principals: Arc<Mutex<HashMap<TokenHash, Cached>>>,
+}
+
+impl Access {
+    pub fn new(
+        directory: Arc<dyn DirectoryAdmin>,
+        tokens: Arc<dyn TokenStore>,
+        clock: Arc<dyn Clock>,
+        revocations: Revocations,
+    ) -> Self {
+        Self {
+            directory,
+            tokens,
+            clock,
+            revocations,
+            ttl: Duration::ZERO,
+            principals: Arc::default(),
+        }
+    }
+
+    /// Another bound for the principal cache; zero asks the token store on every request.
+    pub fn with_principal_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// The revocations this service honours at once.
+    pub fn revocations(&self) -> &Revocations {
+        &self.revocations
+    }
+
+    /// The principal of a token (by its hash), or `None` when the token is unknown or revoked.
+    /// Answered from memory for at most [`PRINCIPAL_CACHE_TTL`] after the store said so, and
+    /// never across a revocation in this process.
+    pub async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, AccessError> {
+        let now = self.clock.now();
+        // Read before the store is asked: a revocation during the lookup makes its answer stale.
+        let generation = self.revocations.generation();
+        if let Some(principal) = self.cached(hash, now, generation) {
+            return Ok(Some(principal));
+        }
+        let principal = self.tokens.principal(hash).await?;
+        if let Some(p) = &principal {
+            self.remember(hash, p, now, generation);
+        }
+        Ok(principal)
+    }
+
+    /// The principal of a token from the token store itself, never from memory (a live stream's
+    /// periodic check, which must see another replica's revocation).
+    pub async fn principal_uncached(
+        &self,
+        hash: &TokenHash,
+    ) -> Result<Option<Principal>, AccessError> {
+        Ok(self.tokens.principal(hash).await?)
+    }
+
+    fn cached(&self, hash: &TokenHash, now: DateTime<Utc>, generation: u64) -> Option<Principal> {
+        if self.ttl.is_zero() {
+            return None;
+        }
+        let cache = self.principals.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = cache.get(hash)?;
+        self.fresh(entry, now, generation)
+            .then(|| entry.principal.clone())
+    }
+
+    /// Fresh: of the current revocation generation, and stored no longer than the bound ago (a
+    /// clock that went back makes every entry stale rather than immortal).
+    fn fresh(&self, entry: &Cached, now: DateTime<Utc>, generation: u64) -> bool {
+        entry.generation == generation
+            && now >= entry.at
+            && (now - entry.at).to_std().is_ok_and(|age| age < self.ttl)
+    }
+
+    fn remember(
+        &self,
+        hash: &TokenHash,
+        principal: &Principal,
+        now: DateTime<Utc>,
+        generation: u64,
+    ) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut cache = self.principals.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.len() >= PRINCIPAL_CACHE_ENTRIES && !cache.contains_key(hash) {
+            let current = self.revocations.generation();
+            cache.retain(|_, entry| self.fresh(entry, now, current));
+            if cache.len() >= PRINCIPAL_CACHE_ENTRIES {
+                return;
+            }
+        }
+        cache.insert(
+            hash.clone(),
+            Cached {
+                principal: principal.clone(),
+                at: now,
+                generation,
+            },
+        );
+    }
+
+    /// The mower `id` if `principal` may see it; otherwise the one error of every invisible
+    /// mower.
+    pub async fn visible_mower(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Mower, AccessError> {
+        match self.directory.mower(id).await? {
+            Some(m) if sees(principal, m.account_id, m.site_id) => Ok(m),
+            _ => Err(AccessError::NotVisible(Hidden::Mower)),
+        }
+    }
+
+    /// The site `id` if `principal` may see it; otherwise the one error of every invisible site.
+    pub async fn visible_site(
+        &self,
+        principal: &Principal,
+        id: SiteId,
+    ) -> Result<Site, AccessError> {
+        match self.directory.site(id).await? {
+            Some(s) if sees(principal, s.account_id, s.id) => Ok(s),
+            _ => Err(AccessError::NotVisible(Hidden::Site)),
+        }
+    }
+
+    /// A site named in a request body: [`Hidden::ReferencedSite`] when `principal` cannot see it.
+    pub async fn referenced_site(
+        &self,
+        principal: &Principal,
+        id: SiteId,
+    ) -> Result<Site, AccessError> {
+        self.visible_site(principal, id).await.map_err(|e| match e {
+            AccessError::NotVisible(_) => AccessError::NotVisible(Hidden::ReferencedSite),
+            other => other,
+        })
+    }
+
+    /// The ids of every mower `principal` may see (the live stream's set).
+    pub async fn visible_mowers(
+        &self,
+        principal: &Principal,
+    ) -> Result<HashSet<MowerId>, AccessError> {
+        Ok(self
+            .directory
+            .mowers(principal.account_id)
+            .await?
+            .into_iter()
+            .filter(|m| sees(principal, m.account_id, m.site_id))
+            .map(|m| m.id)
+            .collect())
+    }
+
+    /// The mowers a feed (events, alerts) may show: `None` (the whole account) for an unlimited
+    /// principal without a filter; otherwise the visible ones, narrowed to `only`. A filter naming
+    /// an invisible mower gives an empty list, exactly like an unknown one.
+    pub async fn feed_mowers(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+    ) -> Result<Option<Vec<MowerId>>, AccessError> {
+        if let Some(id) = only {
+            return Ok(Some(match self.visible_mower(principal, id).await {
+                Ok(m) => vec![m.id],
+                Err(AccessError::NotVisible(_)) => Vec::new(),
+                Err(e) => return Err(e),
+            }));
+        }
+        if principal.sites.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(
+            self.directory
+                .mowers(principal.account_id)
+                .await?
+                .into_iter()
+                .filter(|m| sees(principal, m.account_id, m.site_id))
+                .map(|m| m.id)
+                .collect(),
+        ))
+    }
+
+    /// The tenant filter of state reports received from `principal` (`POST /v1/states`): a
+    /// report of another account is dropped as `account_mismatch`; a report of a mower the
+    /// principal cannot see as `unknown_mower` ([`MOWER_NOT_VISIBLE`]). An unlimited principal's
+    /// mowers are left to W0, which refuses another account's mower during ingestion (callers
+    /// answer that refusal as an unknown mower).
+    pub async fn filter_states(
+        &self,
+        principal: &Principal,
+        batch: &mut [Result<StateReport, InvalidReport>],
+    ) -> Result<(), AccessError> {
+        for report in batch.iter_mut() {
+            if let Ok(r) = report {
+                if r.account_id != principal.account_id {
+                    *report = Err(InvalidReport {
+                        reason: DropReason::AccountMismatch,
+                        detail: ACCOUNT_MISMATCH.to_owned(),
+                        mower_id: Some(r.mower_id),
+                    });
+                }
+            }
+        }
+        if principal.sites.is_none() {
+            return Ok(());
+        }
+        let mut ids: Vec<MowerId> = batch
+            .iter()
+            .filter_map(|r| r.as_ref().ok().map(|s| s.mower_id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let visible: HashSet<MowerId> = self
+            .directory
+            .mowers_by_id(&ids)
+            .await?
+            .into_iter()
+            .filter(|m| sees(principal, m.account_id, m.site_id))
+            .map(|m| m.id)
+            .collect();
+        for report in batch.iter_mut() {
+            if let Ok(s) = report {
+                if !visible.contains(&s.mower_id) {
+                    *report = Err(InvalidReport {
+                        reason: DropReason::UnknownMower,
+                        detail: MOWER_NOT_VISIBLE.to_owned(),
+                        mower_id: Some(s.mower_id),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `principal` sees a resource of `account` on `site`.
+fn sees(principal: &Principal, account: swath_domain::AccountId, site: SiteId) -> bool {
+    account == principal.account_id && sees_site(principal.sites.as_deref(), site)
+}

@@ -1,0 +1,559 @@
+//! The access service (`swath_application::Access`) on the memory store, without HTTP: one test
+//! per visibility rule, and the principal cache (its store lookups counted, no wall clock).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use serde_json::json;
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use swath_application::access::{sees_site, ACCOUNT_MISMATCH, MOWER_NOT_VISIBLE};
+use swath_application::ports::{
+    hash_token, Account, Clock, Directory, ManualClock, Mower, NewToken, Principal, Scope, Site,
+    TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
+};
+use swath_application::{Access, AccessError, Hidden, Revocations};
+use swath_domain::{AccountId, DropReason, InvalidReport, MowerId, SiteId, StateReport};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use uuid::Uuid;
+
+fn t0() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 6, 1, 12, 0, 0).unwrap()
+}
+
+fn id(n: u128) -> Uuid {
+    Uuid::from_u128(n)
+}
+
+/// Account A with sites North (mowers n0, n1) and South (mower s0); account B with site Main
+/// (mower b0).
+struct World {
+    store: MemoryStore,
+    a: AccountId,
+    north: SiteId,
+    south: SiteId,
+    n0: MowerId,
+    n1: MowerId,
+    s0: MowerId,
+    b: AccountId,
+    main: SiteId,
+    b0: MowerId,
+}
+
+impl World {
+    async fn new() -> World {
+        let store = MemoryStore::new(MemoryStoreSettings {
+            history_per_mower: 10,
+        });
+        let (a, b) = (AccountId(id(0xa0)), AccountId(id(0xb0)));
+        for (account, name) in [(a, "Acme"), (b, "Borough")] {
+            store
+                .create_account(Account {
+                    id: account,
+                    name: name.to_owned(),
+                })
+                .await
+                .unwrap();
+        }
+        let (north, south, main) = (SiteId(id(0xa1)), SiteId(id(0xa2)), SiteId(id(0xb1)));
+        for (site, account) in [(north, a), (south, a), (main, b)] {
+            store
+                .create_site(Site {
+                    id: site,
+                    account_id: account,
+                    name: format!("site {}", site.0),
+                    time_zone: chrono_tz::Europe::Berlin,
+                    display_order: 0,
+                })
+                .await
+                .unwrap();
+        }
+        let (n0, n1, s0, b0) = (
+            MowerId(id(0xa10)),
+            MowerId(id(0xa11)),
+            MowerId(id(0xa20)),
+            MowerId(id(0xb10)),
+        );
+        for (mower, account, site) in [
+            (n0, a, north),
+            (n1, a, north),
+            (s0, a, south),
+            (b0, b, main),
+        ] {
+            store
+                .create_mower(Mower {
+                    id: mower,
+                    account_id: account,
+                    site_id: site,
+                    name: format!("mower {}", mower.0),
+                    model: "R40".to_owned(),
+                    serial: String::new(),
+                    display_order: 0,
+                    blade_threshold_ms: 3_600_000,
+                })
+                .await
+                .unwrap();
+        }
+        World {
+            store,
+            a,
+            north,
+            south,
+            n0,
+            n1,
+            s0,
+            b,
+            main,
+            b0,
+        }
+    }
+
+    fn access(&self) -> Access {
+        Access::new(
+            Arc::new(self.store.clone()),
+            Arc::new(self.store.clone()),
+            Arc::new(ManualClock::new(t0())),
+            Revocations::default(),
+        )
+    }
+
+    /// Every site of account A.
+    fn a_all(&self) -> Principal {
+        Principal {
+            account_id: self.a,
+            scopes: vec![Scope::Read, Scope::Write],
+            sites: None,
+        }
+    }
+
+    /// Account A, South only.
+    fn a_south(&self) -> Principal {
+        Principal {
+            sites: Some(vec![self.south]),
+            ..self.a_all()
+        }
+    }
+
+    fn report(&self, mower: MowerId, account: AccountId) -> Result<StateReport, InvalidReport> {
+        StateReport::from_value(
+            json!({
+                "mower_id": mower.0.to_string(),
+                "account_id": account.0.to_string(),
+                "observed_at": t0().to_rfc3339(),
+                "activity": "mowing",
+                "battery_percent": 80,
+            }),
+            t0(),
+        )
+    }
+}
+
+fn not_visible(result: Result<impl std::fmt::Debug, AccessError>, kind: Hidden) {
+    match result {
+        Err(AccessError::NotVisible(k)) => assert_eq!(k, kind),
+        other => panic!("expected NotVisible({kind:?}), got {other:?}"),
+    }
+}
+
+#[test]
+fn a_site_is_seen_by_an_unlimited_principal_and_by_one_that_lists_it() {
+    let (x, y) = (SiteId(id(1)), SiteId(id(2)));
+    assert!(sees_site(None, x));
+    assert!(sees_site(Some(&[x]), x));
+    assert!(!sees_site(Some(&[x]), y));
+    assert!(!sees_site(Some(&[]), x));
+}
+
+#[tokio::test]
+async fn a_mower_is_visible_only_in_its_account_and_on_a_seen_site() {
+    let w = World::new().await;
+    let access = w.access();
+    // Own account, unlimited: every site's mower.
+    for m in [w.n0, w.s0] {
+        assert_eq!(access.visible_mower(&w.a_all(), m).await.unwrap().id, m);
+    }
+    // Limited to South: South's mower only; North's answers as an unknown id does.
+    assert_eq!(
+        access.visible_mower(&w.a_south(), w.s0).await.unwrap().id,
+        w.s0
+    );
+    not_visible(
+        access.visible_mower(&w.a_south(), w.n0).await,
+        Hidden::Mower,
+    );
+    // Another account's mower and an unknown id: the same error.
+    not_visible(access.visible_mower(&w.a_all(), w.b0).await, Hidden::Mower);
+    not_visible(
+        access.visible_mower(&w.a_all(), MowerId(id(0xdead))).await,
+        Hidden::Mower,
+    );
+}
+
+#[tokio::test]
+async fn a_site_is_visible_only_in_its_account_and_when_seen() {
+    let w = World::new().await;
+    let access = w.access();
+    assert_eq!(
+        access.visible_site(&w.a_all(), w.north).await.unwrap().id,
+        w.north
+    );
+    assert_eq!(
+        access.visible_site(&w.a_south(), w.south).await.unwrap().id,
+        w.south
+    );
+    not_visible(
+        access.visible_site(&w.a_south(), w.north).await,
+        Hidden::Site,
+    );
+    not_visible(access.visible_site(&w.a_all(), w.main).await, Hidden::Site);
+    not_visible(
+        access.visible_site(&w.a_all(), SiteId(id(0xdead))).await,
+        Hidden::Site,
+    );
+}
+
+#[tokio::test]
+async fn a_referenced_site_that_is_not_visible_is_one_refusal() {
+    let w = World::new().await;
+    let access = w.access();
+    assert_eq!(
+        access
+            .referenced_site(&w.a_south(), w.south)
+            .await
+            .unwrap()
+            .id,
+        w.south
+    );
+    for site in [w.north, w.main, SiteId(id(0xdead))] {
+        not_visible(
+            access.referenced_site(&w.a_south(), site).await,
+            Hidden::ReferencedSite,
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_live_set_is_the_accounts_mowers_on_seen_sites() {
+    let w = World::new().await;
+    let access = w.access();
+    assert_eq!(
+        access.visible_mowers(&w.a_all()).await.unwrap(),
+        HashSet::from([w.n0, w.n1, w.s0])
+    );
+    assert_eq!(
+        access.visible_mowers(&w.a_south()).await.unwrap(),
+        HashSet::from([w.s0])
+    );
+    let b = Principal {
+        account_id: w.b,
+        scopes: vec![Scope::Read],
+        sites: None,
+    };
+    assert_eq!(
+        access.visible_mowers(&b).await.unwrap(),
+        HashSet::from([w.b0])
+    );
+}
+
+#[tokio::test]
+async fn a_feed_shows_the_visible_mowers_and_a_hidden_filter_shows_nothing() {
+    let w = World::new().await;
+    let access = w.access();
+    // Unlimited without a filter: the whole account (no list to pass to the store).
+    assert_eq!(access.feed_mowers(&w.a_all(), None).await.unwrap(), None);
+    // Limited: its sites' mowers.
+    assert_eq!(
+        access.feed_mowers(&w.a_south(), None).await.unwrap(),
+        Some(vec![w.s0])
+    );
+    // A filter on a visible mower: that mower.
+    assert_eq!(
+        access.feed_mowers(&w.a_all(), Some(w.n1)).await.unwrap(),
+        Some(vec![w.n1])
+    );
+    // A filter on a hidden, another account's or unknown mower: an empty feed, all alike.
+    for m in [w.n0, w.b0, MowerId(id(0xdead))] {
+        assert_eq!(
+            access.feed_mowers(&w.a_south(), Some(m)).await.unwrap(),
+            Some(vec![]),
+            "{m}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn state_reports_must_name_the_principals_account_and_a_visible_mower() {
+    let w = World::new().await;
+    let access = w.access();
+    let dropped = |r: &Result<StateReport, InvalidReport>| {
+        r.as_ref().err().map(|e| (e.reason, e.detail.clone()))
+    };
+
+    // Limited to South: another account's report is an account mismatch; North's mower, B's
+    // mower (under A's account) and an unknown mower are one `unknown_mower`.
+    let mut batch = vec![
+        w.report(w.s0, w.a),
+        w.report(w.b0, w.b),
+        w.report(w.n0, w.a),
+        w.report(w.b0, w.a),
+        w.report(MowerId(id(0xdead)), w.a),
+    ];
+    access
+        .filter_states(&w.a_south(), &mut batch)
+        .await
+        .unwrap();
+    assert!(batch[0].is_ok());
+    assert_eq!(
+        dropped(&batch[1]),
+        Some((DropReason::AccountMismatch, ACCOUNT_MISMATCH.to_owned()))
+    );
+    for r in &batch[2..] {
+        assert_eq!(
+            dropped(r),
+            Some((DropReason::UnknownMower, MOWER_NOT_VISIBLE.to_owned()))
+        );
+    }
+
+    // Unlimited: the account is checked here; the mower is left to W0 during ingestion.
+    let mut batch = vec![
+        w.report(w.n0, w.a),
+        w.report(w.b0, w.b),
+        w.report(w.b0, w.a),
+    ];
+    access.filter_states(&w.a_all(), &mut batch).await.unwrap();
+    assert!(batch[0].is_ok());
+    assert_eq!(dropped(&batch[1]).unwrap().0, DropReason::AccountMismatch);
+    assert!(batch[2].is_ok());
+
+    // A report that failed validation stays as it was.
+    let mut batch = vec![Err(InvalidReport::new(DropReason::Malformed, "not JSON"))];
+    access
+        .filter_states(&w.a_south(), &mut batch)
+        .await
+        .unwrap();
+    assert_eq!(dropped(&batch[0]).unwrap().0, DropReason::Malformed);
+}
+
+/// A token store that counts the lookups of a principal.
+struct Counting {
+    inner: MemoryStore,
+    lookups: AtomicUsize,
+}
+
+#[async_trait]
+impl TokenStore for Counting {
+    async fn create_token(&self, hash: TokenHash, token: NewToken) -> Result<(), TokenError> {
+        self.inner.create_token(hash, token).await
+    }
+    async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError> {
+        self.lookups.fetch_add(1, Ordering::SeqCst);
+        self.inner.principal(hash).await
+    }
+    async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError> {
+        self.inner.tokens(query).await
+    }
+    async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {
+        self.inner.token(id).await
+    }
+    async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
+        self.inner.revoke_token(id).await
+    }
+}
+
+struct Cache {
+    access: Access,
+    tokens: Arc<Counting>,
+    clock: Arc<ManualClock>,
+    revocations: Revocations,
+    hash: TokenHash,
+    token: TokenId,
+    principal: Principal,
+}
+
+impl Cache {
+    async fn new(ttl: std::time::Duration) -> Cache {
+        let w = World::new().await;
+        let tokens = Arc::new(Counting {
+            inner: w.store.clone(),
+            lookups: AtomicUsize::new(0),
+        });
+        let clock = Arc::new(ManualClock::new(t0()));
+        let revocations = Revocations::default();
+        let hash = hash_token("swath_cache_test");
+        let token = TokenId(id(0xc0));
+        tokens
+            .create_token(
+                hash.clone(),
+                NewToken {
+                    id: token,
+                    name: String::new(),
+                    principal: w.a_south(),
+                },
+            )
+            .await
+            .unwrap();
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let access = Access::new(
+            Arc::new(w.store.clone()),
+            tokens.clone(),
+            dyn_clock,
+            revocations.clone(),
+        )
+        .with_principal_ttl(ttl);
+        Cache {
+            access,
+            tokens,
+            clock,
+            revocations,
+            hash,
+            token,
+            principal: w.a_south(),
+        }
+    }
+
+    fn lookups(&self) -> usize {
+        self.tokens.lookups.load(Ordering::SeqCst)
+    }
+
+    async fn principal(&self) -> Option<Principal> {
+        self.access.principal(&self.hash).await.unwrap()
+    }
+}
+
+#[tokio::test]
+async fn two_requests_within_the_bound_look_the_token_up_once() {
+    let c = Cache::new(std::time::Duration::from_secs(2)).await;
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    c.clock.advance(Duration::milliseconds(1999));
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    assert_eq!(c.lookups(), 1);
+    // At the bound the store is asked again.
+    c.clock.advance(Duration::milliseconds(1));
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    assert_eq!(c.lookups(), 2);
+    // A clock that goes back does not make an entry live for ever.
+    c.clock.advance(Duration::seconds(-10));
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    assert_eq!(c.lookups(), 3);
+}
+
+#[tokio::test]
+async fn a_token_revoked_on_this_replica_is_refused_at_once() {
+    let c = Cache::new(std::time::Duration::from_secs(2)).await;
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    assert!(c.tokens.revoke_token(c.token).await.unwrap());
+    c.revocations.notify();
+    // Same instant, well inside the bound: the store is asked and says no.
+    assert_eq!(c.principal().await, None);
+    assert_eq!(c.lookups(), 2);
+    // Unknown tokens are never kept: each request asks.
+    assert_eq!(c.principal().await, None);
+    assert_eq!(c.lookups(), 3);
+}
+
+#[tokio::test]
+async fn a_token_revoked_elsewhere_is_refused_within_the_bound() {
+    let c = Cache::new(std::time::Duration::from_secs(2)).await;
+    assert_eq!(c.principal().await, Some(c.principal.clone()));
+    // Revoked through another replica: no notification here.
+    assert!(c.tokens.revoke_token(c.token).await.unwrap());
+    c.clock.advance(Duration::seconds(1));
+    assert_eq!(
+        c.principal().await,
+        Some(c.principal.clone()),
+        "within the bound"
+    );
+    c.clock.advance(Duration::seconds(1));
+    assert_eq!(c.principal().await, None, "the bound is over");
+    // The live stream's check never uses the cache.
+    assert_eq!(c.access.principal_uncached(&c.hash).await.unwrap(), None);
+}
+
+#[tokio::test]
+async fn without_a_bound_every_request_asks_the_store() {
+    let c = Cache::new(std::time::Duration::ZERO).await;
+    for _ in 0..3 {
+        assert_eq!(c.principal().await, Some(c.principal.clone()));
+    }
+    assert_eq!(c.lookups(), 3);
+}
+
+/// The cache behind the router, as `swath serve` wires it: two `GET`s with one token inside the
+/// bound ask the token store once; the token revoked through this replica is refused at once.
+#[tokio::test]
+async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
+    use axum::body::Body;
+    use axum::http::{header, Method, Request, StatusCode};
+    use swath_api::{router, AppState};
+    use swath_application::ports::EventBus;
+    use swath_application::Ingest;
+    use swath_memory::{MemoryBus, MemoryBusSettings};
+    use tower::ServiceExt;
+
+    let w = World::new().await;
+    let tokens = Arc::new(Counting {
+        inner: w.store.clone(),
+        lookups: AtomicUsize::new(0),
+    });
+    let token = "swath_http_cache_test";
+    let token_id = TokenId(id(0xc1));
+    tokens
+        .create_token(
+            hash_token(token),
+            NewToken {
+                id: token_id,
+                name: String::new(),
+                principal: Principal {
+                    scopes: vec![Scope::Read, Scope::Admin],
+                    ..w.a_south()
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t0()));
+    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let ingest = Arc::new(Ingest::new(
+        Arc::new(w.store.clone()),
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+    ));
+    let app = router(
+        AppState::new(
+            Arc::new(w.store.clone()),
+            tokens.clone(),
+            Arc::new(w.store.clone()),
+            bus,
+            clock,
+            ingest,
+        )
+        .with_principal_ttl(std::time::Duration::from_secs(2)),
+    );
+    let send = |method: Method, path: String| {
+        let app = app.clone();
+        async move {
+            app.oneshot(
+                Request::builder()
+                    .method(method)
+                    .uri(path)
+                    .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                    .body(Body::empty())
+                    .unwrap(),
+            )
+            .await
+            .unwrap()
+            .status()
+        }
+    };
+    let mower = format!("/v1/mowers/{}", w.s0);
+    assert_eq!(send(Method::GET, mower.clone()).await, StatusCode::OK);
+    assert_eq!(send(Method::GET, mower.clone()).await, StatusCode::OK);
+    assert_eq!(tokens.lookups.load(Ordering::SeqCst), 1);
+
+    assert_eq!(
+        send(Method::DELETE, format!("/v1/tokens/{token_id}")).await,
+        StatusCode::NO_CONTENT
+    );
+    // The clock has not moved: well inside the bound, yet refused.
+    assert_eq!(send(Method::GET, mower).await, StatusCode::UNAUTHORIZED);
+}
