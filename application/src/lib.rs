@@ -23,8 +23,8 @@
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
 //!   their ceilings (docs/rules.md §6).
 
-pub mod group_commit;
 pub mod access;
+pub mod group_commit;
 pub mod import;
 pub mod ingest;
 pub mod ports;

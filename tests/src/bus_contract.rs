@@ -1033,7 +1033,7 @@ pub async fn publish_all_stores_in_order_and_answers_each(bus: DynBus, prefix: &
     let mut messages: Vec<Publication> = (0..600)
         .map(|n| Publication {
             subject: subject.clone(),
-            payload: payload(&format!("m{n}")),
+            payload: payload(format!("m{n}")),
             dedup_id: if n % 2 == 0 { id(n) } else { None },
         })
         .collect();
