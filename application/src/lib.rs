@@ -1,5 +1,7 @@
 //! Swath's application layer: the ports the use cases need (traits, each with its contract) and
 //! the use cases themselves. Adapters implement the ports; the `swath` binary's `wiring` chooses them once.
+//! The simulated demo fleet, which drives the ports like a gateway, is an adapter of its own
+//! (`swath-simulator`, docs/decisions.md 85).
 //!
 //! # Layout
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
@@ -9,7 +11,6 @@
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
 //!   work (the ingest and watcher consumers' handlers).
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
-//! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
 //!   sweep (docs/rules.md §4).
@@ -26,7 +27,6 @@ pub mod ports;
 pub mod projections;
 pub mod retention;
 pub mod scheduler;
-pub mod simulator;
 pub mod subjects;
 pub mod watcher;
 
@@ -34,5 +34,4 @@ pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
-pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 pub use watcher::{Watcher, WatcherHandler};
