@@ -1,5 +1,7 @@
 //! Swath's application layer: the ports the use cases need (traits, each with its contract) and
 //! the use cases themselves. Adapters implement the ports; the `swath` binary's `wiring` chooses them once.
+//! The simulated demo fleet, which drives the ports like a gateway, is an adapter of its own
+//! (`swath-simulator`, docs/decisions.md 85).
 //!
 //! # Layout
 //! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
@@ -13,7 +15,6 @@
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
-//! - [`simulator`]: a demo fleet that mows, charges and fails, published like a gateway would.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
 //!   sweep (docs/rules.md §4).
@@ -31,7 +32,6 @@ pub mod ports;
 pub mod projections;
 pub mod retention;
 pub mod scheduler;
-pub mod simulator;
 pub mod subjects;
 pub mod submissions;
 pub mod watcher;
@@ -41,6 +41,5 @@ pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
-pub use simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use watcher::{Watcher, WatcherHandler};

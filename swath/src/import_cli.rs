@@ -6,9 +6,9 @@ use anyhow::Context;
 use std::sync::Arc;
 use swath_application::import::import_ndjson;
 use swath_application::ports::{Clock, EventBus, SystemClock};
-use swath_application::simulator::{seed_demo_fleet, SimulatorSettings};
 use swath_application::Ingest;
 use swath_memory::{MemoryBus, MemoryBusSettings};
+use swath_simulator::{seed_demo_fleet, SimulatorSettings};
 
 /// `swath import FILE`: the file's reports through the ingest path, 200 per transaction. Fails
 /// when no state of the file is stored, and with `--strict` when any line was refused.
@@ -104,7 +104,7 @@ pub async fn simulate(args: SimulateArgs) -> anyhow::Result<()> {
     let span = chrono::Duration::milliseconds((args.hours * 3_600_000.0) as i64);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut failed = None;
-    swath_application::simulator::replay(&fleet, &settings, to - span, to, |report| {
+    swath_simulator::replay(&fleet, &settings, to - span, to, |report| {
         if failed.is_none() {
             let line = serde_json::to_writer(&mut out, report)
                 .map_err(std::io::Error::from)

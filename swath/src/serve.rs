@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::router;
 use swath_application::ports::{hash_token, Principal, Scope, SystemClock, TokenError};
-use swath_application::simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 

@@ -16,10 +16,10 @@ use chrono::Duration;
 use std::sync::mpsc::sync_channel;
 use std::sync::Arc;
 use swath_application::ports::{ManualClock, TelemetryStore};
-use swath_application::simulator::{replay, seed_demo_fleet, SimulatorSettings};
 use swath_application::Ingest;
 use swath_domain::StateReport;
 use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_simulator::{replay, seed_demo_fleet, SimulatorSettings};
 use swath_tests::support::{trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 

@@ -2,12 +2,18 @@
 //! batches derives what the trace watched one state at a time derives.
 
 use super::busy::{busy_update, BusyStatus};
+use super::geometry::Fence;
 use super::zones::{apply_zones, ZoneFence, ZoneSnapshot, ZoneWatch};
 use super::*;
-use crate::report::Position;
-use chrono::TimeZone;
+use crate::events::IngestEvent;
+use crate::ids::{AccountId, MowerId};
+use crate::report::{Activity, DropReason, Position, StateReport};
+use crate::rules::StateOutcome;
+use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 use serde_json::{json, Map};
+use std::collections::BTreeMap;
+use uuid::Uuid;
 
 const MOWER: MowerId = MowerId(Uuid::from_u128(1));
 const ACCOUNT: AccountId = AccountId(Uuid::from_u128(0xa));

@@ -1,0 +1,111 @@
+//! Row decoding shared by the watch store's statements: a stored value that does not decode is
+//! `WatchError::Corrupt`, a failed statement `WatchError::Unavailable`.
+
+use chrono::{DateTime, Utc};
+use sqlx::postgres::PgRow;
+use sqlx::Row;
+use swath_application::ports::WatchError;
+use swath_domain::watch::busy::BusyStatus;
+use swath_domain::watch::zones::{Occupancy, Zone, ZoneWatch};
+use swath_domain::watch::{Alert, AlertKind, Event, GeoPolygon, Severity, Watch};
+use swath_domain::{AccountId, Activity, MowerId};
+use uuid::Uuid;
+
+pub(super) const WATCH_COLUMNS: &str =
+    "w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
+    w.last_activity, w.error_code, w.outside_geofence, w.battery_low, w.offline, \
+    w.geofence_version";
+
+pub(super) const ALERT_COLUMNS: &str =
+    "id, mower_id, account_id, kind, severity, raised_at, cleared_at, code";
+
+pub(super) fn unavailable(e: impl std::fmt::Display) -> WatchError {
+    WatchError::Unavailable(e.to_string())
+}
+
+pub(super) fn corrupt(e: impl std::fmt::Display) -> WatchError {
+    WatchError::Corrupt(e.to_string())
+}
+
+pub(super) fn activity(name: &str) -> Result<Activity, WatchError> {
+    Activity::parse(name).ok_or_else(|| corrupt(format!("unknown activity {name:?}")))
+}
+
+/// A watch row, or `None` for a mower never watched.
+pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
+    let watched_until: Option<DateTime<Utc>> = row.try_get("watched_until").map_err(corrupt)?;
+    let Some(watched_until) = watched_until else {
+        return Ok(None);
+    };
+    let account: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
+    let last_seen_at: Option<DateTime<Utc>> = row.try_get("last_seen_at").map_err(corrupt)?;
+    let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
+    Ok(Some(Watch {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        account_id: AccountId(account.ok_or_else(|| corrupt("watch row without account"))?),
+        watched_until,
+        last_seen_at: last_seen_at.ok_or_else(|| corrupt("watch row without last_seen_at"))?,
+        last_activity: activity(&last_activity.unwrap_or_default())?,
+        error_code: row.try_get("error_code").map_err(corrupt)?,
+        outside_geofence: row.try_get("outside_geofence").map_err(corrupt)?,
+        battery_low: row.try_get("battery_low").map_err(corrupt)?,
+        offline: row.try_get("offline").map_err(corrupt)?,
+        geofence_version: row.try_get("geofence_version").map_err(corrupt)?,
+    }))
+}
+
+pub(super) fn event_from(row: &PgRow) -> Result<Event, WatchError> {
+    let document: serde_json::Value = row.try_get("document").map_err(corrupt)?;
+    serde_json::from_value(document).map_err(corrupt)
+}
+
+pub(super) fn alert_from(row: &PgRow) -> Result<Alert, WatchError> {
+    let kind: String = row.try_get("kind").map_err(corrupt)?;
+    let severity: String = row.try_get("severity").map_err(corrupt)?;
+    Ok(Alert {
+        id: row.try_get("id").map_err(corrupt)?,
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+        kind: AlertKind::parse(&kind).ok_or_else(|| corrupt(format!("alert kind {kind:?}")))?,
+        severity: Severity::parse(&severity)
+            .ok_or_else(|| corrupt(format!("severity {severity:?}")))?,
+        raised_at: row.try_get("raised_at").map_err(corrupt)?,
+        cleared_at: row.try_get("cleared_at").map_err(corrupt)?,
+        code: row.try_get("code").map_err(corrupt)?,
+    })
+}
+
+pub(super) fn busy_from(row: &PgRow) -> Result<BusyStatus, WatchError> {
+    let name: String = row.try_get("activity").map_err(corrupt)?;
+    Ok(BusyStatus {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+        activity: activity(&name)?,
+        observed_at: row.try_get("observed_at").map_err(corrupt)?,
+        lat: row.try_get("lat").map_err(corrupt)?,
+        lon: row.try_get("lon").map_err(corrupt)?,
+        written_at: row.try_get("written_at").map_err(corrupt)?,
+    })
+}
+
+pub(super) fn zone_from(row: &PgRow, mower_id: MowerId) -> Result<Zone, WatchError> {
+    let polygon: serde_json::Value = row.try_get("polygon").map_err(corrupt)?;
+    Ok(Zone {
+        id: row.try_get("id").map_err(corrupt)?,
+        mower_id,
+        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+        name: row.try_get("name").map_err(corrupt)?,
+        polygon: GeoPolygon::from_geojson(&polygon).map_err(corrupt)?,
+        created_at: row.try_get("created_at").map_err(corrupt)?,
+        updated_at: row.try_get("updated_at").map_err(corrupt)?,
+    })
+}
+
+pub(super) fn zone_watch_from(row: &PgRow) -> Result<ZoneWatch, WatchError> {
+    let occupancy: serde_json::Value = row.try_get("occupancy").map_err(corrupt)?;
+    Ok(ZoneWatch {
+        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        evaluated_until: row.try_get("evaluated_until").map_err(corrupt)?,
+        occupancy: serde_json::from_value::<Vec<Occupancy>>(occupancy).map_err(corrupt)?,
+    })
+}

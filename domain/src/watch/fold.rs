@@ -1,0 +1,315 @@
+//! The watch row and the fold that advances it: [`apply_watch`] state by state, the offline
+//! sweep's [`went_offline`], and the notifications of the ingest rules.
+
+use super::alerts::{AlertChanges, AlertKind};
+use super::events::{Event, EventDetail};
+use super::geometry::{accuracy_of, Fence};
+use super::{round_degrees, round_metres, BATTERY_LOW_BELOW, BATTERY_REARM_AT};
+use crate::events::IngestEvent;
+use crate::ids::{AccountId, MowerId};
+use crate::report::{Activity, DropReason, StateReport};
+use crate::rules::StateOutcome;
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+/// The watcher's row of a mower: what its rules need to remember between states.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Watch {
+    pub mower_id: MowerId,
+    pub account_id: AccountId,
+    /// Every state up to this `observed_at` was watched; older and equal ones are skipped.
+    pub watched_until: DateTime<Utc>,
+    /// When the newest watched state was received (the offline sweep measures silence from it).
+    pub last_seen_at: DateTime<Utc>,
+    pub last_activity: Activity,
+    /// The code of the open error (`last_activity` is `error`), as it was raised.
+    pub error_code: Option<String>,
+    pub outside_geofence: bool,
+    pub battery_low: bool,
+    pub offline: bool,
+    /// The geofence version the last position was judged against.
+    pub geofence_version: Option<Uuid>,
+}
+
+/// A mower's geofence as the watcher sees it: the version key and, once parsed, the fence.
+#[derive(Clone, Debug)]
+pub struct GeofenceRef<'a> {
+    pub version: Uuid,
+    pub fence: &'a Fence,
+}
+
+/// What a store reads for the watcher, per mower of the batch.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WatchSnapshot {
+    /// The directory's account of the mower; `None`: not in the directory.
+    pub account_id: Option<AccountId>,
+    /// The current geofence version, if the mower has a geofence.
+    pub geofence_version: Option<Uuid>,
+    pub watch: Option<Watch>,
+}
+
+/// What a watcher batch writes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WatchChanges {
+    /// Changed watch rows, one per mower, in mower id order: replace the stored ones.
+    pub watches: Vec<Watch>,
+    /// Events in the order they were derived: stored, then published after the commit.
+    pub events: Vec<Event>,
+    pub alerts: AlertChanges,
+}
+
+impl WatchChanges {
+    pub fn is_empty(&self) -> bool {
+        self.watches.is_empty() && self.events.is_empty() && self.alerts.is_empty()
+    }
+}
+
+/// The watcher's rules, state by state in arrival order (docs/rules.md §4). `fences` holds the parsed
+/// current geofence of every mower whose snapshot names one (a missing entry counts as no
+/// geofence). `received_at` is when the batch arrived.
+///
+/// Per state: the directory check (W0, as ingestion does); a state with `observed_at <=
+/// watched_until` is skipped (acknowledged, changes nothing); otherwise, in this order:
+/// `came_online` (if the mower was offline), `error_raised` / `error_cleared`, `mowing_finished`
+/// / `mowing_started`, `geofence_left` / `geofence_returned`, `battery_low`. A mower's first state
+/// sets the baseline for activity changes (no `mowing_started` or `error_cleared` from it) but
+/// raises what it finds wrong (an error, outside the geofence, a low battery).
+pub fn apply_watch(
+    snapshots: &mut BTreeMap<MowerId, WatchSnapshot>,
+    fences: &BTreeMap<MowerId, GeofenceRef<'_>>,
+    states: &[StateReport],
+    received_at: DateTime<Utc>,
+) -> (Vec<StateOutcome>, WatchChanges) {
+    let mut outcomes = Vec::with_capacity(states.len());
+    let mut changes = WatchChanges::default();
+    let mut touched: BTreeMap<MowerId, ()> = BTreeMap::new();
+    for state in states {
+        let snapshot = snapshots.entry(state.mower_id).or_default();
+        match snapshot.account_id {
+            None => {
+                outcomes.push(StateOutcome::Dropped(DropReason::UnknownMower));
+                continue;
+            }
+            Some(account)
+                if account != state.account_id
+                    || snapshot
+                        .watch
+                        .as_ref()
+                        .is_some_and(|w| w.account_id != state.account_id) =>
+            {
+                outcomes.push(StateOutcome::Dropped(DropReason::AccountMismatch));
+                continue;
+            }
+            Some(_) => {}
+        }
+        outcomes.push(StateOutcome::Stored);
+        if snapshot
+            .watch
+            .as_ref()
+            .is_some_and(|w| state.observed_at <= w.watched_until)
+        {
+            continue;
+        }
+        let fence = match (snapshot.geofence_version, fences.get(&state.mower_id)) {
+            (Some(version), Some(f)) if f.version == version => Some(f),
+            _ => None,
+        };
+        watch_state(&mut snapshot.watch, fence, state, received_at, &mut changes);
+        touched.insert(state.mower_id, ());
+    }
+    changes.watches = touched
+        .into_keys()
+        .filter_map(|m| snapshots.get(&m).and_then(|s| s.watch.clone()))
+        .collect();
+    (outcomes, changes)
+}
+
+/// The rules for one state newer than everything watched.
+fn watch_state(
+    watch: &mut Option<Watch>,
+    fence: Option<&GeofenceRef<'_>>,
+    state: &StateReport,
+    received_at: DateTime<Utc>,
+    changes: &mut WatchChanges,
+) {
+    let first = watch.is_none();
+    let w = watch.get_or_insert_with(|| Watch {
+        mower_id: state.mower_id,
+        account_id: state.account_id,
+        watched_until: state.observed_at,
+        last_seen_at: received_at,
+        last_activity: state.activity,
+        error_code: None,
+        outside_geofence: false,
+        battery_low: false,
+        offline: false,
+        geofence_version: None,
+    });
+    let at = state.observed_at;
+    let mut raise = |detail: EventDetail| -> Event {
+        let event = Event::new(state.mower_id, state.account_id, at, detail);
+        changes.events.push(event.clone());
+        event
+    };
+    let mut alerts = AlertChanges::default();
+
+    if w.offline {
+        w.offline = false;
+        raise(EventDetail::CameOnline {
+            silent_since: w.last_seen_at,
+        });
+        alerts.clear(state.mower_id, AlertKind::Offline, at);
+    }
+
+    // The previous activity: none for the first state, which sets the baseline.
+    let previous = (!first).then_some(w.last_activity);
+    let in_error = state.activity == Activity::Error;
+    let was_in_error = previous == Some(Activity::Error);
+    if in_error && !was_in_error {
+        w.error_code = state.error_code.clone();
+        let event = raise(EventDetail::ErrorRaised {
+            error_code: state.error_code.clone(),
+        });
+        alerts.open(&event, AlertKind::Error, state.error_code.clone());
+    } else if !in_error && was_in_error {
+        raise(EventDetail::ErrorCleared {
+            error_code: w.error_code.take(),
+        });
+        alerts.clear(state.mower_id, AlertKind::Error, at);
+    }
+
+    if let Some(previous) = previous {
+        let mowing = state.activity == Activity::Mowing;
+        let was_mowing = previous == Activity::Mowing;
+        if was_mowing && !mowing {
+            raise(EventDetail::MowingFinished {});
+        } else if mowing && !was_mowing {
+            raise(EventDetail::MowingStarted {});
+        }
+    }
+
+    match fence {
+        None => {
+            // No geofence (any more): nothing to be outside of.
+            if w.outside_geofence {
+                w.outside_geofence = false;
+                alerts.clear(state.mower_id, AlertKind::Geofence, at);
+            }
+            w.geofence_version = None;
+        }
+        Some(fence) => {
+            if let Some(p) = &state.position {
+                w.geofence_version = Some(fence.version);
+                let accuracy = accuracy_of(p.accuracy_m);
+                let placement = fence.fence.locate(p.lat, p.lon);
+                // Hysteresis: the flag changes only on a position clearly on the other side, so
+                // a fix wobbling across the fence within its accuracy raises nothing.
+                if !w.outside_geofence && placement.clearly_outside(accuracy) {
+                    w.outside_geofence = true;
+                    let event = raise(EventDetail::GeofenceLeft {
+                        lat: round_degrees(p.lat),
+                        lon: round_degrees(p.lon),
+                        accuracy_m: p.accuracy_m.map(round_metres),
+                        distance_m: round_metres(placement.boundary_distance_m),
+                        geofence_version: fence.version,
+                    });
+                    alerts.open(&event, AlertKind::Geofence, None);
+                } else if w.outside_geofence && placement.clearly_inside(accuracy) {
+                    w.outside_geofence = false;
+                    raise(EventDetail::GeofenceReturned {
+                        lat: round_degrees(p.lat),
+                        lon: round_degrees(p.lon),
+                        geofence_version: fence.version,
+                    });
+                    alerts.clear(state.mower_id, AlertKind::Geofence, at);
+                }
+            }
+        }
+    }
+
+    if let Some(battery) = state.battery_percent {
+        if w.battery_low {
+            if battery >= BATTERY_REARM_AT {
+                w.battery_low = false;
+                alerts.clear(state.mower_id, AlertKind::BatteryLow, at);
+            }
+        } else if battery < BATTERY_LOW_BELOW
+            && !matches!(state.activity, Activity::Charging | Activity::Docked)
+        {
+            w.battery_low = true;
+            let event = raise(EventDetail::BatteryLow {
+                battery_percent: battery,
+            });
+            alerts.open(&event, AlertKind::BatteryLow, None);
+        }
+    }
+
+    w.watched_until = state.observed_at;
+    w.last_seen_at = received_at;
+    w.last_activity = state.activity;
+    for clear in alerts.clears {
+        changes
+            .alerts
+            .clear(clear.mower_id, clear.kind, clear.cleared_at);
+    }
+    changes.alerts.raised.extend(alerts.raised);
+}
+
+/// The offline sweep's rule for one watch not heard from since `last_seen_at`: marks it offline
+/// and raises `went_offline` at `last_seen_at + offline_after` (so the event is the same whenever
+/// the sweep runs). Returns `None` for a watch that is offline already.
+pub fn went_offline(
+    watch: &mut Watch,
+    offline_after: Duration,
+    changes: &mut WatchChanges,
+) -> Option<Event> {
+    if watch.offline {
+        return None;
+    }
+    watch.offline = true;
+    let event = Event::new(
+        watch.mower_id,
+        watch.account_id,
+        watch.last_seen_at + offline_after,
+        EventDetail::WentOffline {
+            last_seen_at: watch.last_seen_at,
+        },
+    );
+    changes.alerts.open(&event, AlertKind::Offline, None);
+    changes.events.push(event.clone());
+    changes.watches.push(watch.clone());
+    Some(event)
+}
+
+/// The events and alerts of the ingest rules (W6): `blade_due` opens a blade alert. Ingestion
+/// stores both in its own transaction.
+pub fn ingest_notifications(events: &[IngestEvent]) -> (Vec<Event>, AlertChanges) {
+    let mut alerts = AlertChanges::default();
+    let events = events
+        .iter()
+        .map(|e| match e {
+            IngestEvent::BladeDue {
+                mower_id,
+                account_id,
+                observed_at,
+                blade_since_reset_ms,
+                threshold_ms,
+            } => {
+                let event = Event::new(
+                    *mower_id,
+                    *account_id,
+                    *observed_at,
+                    EventDetail::BladeDue {
+                        blade_since_reset_ms: *blade_since_reset_ms,
+                        threshold_ms: *threshold_ms,
+                    },
+                );
+                alerts.open(&event, AlertKind::BladeDue, None);
+                event
+            }
+        })
+        .collect();
+    (events, alerts)
+}
