@@ -416,47 +416,85 @@ impl EventBus for NatsBus {
 
     /// Pipelined: up to [`PUBLISH_WINDOW`] messages are sent before the oldest one's
     /// acknowledgement is awaited. One connection sends them in order, so the stream stores them
-    /// in order.
+    /// in order. Each message waits at most `request_timeout` from its send (an acknowledgement's
+    /// own timeout starts only when it is awaited: awaiting lost ones one after the other, as a
+    /// stream without quorum loses them, would take the timeout once per message), and once one
+    /// has timed out the messages not sent yet fail at once.
     async fn publish_all(&self, messages: Vec<Publication>) -> Vec<Result<(), BusError>> {
         use std::collections::VecDeque;
+        use std::future::IntoFuture;
+        use tokio::time::{timeout_at, Instant};
+        type Pending = (usize, String, Instant, jetstream::context::PublishAckFuture);
         let js = &self.inner.js;
+        let patience = self.inner.settings.request_timeout;
+        let timed_out = |subject: &str| {
+            BusError::Unavailable(format!(
+                "no acknowledgement of a publish to {subject} within {patience:?}"
+            ))
+        };
+        // The acknowledgement's result, and whether it timed out.
+        let settle = |(_, subject, deadline, ack): Pending| async move {
+            match timeout_at(deadline, ack.into_future()).await {
+                Ok(acked) => (
+                    acked.map(|_| ()).map_err(|e| publish_error(&subject, e)),
+                    false,
+                ),
+                Err(_) => (Err(timed_out(&subject)), true),
+            }
+        };
         let mut results: Vec<Result<(), BusError>> = Vec::with_capacity(messages.len());
-        let mut pending: VecDeque<(usize, String, jetstream::context::PublishAckFuture)> =
-            VecDeque::with_capacity(PUBLISH_WINDOW);
+        let mut pending: VecDeque<Pending> = VecDeque::with_capacity(PUBLISH_WINDOW);
+        let mut silent = false;
         for message in messages {
             if pending.len() >= PUBLISH_WINDOW {
-                if let Some((i, subject, ack)) = pending.pop_front() {
-                    results[i] = ack
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| publish_error(&subject, e));
+                if let Some(oldest) = pending.pop_front() {
+                    let i = oldest.0;
+                    let (result, timed) = settle(oldest).await;
+                    results[i] = result;
+                    silent |= timed;
                 }
             }
             let i = results.len();
+            if silent {
+                results.push(Err(timed_out(&message.subject)));
+                continue;
+            }
             results.push(Ok(()));
             if let Err(e) = bus_rules::check_subject(&message.subject) {
                 results[i] = Err(e);
                 continue;
             }
-            let sent = match &message.dedup_id {
-                Some(id) => {
-                    let mut headers = HeaderMap::new();
-                    headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-                    js.publish_with_headers(message.subject.clone(), headers, message.payload)
+            let deadline = Instant::now() + patience;
+            let send = async {
+                match &message.dedup_id {
+                    Some(id) => {
+                        let mut headers = HeaderMap::new();
+                        headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
+                        js.publish_with_headers(
+                            message.subject.clone(),
+                            headers,
+                            message.payload.clone(),
+                        )
                         .await
+                    }
+                    None => {
+                        js.publish(message.subject.clone(), message.payload.clone())
+                            .await
+                    }
                 }
-                None => js.publish(message.subject.clone(), message.payload).await,
             };
-            match sent {
-                Ok(ack) => pending.push_back((i, message.subject, ack)),
-                Err(e) => results[i] = Err(publish_error(&message.subject, e)),
+            match timeout_at(deadline, send).await {
+                Ok(Ok(ack)) => pending.push_back((i, message.subject, deadline, ack)),
+                Ok(Err(e)) => results[i] = Err(publish_error(&message.subject, e)),
+                Err(_) => {
+                    results[i] = Err(timed_out(&message.subject));
+                    silent = true;
+                }
             }
         }
-        for (i, subject, ack) in pending {
-            results[i] = ack
-                .await
-                .map(|_| ())
-                .map_err(|e| publish_error(&subject, e));
+        for oldest in pending {
+            let i = oldest.0;
+            results[i] = settle(oldest).await.0;
         }
         results
     }

@@ -181,8 +181,10 @@ pub struct Publication {
 ///   de-duplication window makes the publish a no-op that succeeds.
 /// - `publish_all`: what `publish` does for each message, stored in the order given, with one
 ///   result per message; it returns once every message is stored or has failed. It MAY send a
-///   message before the previous one is stored (the default implementation does not), and a
-///   failed message does not stop the ones after it.
+///   message before the previous one is stored (the default implementation does not). A refused
+///   message does not stop the ones after it; once the bus has not answered within its timeout,
+///   the messages not sent yet MAY fail at once with [`BusError::Unavailable`] (a unit of work's
+///   events must not wait a timeout each).
 /// - `subscribe_batch`: deliver the messages of the durable `consumer` to `handler` in batches:
 ///   once a message is there, linger up to `max_wait` for more, up to `max_batch`; batches of one
 ///   subscription never overlap and keep publication order; settle each message only after the
