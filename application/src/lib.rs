@@ -11,7 +11,7 @@
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
-//!   work (the ingest and watcher consumers' handlers).
+//!   work (the ingest consumer's handler).
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.

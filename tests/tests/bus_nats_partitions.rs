@@ -13,7 +13,7 @@ use futures::StreamExt;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use swath_application::ports::{
-    BatchSettings, BusError, EventBus, LiveOptions, Message, StartAt, Subscription,
+    BatchSettings, BusError, EventBus, LiveOptions, Message, Settle, StartAt, Subscription,
 };
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
 use swath_tests::bus_contract::{settings, wait_until, Recorder, Reply};
@@ -307,7 +307,14 @@ async fn an_earlier_version_s_consumer_is_drained_before_the_partitions_take_ove
         ..StreamSpec::new(&stream, [format!("{root}.>")])
     };
     let old = connect(&quick(old_spec)).await;
-    let old_handled = Recorder::acking();
+    // Slow batches of 5: the old version cannot handle all 30 before it is stopped, however
+    // fast or busy the machine (a quick handler did, on a loaded machine).
+    let old_handled = Recorder::new(|_, batch| {
+        (
+            Duration::from_millis(300),
+            Reply::Answer(vec![Settle::Ack; batch.len()]),
+        )
+    });
     let sub = old
         .subscribe_batch(&pattern, "upgrade", settings(5, 0), old_handled.clone())
         .await
