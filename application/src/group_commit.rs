@@ -72,19 +72,22 @@ impl<T: Clone, O, E> GroupCommit<T, O, E> {
                     };
                 }
                 permit = self.writers.acquire() => {
-                    let Ok(_permit) = permit else {
+                    let Ok(permit) = permit else {
                         // The semaphore is never closed; written alone all the same.
                         return write(mine).await;
                     };
                     let group = self.take_group();
                     if group.is_empty() {
-                        // Another writer took this batch: its answer comes from there.
+                        // Another writer took this batch: its answer comes from there, and this
+                        // writer's turn goes to the batches queued behind.
+                        drop(permit);
                         return match (&mut answer).await {
                             Ok(result) => result,
                             Err(_abandoned) => write(mine).await,
                         };
                     }
                     self.write_group(group, &write).await;
+                    drop(permit);
                 }
             }
         }
