@@ -3,18 +3,18 @@
 //!
 //! Every route that names a mower checks its visibility first ([`visible_mower`]), so a mower of
 //! another account answers the `404` of an unknown id before any notification data is read. The
-//! feeds filter by the principal's visible mowers inside the store's query, before the limit.
+//! feeds filter by the principal's visible mowers inside the store's query, before the limit,
+//! and page like every other list, through `crate::page`.
 
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
+use crate::page;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,10 +31,6 @@ use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
-
-/// Items per page of the feeds when `limit` is not given, and the most accepted.
-const DEFAULT_LIMIT: u32 = 100;
-const MAX_LIMIT: u32 = 1000;
 
 impl From<WatchError> for ApiError {
     fn from(e: WatchError) -> Self {
@@ -473,69 +469,6 @@ pub struct AlertParams {
     pub cursor: Option<String>,
 }
 
-fn limit(param: Option<u32>) -> Result<u32, ApiError> {
-    match param.unwrap_or(DEFAULT_LIMIT) {
-        n @ 1..=MAX_LIMIT => Ok(n),
-        n => Err(ApiError::BadRequest(format!(
-            "`limit` is {n}; it must be between 1 and {MAX_LIMIT}."
-        ))),
-    }
-}
-
-fn bad_cursor() -> ApiError {
-    ApiError::BadRequest(
-        "`cursor` is not a cursor of this list; pass the `next_cursor` of the previous page \
-         unchanged."
-            .to_owned(),
-    )
-}
-
-/// Opaque cursors: base64url of `<list>:<key>`, like the other lists' (see `page`).
-fn encode(list: &str, key: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{list}:{key}"))
-}
-
-fn decode(list: &str, cursor: &str) -> Result<String, ApiError> {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(cursor.trim_end_matches('='))
-        .map_err(|_| bad_cursor())?;
-    let text = String::from_utf8(bytes).map_err(|_| bad_cursor())?;
-    text.strip_prefix(list)
-        .and_then(|rest| rest.strip_prefix(':'))
-        .map(str::to_owned)
-        .ok_or_else(bad_cursor)
-}
-
-fn alert_cursor(c: &AlertCursor) -> String {
-    encode(
-        "alerts",
-        &format!(
-            "{},{},{}",
-            c.severity_rank,
-            c.raised_at.timestamp_micros(),
-            c.id
-        ),
-    )
-}
-
-fn alert_after(cursor: &str) -> Result<AlertCursor, ApiError> {
-    let key = decode("alerts", cursor)?;
-    let mut parts = key.splitn(3, ',');
-    let (Some(rank), Some(micros), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
-        return Err(bad_cursor());
-    };
-    Ok(AlertCursor {
-        severity_rank: rank.parse().map_err(|_| bad_cursor())?,
-        raised_at: micros
-            .parse()
-            .ok()
-            .and_then(DateTime::from_timestamp_micros)
-            .filter(|at| swath_domain::text::instant_in_range(*at))
-            .ok_or_else(bad_cursor)?,
-        id: id.parse().map_err(|_| bad_cursor())?,
-    })
-}
-
 const MOWER_PARAM: &str = "The mower's id.";
 
 /// Get a mower's geofence
@@ -913,17 +846,13 @@ pub async fn list_events(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Json<EventPage>, ApiError> {
-    let limit = limit(params.limit)?;
-    let before = params
-        .cursor
-        .as_deref()
-        .map(|c| decode("events", c)?.parse().map_err(|_| bad_cursor()))
-        .transpose()?;
+    let limit = page::limit(params.limit)?;
+    let before = page::event_before(params.cursor.as_deref())?;
     let mowers = state
         .access
         .feed_mowers(&principal, params.mower_id.map(MowerId))
         .await?;
-    let mut events = if mowers.as_ref().is_some_and(Vec::is_empty) {
+    let rows = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
         store(&state)?
@@ -932,20 +861,16 @@ pub async fn list_events(
                 mowers,
                 kind: params.kind.map(EventKindDto::domain),
                 before,
-                limit: limit as usize + 1,
+                limit: page::with_sentinel(limit),
             })
             .await?
     };
-    let truncated = events.len() > limit as usize;
-    events.truncate(limit as usize);
-    let next_cursor = truncated
-        .then(|| events.last().map(|e| encode("events", &e.id.to_string())))
-        .flatten();
+    let page = page::cut(rows, limit, |e| page::event_cursor(e.id));
     Ok(Json(EventPage {
-        items: events.into_iter().map(EventDto::from).collect(),
-        truncated,
-        limit,
-        next_cursor,
+        items: page.rows.into_iter().map(EventDto::from).collect(),
+        truncated: page.truncated,
+        limit: limit as u32,
+        next_cursor: page.next_cursor,
     }))
 }
 
@@ -972,13 +897,13 @@ pub async fn list_alerts(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<AlertParams>,
 ) -> Result<Json<AlertPage>, ApiError> {
-    let limit = limit(params.limit)?;
-    let after = params.cursor.as_deref().map(alert_after).transpose()?;
+    let limit = page::limit(params.limit)?;
+    let after = page::alert_after(params.cursor.as_deref())?;
     let mowers = state
         .access
         .feed_mowers(&principal, params.mower_id.map(MowerId))
         .await?;
-    let mut alerts = if mowers.as_ref().is_some_and(Vec::is_empty) {
+    let rows = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
         store(&state)?
@@ -987,20 +912,16 @@ pub async fn list_alerts(
                 mowers,
                 kind: params.kind.map(AlertKindDto::domain),
                 after,
-                limit: limit as usize + 1,
+                limit: page::with_sentinel(limit),
             })
             .await?
     };
-    let truncated = alerts.len() > limit as usize;
-    alerts.truncate(limit as usize);
-    let next_cursor = truncated
-        .then(|| alerts.last().map(|a| alert_cursor(&AlertCursor::of(a))))
-        .flatten();
+    let page = page::cut(rows, limit, |a| page::alert_cursor(&AlertCursor::of(a)));
     Ok(Json(AlertPage {
-        items: alerts.into_iter().map(AlertDto::from).collect(),
-        truncated,
-        limit,
-        next_cursor,
+        items: page.rows.into_iter().map(AlertDto::from).collect(),
+        truncated: page.truncated,
+        limit: limit as u32,
+        next_cursor: page.next_cursor,
     }))
 }
 
@@ -1043,14 +964,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn alert_cursors_round_trip() {
-        let c = AlertCursor {
-            severity_rank: 4,
-            raised_at: "2026-06-01T12:00:30.123456Z".parse().unwrap(),
-            id: Uuid::now_v7(),
-        };
-        assert_eq!(alert_after(&alert_cursor(&c)).unwrap(), c);
-        assert!(alert_after(&encode("events", "x")).is_err());
+    fn event_kinds_round_trip() {
         for kind in EventKind::ALL {
             assert_eq!(EventKindDto::of(kind).domain(), kind);
         }
