@@ -32,12 +32,19 @@ pub const MAX_LIMIT: u32 = 1000;
 /// The lists that have cursors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum List {
+    /// `GET /v1/sites`, keyed by `[display_order, name, id]`.
     Sites,
+    /// `GET /v1/mowers`, keyed by `[display_order, name, id]`.
     Mowers,
+    /// `GET /v1/tokens`, keyed by the token id.
     Tokens,
+    /// A mower's history, keyed by the instant in microseconds.
     History,
+    /// A mower's track, keyed by the instant in microseconds.
     Track,
+    /// The events feed, keyed by the event id (newest first).
     Events,
+    /// The open alerts, keyed by `<severity rank>,<raised_at µs>,<id>`.
     Alerts,
 }
 
