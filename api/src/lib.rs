@@ -153,22 +153,22 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::accounts::get_account))
         .routes(routes!(routes::accounts::get_me))
         .routes(routes!(
-            routes::notifications::get_geofence,
-            routes::notifications::put_geofence,
-            routes::notifications::delete_geofence
+            routes::notifications::geofence::get_geofence,
+            routes::notifications::geofence::put_geofence,
+            routes::notifications::geofence::delete_geofence
         ))
         .routes(routes!(
-            routes::notifications::list_zones,
-            routes::notifications::create_zone
+            routes::notifications::zones::list_zones,
+            routes::notifications::zones::create_zone
         ))
         .routes(routes!(
-            routes::notifications::update_zone,
-            routes::notifications::delete_zone
+            routes::notifications::zones::update_zone,
+            routes::notifications::zones::delete_zone
         ))
-        .routes(routes!(routes::notifications::reset_blade))
-        .routes(routes!(routes::notifications::get_busy))
-        .routes(routes!(routes::notifications::list_events))
-        .routes(routes!(routes::notifications::list_alerts))
+        .routes(routes!(routes::notifications::blade::reset_blade))
+        .routes(routes!(routes::notifications::busy::get_busy))
+        .routes(routes!(routes::notifications::events::list_events))
+        .routes(routes!(routes::notifications::alerts::list_alerts))
         .routes(routes!(routes::live::live_stream))
         .routes(routes!(routes::projections::live_fleet))
         .routes(routes!(routes::projections::live_wall))

@@ -1,19 +1,28 @@
-//! Cursor pagination: the `limit` parameter, opaque cursors, and the sentinel row.
+//! Cursor pagination, the one module every paged list uses (the directory's sites and mowers,
+//! tokens, history and track, the events feed and the open alerts): the `limit` parameter, opaque
+//! cursors, the invalid-cursor error, and the sentinel row.
 //!
 //! A cursor is the base64url (no padding) of `<list>:<key>`, where the key is the last item's
 //! ordering key: an instant in microseconds for history and track, `[display_order, name, id]`
-//! for sites and mowers, the id for tokens. Clients treat it as opaque; naming the list in it
-//! means a cursor of one list is refused by another instead of silently meaning something else.
+//! for sites and mowers, the id for tokens and events, `<severity rank>,<raised_at in
+//! microseconds>,<id>` for alerts. Clients treat it as opaque; naming the list in it means a
+//! cursor of one list is refused by another instead of silently meaning something else. Every
+//! list decodes it on the same path, so every list refuses the same garbage with the same `400`,
+//! and an empty `cursor=` is the first page everywhere, like no `cursor` at all.
 //!
-//! A page fetches one row more than its limit (the sentinel): if it comes back, the page was cut
-//! and `truncated` is `true`. Never a count.
+//! A page fetches one row more than its limit (the sentinel, [`with_sentinel`]): if it comes back,
+//! the page was cut ([`cut`]), `truncated` is `true` and `next_cursor` names the page's last item.
+//! Never a count.
 
 use crate::error::ApiError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use swath_application::ports::{OrderKey, TokenId};
+use swath_application::ports::{AlertCursor, OrderKey, TokenId};
+use swath_application::sentinel;
 use uuid::Uuid;
+
+pub use swath_application::sentinel::with_sentinel;
 
 /// Items per page when `limit` is not given.
 pub const DEFAULT_LIMIT: u32 = 100;
@@ -23,11 +32,20 @@ pub const MAX_LIMIT: u32 = 1000;
 /// The lists that have cursors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum List {
+    /// `GET /v1/sites`, keyed by `[display_order, name, id]`.
     Sites,
+    /// `GET /v1/mowers`, keyed by `[display_order, name, id]`.
     Mowers,
+    /// `GET /v1/tokens`, keyed by the token id.
     Tokens,
+    /// A mower's history, keyed by the instant in microseconds.
     History,
+    /// A mower's track, keyed by the instant in microseconds.
     Track,
+    /// The events feed, keyed by the event id (newest first).
+    Events,
+    /// The open alerts, keyed by `<severity rank>,<raised_at µs>,<id>`.
+    Alerts,
 }
 
 impl List {
@@ -38,6 +56,8 @@ impl List {
             List::Tokens => "tokens",
             List::History => "history",
             List::Track => "track",
+            List::Events => "events",
+            List::Alerts => "alerts",
         }
     }
 }
@@ -52,12 +72,27 @@ pub fn limit(param: Option<u32>) -> Result<usize, ApiError> {
     }
 }
 
-/// Cuts `rows` (fetched with one sentinel row beyond `limit`) to the page, and says whether it
-/// was cut.
-pub fn cut<T>(mut rows: Vec<T>, limit: usize) -> (Vec<T>, bool) {
-    let truncated = rows.len() > limit;
-    rows.truncate(limit);
-    (rows, truncated)
+/// A page cut at the sentinel.
+#[derive(Debug, PartialEq)]
+pub struct Cut<T> {
+    /// At most `limit` rows.
+    pub rows: Vec<T>,
+    /// Whether the sentinel came back: more rows follow.
+    pub truncated: bool,
+    /// The cursor after the last row when the page was cut, `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+/// Cuts `rows` (fetched with [`with_sentinel`]`(limit)`) to the page, and names the next page
+/// with `cursor` of its last row when it was cut.
+pub fn cut<T>(rows: Vec<T>, limit: usize, cursor: impl FnOnce(&T) -> String) -> Cut<T> {
+    let (rows, truncated) = sentinel::cut(rows, limit);
+    let next_cursor = truncated.then(|| rows.last().map(cursor)).flatten();
+    Cut {
+        rows,
+        truncated,
+        next_cursor,
+    }
 }
 
 fn encode(list: List, key: &str) -> String {
@@ -152,6 +187,53 @@ pub fn token_after(cursor: Option<&str>) -> Result<Option<TokenId>, ApiError> {
         .transpose()
 }
 
+/// The cursor after an event (events feed, newest first).
+pub fn event_cursor(last: Uuid) -> String {
+    encode(List::Events, &last.to_string())
+}
+
+/// The event id inside an events cursor: the next page holds older events.
+pub fn event_before(cursor: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+    given(cursor)
+        .map(|c| decode(List::Events, c)?.parse().map_err(|_| invalid()))
+        .transpose()
+}
+
+/// The cursor after an open alert.
+pub fn alert_cursor(last: &AlertCursor) -> String {
+    let key = format!(
+        "{},{},{}",
+        last.severity_rank,
+        last.raised_at.timestamp_micros(),
+        last.id
+    );
+    encode(List::Alerts, &key)
+}
+
+/// The ordering key inside an alerts cursor.
+pub fn alert_after(cursor: Option<&str>) -> Result<Option<AlertCursor>, ApiError> {
+    given(cursor)
+        .map(|c| {
+            let key = decode(List::Alerts, c)?;
+            let mut parts = key.splitn(3, ',');
+            let (Some(rank), Some(micros), Some(id)) = (parts.next(), parts.next(), parts.next())
+            else {
+                return Err(invalid());
+            };
+            Ok(AlertCursor {
+                severity_rank: rank.parse().map_err(|_| invalid())?,
+                raised_at: micros
+                    .parse()
+                    .ok()
+                    .and_then(DateTime::from_timestamp_micros)
+                    .filter(|at| swath_domain::text::instant_in_range(*at))
+                    .ok_or_else(invalid)?,
+                id: id.parse().map_err(|_| invalid())?,
+            })
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,10 +259,40 @@ mod tests {
 
         let id = TokenId::new();
         assert_eq!(token_after(Some(&token_cursor(id))).unwrap(), Some(id));
+        assert_eq!(event_before(Some(&event_cursor(id.0))).unwrap(), Some(id.0));
+        let alert = AlertCursor {
+            severity_rank: 4,
+            raised_at: t,
+            id: Uuid::now_v7(),
+        };
+        assert_eq!(
+            alert_after(Some(&alert_cursor(&alert))).unwrap(),
+            Some(alert)
+        );
+        assert!(alert_after(Some(&event_cursor(id.0))).is_err());
+        assert!(event_before(Some(&token_cursor(id))).is_err());
+        // The feeds' cursors keep the format they always had.
+        assert_eq!(
+            event_before(Some(&URL_SAFE_NO_PAD.encode(format!("events:{}", id.0)))).unwrap(),
+            Some(id.0)
+        );
+        assert_eq!(
+            alert_after(Some("YWxlcnRzOjQsMTc4MDMxNTIzMDEyMzQ1NiwwMTkwYTJiNC01YzNlLTdkMjEtOWYwMC0zYjFkMmM0ZTVmNjA"))
+                .unwrap()
+                .map(|a| (a.severity_rank, a.raised_at, a.id.to_string())),
+            Some((4, t, "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60".to_owned()))
+        );
+        // An empty `cursor=` is the first page of every list.
         assert_eq!(time_after(List::History, Some("")).unwrap(), None);
+        assert_eq!(order_after(List::Sites, Some("")).unwrap(), None);
+        assert_eq!(token_after(Some("")).unwrap(), None);
+        assert_eq!(event_before(Some("")).unwrap(), None);
+        assert_eq!(alert_after(Some("")).unwrap(), None);
         for bad in ["!!", "aGlzdG9yeTp4", "bW93ZXJzOg"] {
             assert!(time_after(List::History, Some(bad)).is_err(), "{bad}");
             assert!(order_after(List::Mowers, Some(bad)).is_err(), "{bad}");
+            assert!(event_before(Some(bad)).is_err(), "{bad}");
+            assert!(alert_after(Some(bad)).is_err(), "{bad}");
         }
     }
 
@@ -190,7 +302,12 @@ mod tests {
         assert_eq!(limit(Some(1000)).unwrap(), 1000);
         assert!(limit(Some(0)).is_err());
         assert!(limit(Some(1001)).is_err());
-        assert_eq!(cut(vec![1, 2, 3], 2), (vec![1, 2], true));
-        assert_eq!(cut(vec![1, 2], 2), (vec![1, 2], false));
+        assert_eq!(with_sentinel(100), 101);
+        let page = cut(vec![1, 2, 3], 2, |n| n.to_string());
+        assert_eq!((page.rows, page.truncated), (vec![1, 2], true));
+        assert_eq!(page.next_cursor.as_deref(), Some("2"));
+        let last = cut(vec![1, 2], 2, |n| n.to_string());
+        assert_eq!((last.rows, last.truncated), (vec![1, 2], false));
+        assert_eq!(last.next_cursor, None);
     }
 }

@@ -23,6 +23,8 @@
 //! - [`scheduler`]: the scheduler's busy check, run on the watcher's batches.
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
 //!   their ceilings (docs/rules.md §6).
+//! - [`sentinel`]: the sentinel row that tells every bounded read (the projections' levels, the
+//!   HTTP lists' pages) whether it was cut.
 
 pub mod access;
 pub mod group_commit;
@@ -32,6 +34,7 @@ pub mod ports;
 pub mod projections;
 pub mod retention;
 pub mod scheduler;
+pub mod sentinel;
 pub mod subjects;
 pub mod submissions;
 pub mod watcher;

@@ -12,6 +12,7 @@ use crate::ports::{
     AlertCard, Assignment, HealthCard, MowerCard, MowerFilter, Principal, ProjectionError,
     ProjectionStore, SiteCard, Visibility,
 };
+use crate::sentinel::{self, with_sentinel};
 use std::collections::HashMap;
 use std::sync::Arc;
 use swath_domain::{MowerId, SiteId};
@@ -66,10 +67,9 @@ pub struct Window<T> {
 }
 
 impl<T> Window<T> {
-    /// Cuts rows fetched with one sentinel beyond `limit`.
-    pub fn cut(mut rows: Vec<T>, limit: usize) -> Self {
-        let truncated = rows.len() > limit;
-        rows.truncate(limit);
+    /// Cuts rows fetched with one sentinel beyond `limit` ([`sentinel::with_sentinel`]).
+    pub fn cut(rows: Vec<T>, limit: usize) -> Self {
+        let (rows, truncated) = sentinel::cut(rows, limit);
         Self {
             items: rows,
             truncated,
@@ -211,7 +211,9 @@ impl Projections {
         let who = Visibility::from(principal);
         let c = self.ceilings;
         let mowers = Window::cut(
-            self.store.window_mowers(&who, c.fleet_mowers + 1).await?,
+            self.store
+                .window_mowers(&who, with_sentinel(c.fleet_mowers))
+                .await?,
             c.fleet_mowers,
         );
         let mowers = self
@@ -226,7 +228,9 @@ impl Projections {
         let who = Visibility::from(principal);
         let c = self.ceilings;
         let sites = Window::cut(
-            self.store.window_sites(&who, c.wall_sites + 1).await?,
+            self.store
+                .window_sites(&who, with_sentinel(c.wall_sites))
+                .await?,
             c.wall_sites,
         );
         let mut per_site = self
@@ -268,7 +272,9 @@ impl Projections {
         let who = Visibility::from(principal);
         let c = self.ceilings;
         let sites = Window::cut(
-            self.store.window_sites(&who, c.health_sites + 1).await?,
+            self.store
+                .window_sites(&who, with_sentinel(c.health_sites))
+                .await?,
             c.health_sites,
         );
         let mut per_site = self
@@ -325,7 +331,7 @@ impl Projections {
         let ids: Vec<SiteId> = sites.items.iter().map(|s| s.id).collect();
         let rows = self
             .store
-            .site_mowers(who, &ids, filter, per_site + 1)
+            .site_mowers(who, &ids, filter, with_sentinel(per_site))
             .await?;
         let mut grouped: HashMap<SiteId, Vec<MowerCard>> = HashMap::new();
         for row in rows {
@@ -352,7 +358,8 @@ impl Projections {
         // connections of a pooled store), a view waits for one round trip less. Still one
         // statement per level.
         let (open, mut operators) = tokio::try_join!(
-            self.store.open_alerts(who, &ids, alerts_per_mower + 1),
+            self.store
+                .open_alerts(who, &ids, with_sentinel(alerts_per_mower)),
             self.operators(who, &ids),
         )?;
         let mut alerts: HashMap<MowerId, Vec<AlertCard>> = HashMap::new();

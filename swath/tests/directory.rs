@@ -337,3 +337,12 @@ async fn mower_lists_page_by_cursor_without_repeating_or_skipping() {
     let all: Vec<String> = app.a.mowers.iter().map(ToString::to_string).collect();
     assert_eq!(seen, all);
 }
+
+#[tokio::test]
+async fn an_empty_cursor_is_the_first_page_of_sites_and_mowers() {
+    let app = TestApp::spawn().await;
+    app.assert_empty_cursor_is_the_first_page("/v1/sites?limit=1", TOKEN_A)
+        .await;
+    app.assert_empty_cursor_is_the_first_page("/v1/mowers?limit=1", TOKEN_A)
+        .await;
+}

@@ -466,3 +466,51 @@ async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once
     stored.sort_unstable();
     assert_eq!(stored, ["blade_due", "zone_entered"], "each stored once");
 }
+
+#[tokio::test]
+async fn an_empty_cursor_is_the_first_page_of_the_events_and_the_alerts() {
+    let (app, _watcher, _scheduler) = app().await;
+    // Two open alerts, stored as the watcher would have raised them.
+    let watch: &dyn WatchStore = &app.store;
+    let mowers = &app.a.mowers[..2];
+    let (_, batch) = watch.begin_watch(mowers, &[]).await.unwrap();
+    let raised = mowers
+        .iter()
+        .map(|&mower_id| Alert {
+            id: uuid::Uuid::now_v7(),
+            mower_id,
+            account_id: app.a.account_id,
+            kind: AlertKind::BladeDue,
+            severity: AlertKind::BladeDue.severity(),
+            raised_at: t0(),
+            cleared_at: None,
+            code: None,
+        })
+        .collect();
+    batch
+        .commit(WatchChanges {
+            alerts: AlertChanges {
+                clears: Vec::new(),
+                raised,
+            },
+            ..WatchChanges::default()
+        })
+        .await
+        .unwrap();
+    // Three zone events.
+    let mower = app.a.mowers[0];
+    app.post(
+        &format!("/v1/mowers/{mower}/zones"),
+        Some(TOKEN_A_ADMIN),
+        &json!({"name": "Strip", "polygon": square(0.0, 100.0)}),
+    )
+    .await;
+    for i in 0..3 {
+        let north = if i % 2 == 0 { 50.0 } else { 200.0 };
+        app.record(state(&app, 100 + i, "mowing", north)).await;
+    }
+    app.assert_empty_cursor_is_the_first_page("/v1/events?limit=2", TOKEN_A)
+        .await;
+    app.assert_empty_cursor_is_the_first_page("/v1/alerts?limit=1", TOKEN_A)
+        .await;
+}

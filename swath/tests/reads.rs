@@ -464,3 +464,17 @@ async fn paging_through_10_000_states_while_ingest_goes_on_returns_each_once() {
         .iter()
         .all(|t| *t > t0() + Duration::seconds(30)));
 }
+
+#[tokio::test]
+async fn an_empty_cursor_is_the_first_page_of_history_and_track() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0];
+    more_states(&app, 3).await;
+    for list in ["history", "track"] {
+        app.assert_empty_cursor_is_the_first_page(
+            &format!("/v1/mowers/{bravo}/{list}?limit=2"),
+            TOKEN_A,
+        )
+        .await;
+    }
+}

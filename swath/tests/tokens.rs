@@ -236,3 +236,10 @@ async fn any_token_learns_its_account_scopes_and_sites_from_me() {
         StatusCode::UNAUTHORIZED
     );
 }
+
+#[tokio::test]
+async fn an_empty_cursor_is_the_first_page_of_tokens() {
+    let app = TestApp::spawn().await;
+    app.assert_empty_cursor_is_the_first_page("/v1/tokens?limit=2", TOKEN_A_ADMIN)
+        .await;
+}

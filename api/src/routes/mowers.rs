@@ -68,10 +68,13 @@ pub async fn list_mowers(
             account: principal.account_id,
             sites: principal.sites.clone(),
             after,
-            limit: limit + 1,
+            limit: page::with_sentinel(limit),
         })
         .await?;
-    let (mowers, truncated) = page::cut(rows, limit);
+    let page = page::cut(rows, limit, |m| {
+        page::order_cursor(List::Mowers, &m.order_key())
+    });
+    let mowers = page.rows;
     let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
     // One read for the whole page: the store answers it with one statement.
     let latest: HashMap<MowerId, LatestRow> = state
@@ -82,16 +85,13 @@ pub async fn list_mowers(
         .map(|row| (row.mower_id, row))
         .collect();
     let list = MowerList {
-        next_cursor: truncated
-            .then(|| mowers.last())
-            .flatten()
-            .map(|m| page::order_cursor(List::Mowers, &m.order_key())),
+        next_cursor: page.next_cursor,
         items: mowers
             .iter()
             .map(|m| MowerSummary::new(m, latest.get(&m.id)))
             .collect(),
         limit: limit as u32,
-        truncated,
+        truncated: page.truncated,
     };
     json_with_etag(&headers, &list)
 }

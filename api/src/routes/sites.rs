@@ -50,18 +50,17 @@ pub async fn list_sites(
             account: principal.account_id,
             sites: principal.sites.clone(),
             after,
-            limit: limit + 1,
+            limit: page::with_sentinel(limit),
         })
         .await?;
-    let (sites, truncated) = page::cut(rows, limit);
+    let page = page::cut(rows, limit, |s| {
+        page::order_cursor(List::Sites, &s.order_key())
+    });
     Ok(Json(SitePage {
-        next_cursor: truncated
-            .then(|| sites.last())
-            .flatten()
-            .map(|s| page::order_cursor(List::Sites, &s.order_key())),
-        items: sites.iter().map(SiteDto::from).collect(),
+        next_cursor: page.next_cursor,
+        items: page.rows.iter().map(SiteDto::from).collect(),
         limit: limit as u32,
-        truncated,
+        truncated: page.truncated,
     }))
 }
 

@@ -155,7 +155,7 @@ impl WindowParams {
             from: self.from,
             to: self.to,
             after: page::time_after(list, self.cursor.as_deref())?,
-            limit: limit + 1,
+            limit: page::with_sentinel(limit),
         };
         Ok((window, limit))
     }
@@ -201,16 +201,15 @@ pub async fn get_mower_history(
     let (window, limit) = params.window(List::History)?;
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let answer = state.telemetry.history(mower.id, &window).await?;
-    let (rows, truncated) = page::cut(answer.rows, limit);
+    let page = page::cut(answer.rows, limit, |r| {
+        page::time_cursor(List::History, r.observed_at)
+    });
     Ok(Json(HistoryPage {
         mower_id: mower.id.0,
-        next_cursor: truncated
-            .then(|| rows.last())
-            .flatten()
-            .map(|r| page::time_cursor(List::History, r.observed_at)),
-        items: rows.iter().map(HistoryItem::from).collect(),
+        next_cursor: page.next_cursor,
+        items: page.rows.iter().map(HistoryItem::from).collect(),
         limit: limit as u32,
-        truncated,
+        truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
     }))
 }
@@ -300,16 +299,15 @@ pub async fn get_mower_track(
     let (window, limit) = window.window(List::Track)?;
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let answer = state.telemetry.track(mower.id, &window).await?;
-    let (rows, truncated) = page::cut(answer.rows, limit);
+    let page = page::cut(answer.rows, limit, |r| {
+        page::time_cursor(List::Track, r.observed_at)
+    });
     let track = TrackPage {
         mower_id: mower.id.0,
-        next_cursor: truncated
-            .then(|| rows.last())
-            .flatten()
-            .map(|r| page::time_cursor(List::Track, r.observed_at)),
-        items: rows.iter().map(TrackPoint::from).collect(),
+        next_cursor: page.next_cursor,
+        items: page.rows.iter().map(TrackPoint::from).collect(),
         limit: limit as u32,
-        truncated,
+        truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
     };
     Ok(match params.format.unwrap_or_default() {

@@ -58,18 +58,15 @@ pub async fn list_tokens(
         .tokens(&TokenQuery {
             within: principal,
             after,
-            limit: limit + 1,
+            limit: page::with_sentinel(limit),
         })
         .await?;
-    let (tokens, truncated) = page::cut(rows, limit);
+    let page = page::cut(rows, limit, |t| page::token_cursor(t.id));
     Ok(Json(TokenPage {
-        next_cursor: truncated
-            .then(|| tokens.last())
-            .flatten()
-            .map(|t| page::token_cursor(t.id)),
-        items: tokens.iter().map(TokenDto::from).collect(),
+        next_cursor: page.next_cursor,
+        items: page.rows.iter().map(TokenDto::from).collect(),
         limit: limit as u32,
-        truncated,
+        truncated: page.truncated,
     }))
 }
 

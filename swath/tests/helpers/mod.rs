@@ -256,6 +256,20 @@ impl TestApp {
         self.get_with(path, token, &[]).await
     }
 
+    /// Asserts that `path` (a paged list, its query ending in `limit=<n>`) with an empty
+    /// `cursor=` answers exactly its first page, and that this page is cut (so a cursor would
+    /// have mattered).
+    pub async fn assert_empty_cursor_is_the_first_page(&self, path: &str, token: &str) {
+        let first = self.get(path, Some(token)).await;
+        assert_eq!(first.status, StatusCode::OK, "{path}");
+        let empty = self.get(&format!("{path}&cursor="), Some(token)).await;
+        assert_eq!(empty.status, StatusCode::OK, "{path}&cursor=");
+        let page = first.json();
+        assert_eq!(page["truncated"], true, "{path}: a page with a next one");
+        assert!(page["next_cursor"].is_string(), "{path}");
+        assert_eq!(empty.json(), page, "{path}&cursor= is the first page");
+    }
+
     /// `GET path` with extra headers.
     pub async fn get_with(
         &self,

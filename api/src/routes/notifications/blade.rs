@@ -1,0 +1,42 @@
+//! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
+
+use super::{store, MOWER_PARAM, TAG};
+use crate::auth::Writer;
+use crate::error::{ApiError, Problem};
+use crate::extract::ApiPath;
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::StatusCode;
+use swath_domain::MowerId;
+use uuid::Uuid;
+
+/// Reset a mower's blade
+#[utoipa::path(
+    post,
+    path = "/v1/mowers/{id}/blade-reset",
+    tag = TAG,
+    operation_id = "reset_blade",
+    summary = "Reset a mower's blade",
+    description = "Records a blade change: blade time since the last reset starts again from zero, \
+        the open `blade_due` alert is cleared, and `blade_due` will be raised again once the \
+        blade time crosses the mower's threshold.",
+    security(("bearer" = ["write"])),
+    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    responses(
+        (status = 204, description = "The blade was reset."),
+        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn reset_blade(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<StatusCode, ApiError> {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    store(&state)?
+        .reset_blade(mower.id, state.clock.now())
+        .await?;
+    tracing::info!(mower_id = %mower.id, "Reset a mower's blade.");
+    Ok(StatusCode::NO_CONTENT)
+}

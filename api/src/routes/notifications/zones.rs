@@ -1,0 +1,283 @@
+//! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
+
+use super::geofence::PolygonGeometry;
+use super::{store, MOWER_PARAM, TAG};
+use crate::auth::{Reader, Writer};
+use crate::error::{ApiError, Problem, Resource};
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, SubsecRound, Utc};
+use serde::{Deserialize, Serialize};
+use swath_domain::watch::zones::{Zone, MAX_ZONE_NAME_CHARS};
+use swath_domain::MowerId;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// A virtual zone: entering and leaving it raise `zone_entered` and `zone_left`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ZoneDto {
+    /// The zone's id.
+    pub id: Uuid,
+    /// The mower the zone is of.
+    pub mower_id: Uuid,
+    /// Its name, shown in events.
+    #[schema(example = "Roses")]
+    pub name: String,
+    /// Its area.
+    pub polygon: PolygonGeometry,
+    /// Whether the mower is in the zone now.
+    pub occupied: bool,
+    /// Since when the mower is in the zone (`null` when it is not).
+    #[schema(required = true)]
+    pub occupied_since: Option<DateTime<Utc>>,
+    /// When the zone was added.
+    pub created_at: DateTime<Utc>,
+    /// When the zone was last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// The zones of a mower, by name.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct ZoneList {
+    /// Every zone of the mower (at most 64), ordered by name, then id.
+    pub items: Vec<ZoneDto>,
+}
+
+/// A zone to add, or the new name and area of a zone.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ZoneBody {
+    /// 1 to 100 characters.
+    #[schema(example = "Roses")]
+    pub name: String,
+    /// The zone's area.
+    pub polygon: PolygonGeometry,
+}
+
+/// The zone DTOs of a mower, with its occupancy.
+async fn zone_dtos(state: &AppState, mower: MowerId) -> Result<Vec<ZoneDto>, ApiError> {
+    let store = store(state)?;
+    let zones = store.zones(mower).await?;
+    let occupancy = store
+        .zone_watch(mower)
+        .await?
+        .map(|w| w.occupancy)
+        .unwrap_or_default();
+    Ok(zones
+        .into_iter()
+        .map(|z| {
+            let since = occupancy
+                .iter()
+                .find(|o| o.zone_id == z.id)
+                .map(|o| o.since);
+            ZoneDto {
+                id: z.id,
+                mower_id: z.mower_id.0,
+                name: z.name,
+                polygon: PolygonGeometry::of(&z.polygon),
+                occupied: since.is_some(),
+                occupied_since: since,
+                created_at: z.created_at,
+                updated_at: z.updated_at,
+            }
+        })
+        .collect())
+}
+
+/// List a mower's zones
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/zones",
+    tag = TAG,
+    operation_id = "list_zones",
+    summary = "List a mower's zones",
+    description = "The mower's virtual zones, by name, each with whether the mower is in it now.",
+    security(("bearer" = ["read"])),
+    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    responses(
+        (status = 200, description = "The zones.", body = ZoneList),
+        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list_zones(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<ZoneList>, ApiError> {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    Ok(Json(ZoneList {
+        items: zone_dtos(&state, mower.id).await?,
+    }))
+}
+
+fn check_name(name: &str) -> Result<String, ApiError> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_ZONE_NAME_CHARS {
+        return Err(ApiError::Validation(format!(
+            "`name` must have 1 to {MAX_ZONE_NAME_CHARS} characters."
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+/// Add a zone to a mower
+#[utoipa::path(
+    post,
+    path = "/v1/mowers/{id}/zones",
+    tag = TAG,
+    operation_id = "create_zone",
+    summary = "Add a zone to a mower",
+    description = "Adds a named virtual zone (a GeoJSON Polygon). From the mower's next positions \
+        on, entering it raises `zone_entered` and leaving it `zone_left`. At most 64 zones per \
+        mower.",
+    security(("bearer" = ["write"])),
+    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    request_body(content = ZoneBody, description = "The zone.", content_type = "application/json"),
+    responses(
+        (status = 201, description = "The zone was added.", body = ZoneDto,
+            headers(("Location" = String, description = "The path of the mower's zones."))),
+        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The mower has 64 zones already.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The name or the polygon is not valid.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_zone(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<ZoneBody>,
+) -> Result<Response, ApiError> {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    // Microseconds: what every store keeps.
+    let now = state.clock.now().trunc_subsecs(6);
+    let zone = Zone {
+        id: Uuid::now_v7(),
+        mower_id: mower.id,
+        account_id: mower.account_id,
+        name: check_name(&body.name)?,
+        polygon: body.polygon.validate()?,
+        created_at: now,
+        updated_at: now,
+    };
+    store(&state)?.create_zone(zone.clone()).await?;
+    let dto = ZoneDto {
+        id: zone.id,
+        mower_id: mower.id.0,
+        name: zone.name,
+        polygon: PolygonGeometry::of(&zone.polygon),
+        occupied: false,
+        occupied_since: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let location = format!("/v1/mowers/{}/zones", mower.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(dto),
+    )
+        .into_response())
+}
+
+/// The path of one zone.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct ZonePath {
+    id: Uuid,
+    zone_id: Uuid,
+}
+
+/// Change a zone
+#[utoipa::path(
+    put,
+    path = "/v1/mowers/{id}/zones/{zone_id}",
+    tag = TAG,
+    operation_id = "update_zone",
+    summary = "Change a zone",
+    description = "Replaces a zone's name and polygon. The mower's occupancy is re-evaluated \
+        against the new polygon from its next position on.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = MOWER_PARAM),
+        ("zone_id" = Uuid, Path, description = "The zone's id."),
+    ),
+    request_body(content = ZoneBody, description = "The zone's new name and area.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The zone as stored.", body = ZoneDto),
+        (status = 400, description = "An id is not a UUID, or the body is not valid JSON.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token, or it has no such zone.", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not `application/json`.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The name or the polygon is not valid.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn update_zone(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(path): ApiPath<ZonePath>,
+    ApiJson(body): ApiJson<ZoneBody>,
+) -> Result<Json<ZoneDto>, ApiError> {
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
+    let zone = Zone {
+        id: path.zone_id,
+        mower_id: mower.id,
+        account_id: mower.account_id,
+        name: check_name(&body.name)?,
+        polygon: body.polygon.validate()?,
+        created_at: state.clock.now().trunc_subsecs(6),
+        updated_at: state.clock.now().trunc_subsecs(6),
+    };
+    if !store(&state)?.update_zone(zone).await? {
+        return Err(ApiError::NotFound(Resource::Zone));
+    }
+    zone_dtos(&state, mower.id)
+        .await?
+        .into_iter()
+        .find(|z| z.id == path.zone_id)
+        .map(Json)
+        .ok_or(ApiError::NotFound(Resource::Zone))
+}
+
+/// Remove a zone
+#[utoipa::path(
+    delete,
+    path = "/v1/mowers/{id}/zones/{zone_id}",
+    tag = TAG,
+    operation_id = "delete_zone",
+    summary = "Remove a zone",
+    description = "Removes a zone. It is dropped from the mower's occupancy at its next position, \
+        without a `zone_left` event.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = MOWER_PARAM),
+        ("zone_id" = Uuid, Path, description = "The zone's id."),
+    ),
+    responses(
+        (status = 204, description = "The zone was removed."),
+        (status = 400, description = "An id is not a UUID.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token, or it has no such zone.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn delete_zone(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(path): ApiPath<ZonePath>,
+) -> Result<StatusCode, ApiError> {
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
+    if !store(&state)?.delete_zone(mower.id, path.zone_id).await? {
+        return Err(ApiError::NotFound(Resource::Zone));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
