@@ -170,16 +170,16 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::notifications::list_events))
         .routes(routes!(routes::notifications::list_alerts))
         .routes(routes!(routes::live::live_stream))
-        .routes(routes!(routes::projections::live_fleet))
-        .routes(routes!(routes::projections::live_wall))
-        .routes(routes!(routes::projections::live_health))
+        .routes(routes!(routes::projections::fleet::live_fleet))
+        .routes(routes!(routes::projections::wall::live_wall))
+        .routes(routes!(routes::projections::health::live_health))
         .routes(routes!(
-            routes::projections::list_assignments,
-            routes::projections::create_assignment
+            routes::projections::assignments::list_assignments,
+            routes::projections::assignments::create_assignment
         ))
         .routes(routes!(
-            routes::projections::update_assignment,
-            routes::projections::delete_assignment
+            routes::projections::assignments::update_assignment,
+            routes::projections::assignments::delete_assignment
         ))
         .routes(routes!(routes::operations::healthz))
         .routes(routes!(routes::operations::readyz))
