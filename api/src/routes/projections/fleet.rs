@@ -4,10 +4,12 @@
 use super::{card_fields, operator_dto, views, OperatorOnDuty, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
+use crate::etag::json_with_etag_of;
 use crate::routes::notifications::{AlertKindDto, SeverityDto};
 use crate::state::AppState;
 use axum::extract::State;
-use axum::Json;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::AlertCard;
@@ -187,16 +189,34 @@ impl FleetDashboard {
         display order, then name, then id), each with its latest activity, its 32 most urgent \
         open alerts and its operator on duty. Every list says whether it was cut (`truncated`) \
         and where (`limit`); the complete list of mowers is `GET /v1/mowers`. The cost of this \
-        call does not grow with the fleet.",
+        call does not grow with the fleet. \
+        Poll it with `If-None-Match`: the answer is `304 Not Modified` while nothing in it but \
+        `generated_at` changed.",
     security(("bearer" = ["read"])),
+    params(
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
+            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
     responses(
-        (status = 200, description = "The fleet dashboard.", body = FleetDashboard),
+        (status = 200, description = "The fleet dashboard.", body = FleetDashboard,
+            headers(
+                ("ETag" = String, description = "The entity tag of this document, over all of it but \
+                    `generated_at`."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            )),
+        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
+            given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current document."))),
     ),
 )]
 pub async fn live_fleet(
     Reader(principal): Reader,
     State(state): State<AppState>,
-) -> Result<Json<FleetDashboard>, ApiError> {
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let snapshot = views(&state)?.projections.fleet(&principal).await?;
-    Ok(Json(FleetDashboard::of(snapshot, state.clock.now())))
+    let document = FleetDashboard::of(snapshot, state.clock.now());
+    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
+    // while the data is the same.
+    json_with_etag_of(&headers, &document, &document.mowers)
 }

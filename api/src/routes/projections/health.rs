@@ -3,9 +3,11 @@
 use super::{card_fields, live_site, operator_dto, views, LiveSite, OperatorOnDuty, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
+use crate::etag::json_with_etag_of;
 use crate::state::AppState;
 use axum::extract::State;
-use axum::Json;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::projections::{HealthSnapshot, HealthStatus};
@@ -196,16 +198,34 @@ impl HealthWall {
     description = "A bounded snapshot of your mowers' health: the first 16 sites visible to the \
         token, each with its first 32 mowers, each with a status computed over all of its open \
         alerts (never a window of them), its blade wear and its operator on duty. Every list \
-        carries `truncated` and `limit`.",
+        carries `truncated` and `limit`. \
+        Poll it with `If-None-Match`: the answer is `304 Not Modified` while nothing in it but \
+        `generated_at` changed.",
     security(("bearer" = ["read"])),
+    params(
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
+            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
     responses(
-        (status = 200, description = "The health wall.", body = HealthWall),
+        (status = 200, description = "The health wall.", body = HealthWall,
+            headers(
+                ("ETag" = String, description = "The entity tag of this document, over all of it but \
+                    `generated_at`."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            )),
+        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
+            given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current document."))),
     ),
 )]
 pub async fn live_health(
     Reader(principal): Reader,
     State(state): State<AppState>,
-) -> Result<Json<HealthWall>, ApiError> {
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let snapshot = views(&state)?.projections.health(&principal).await?;
-    Ok(Json(HealthWall::of(snapshot, state.clock.now())))
+    let document = HealthWall::of(snapshot, state.clock.now());
+    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
+    // while the data is the same.
+    json_with_etag_of(&headers, &document, &document.sites)
 }

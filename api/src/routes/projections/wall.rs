@@ -4,9 +4,11 @@ use super::fleet::{mower_list, LiveMowerList};
 use super::{live_site, views, LiveSite, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
+use crate::etag::json_with_etag_of;
 use crate::state::AppState;
 use axum::extract::State;
-use axum::Json;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::projections::WallSnapshot;
@@ -75,10 +77,21 @@ impl SiteWall {
     description = "A bounded snapshot for a display wall: the first 16 sites visible to the token, \
         each with its first 32 mowers in the field (reported, and neither docked, charging nor \
         offline; filtered before the cut), each with its 32 most urgent open alerts and its \
-        operator on duty. Every list carries `truncated` and `limit`.",
+        operator on duty. Every list carries `truncated` and `limit`. \
+        Poll it with `If-None-Match`: the answer is `304 Not Modified` while nothing in it but \
+        `generated_at` changed.",
     security(("bearer" = ["read"])),
+    params(
+        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
+            when it is still current, the answer is `304 Not Modified` without a body."),
+    ),
     responses(
-        (status = 200, description = "The site wall.", body = SiteWall, example = json!({
+        (status = 200, description = "The site wall.", body = SiteWall,
+            headers(
+                ("ETag" = String, description = "The entity tag of this document, over all of it but \
+                    `generated_at`."),
+                ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
+            ), example = json!({
             "generated_at": "2026-06-01T12:00:05Z",
             "sites": {"items": [{
                 "site": {"id": "0190a2b4-0000-7000-8000-000000000001", "name": "Riverside park",
@@ -98,12 +111,19 @@ impl SiteWall {
                         "truncated": false, "limit": 32}}],
                     "truncated": true, "limit": 32}}],
                 "truncated": false, "limit": 16}})),
+        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
+            given in `If-None-Match`.",
+            headers(("ETag" = String, description = "The entity tag of the current document."))),
     ),
 )]
 pub async fn live_wall(
     Reader(principal): Reader,
     State(state): State<AppState>,
-) -> Result<Json<SiteWall>, ApiError> {
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
     let snapshot = views(&state)?.projections.wall(&principal).await?;
-    Ok(Json(SiteWall::of(snapshot, state.clock.now())))
+    let document = SiteWall::of(snapshot, state.clock.now());
+    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
+    // while the data is the same.
+    json_with_etag_of(&headers, &document, &document.sites)
 }
