@@ -60,13 +60,15 @@ pub const BODY_LIMIT_BYTES: usize = 2 * 1024 * 1024;
 pub const COMPRESS_ABOVE_BYTES: u16 = 256;
 
 /// Answers compressed with gzip when the request's `Accept-Encoding` asks for it (decision 91):
-/// JSON, HTML, the metrics and the documentation, above [`COMPRESS_ABOVE_BYTES`]. Never the live
+/// JSON, HTML, the metrics and the documentation, above [`COMPRESS_ABOVE_BYTES`]. At gzip's
+/// fastest level: on the 20-mower list it sends 18 % of the bytes (level 6: 14 %) for 40 to 60 %
+/// of level 6's CPU, and CPU is what a busy replica runs out of (BENCHMARKS.md). Never the live
 /// stream (`text/event-stream`: a compressor would hold its events back until its buffer fills),
 /// nor images (compressed already). The `ETag`s stay as the handlers set them: weak, so that one
 /// tag names both encodings (see [`etag`]); the layer adds `Vary: Accept-Encoding`.
 fn compression() -> CompressionLayer<impl Predicate> {
     CompressionLayer::new()
-        .quality(CompressionLevel::Default)
+        .quality(CompressionLevel::Fastest)
         .compress_when(
             SizeAbove::new(COMPRESS_ABOVE_BYTES)
                 .and(NotForContentType::GRPC)
