@@ -40,6 +40,8 @@ pub use state::AppState;
 use axum::extract::DefaultBodyLimit;
 use axum::Router;
 use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+use tower_http::compression::{CompressionLayer, CompressionLevel};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
@@ -52,6 +54,28 @@ pub const BEARER_SCHEME: &str = "bearer";
 /// The largest request body accepted, in bytes (2 MiB): room for 1000 state reports of a usual
 /// size. A larger body is refused with `413` before it is parsed.
 pub const BODY_LIMIT_BYTES: usize = 2 * 1024 * 1024;
+
+/// The smallest answer compressed, in bytes: below it gzip's header and the CPU buy little (a
+/// problem document, a `204`). A mower's state (about 400 bytes) is compressed.
+pub const COMPRESS_ABOVE_BYTES: u16 = 256;
+
+/// Answers compressed with gzip when the request's `Accept-Encoding` asks for it (decision 91):
+/// JSON, HTML, the metrics and the documentation, above [`COMPRESS_ABOVE_BYTES`]. At gzip's
+/// fastest level: on the 20-mower list it sends 18 % of the bytes (level 6: 14 %) for 40 to 60 %
+/// of level 6's CPU, and CPU is what a busy replica runs out of (BENCHMARKS.md). Never the live
+/// stream (`text/event-stream`: a compressor would hold its events back until its buffer fills),
+/// nor images (compressed already). The `ETag`s stay as the handlers set them: weak, so that one
+/// tag names both encodings (see [`etag`]); the layer adds `Vary: Accept-Encoding`.
+fn compression() -> CompressionLayer<impl Predicate> {
+    CompressionLayer::new()
+        .quality(CompressionLevel::Fastest)
+        .compress_when(
+            SizeAbove::new(COMPRESS_ABOVE_BYTES)
+                .and(NotForContentType::GRPC)
+                .and(NotForContentType::IMAGES)
+                .and(NotForContentType::SSE),
+        )
+}
 
 /// The document's fixed parts; the paths and their schemas come from [`api_routes`].
 #[derive(OpenApi)]
@@ -70,7 +94,12 @@ pub const BODY_LIMIT_BYTES: usize = 2 * 1024 * 1024;
             page says whether more follow (`truncated`) and where the next starts \
             (`next_cursor`). Units are seconds and metres; timestamps are UTC, RFC 3339. Errors \
             are `application/problem+json` (RFC 9457) with a stable `type` URI under \
-            `https://swath.dev/problems/`.",
+            `https://swath.dev/problems/`.\n\n\
+            Answers are compressed with gzip when `Accept-Encoding` allows it (all but the live \
+            stream, and answers under 256 bytes). The reads made for polling (the mowers, a \
+            mower, its state and health, the live views) carry a weak `ETag`, the same for every \
+            encoding: send it back in `If-None-Match` (compared weakly; a list or `*` is \
+            accepted) to get `304 Not Modified` without a body while nothing changed.",
         license(name = "Apache-2.0", identifier = "Apache-2.0"),
     ),
     tags(
@@ -170,16 +199,16 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::notifications::events::list_events))
         .routes(routes!(routes::notifications::alerts::list_alerts))
         .routes(routes!(routes::live::live_stream))
-        .routes(routes!(routes::projections::live_fleet))
-        .routes(routes!(routes::projections::live_wall))
-        .routes(routes!(routes::projections::live_health))
+        .routes(routes!(routes::projections::fleet::live_fleet))
+        .routes(routes!(routes::projections::wall::live_wall))
+        .routes(routes!(routes::projections::health::live_health))
         .routes(routes!(
-            routes::projections::list_assignments,
-            routes::projections::create_assignment
+            routes::projections::assignments::list_assignments,
+            routes::projections::assignments::create_assignment
         ))
         .routes(routes!(
-            routes::projections::update_assignment,
-            routes::projections::delete_assignment
+            routes::projections::assignments::update_assignment,
+            routes::projections::assignments::delete_assignment
         ))
         .routes(routes!(routes::operations::healthz))
         .routes(routes!(routes::operations::readyz))
@@ -227,8 +256,9 @@ fn describe_nullable_refs(doc: &mut utoipa::openapi::OpenApi) {
 }
 
 /// The whole HTTP service: the API, `/docs` (Swagger UI, served from the binary, no internet
-/// needed), problem answers for unknown paths and methods, a body limit, a trace span per request,
-/// and panics answered as `500` problems instead of dropped connections.
+/// needed), problem answers for unknown paths and methods, a body limit, gzip by
+/// `Accept-Encoding` (decision 91), a trace span per request, and panics answered as `500`
+/// problems instead of dropped connections.
 pub fn router(state: AppState) -> Router {
     let (api, _) = api_routes().split_for_parts();
     api.merge(pages::routes())
@@ -239,6 +269,9 @@ pub fn router(state: AppState) -> Router {
         // The extractors read bodies through it, so an oversized body is their `413` problem.
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
         .layer(CatchPanicLayer::custom(error::panic_response))
+        // Outside the panic catcher, so that a `500` is compressed like any answer; inside the
+        // metrics, which count answers whatever their encoding.
+        .layer(compression())
         // Outside the panic catcher, so that a panic is observed as the `500` it answers.
         .layer(axum::middleware::from_fn(http_metrics::record_latency))
         .layer(http_metrics::trace_layer())

@@ -1,0 +1,271 @@
+//! `/v1/mowers/{id}/assignments`: the operator assignments the live views rank.
+
+use super::{views, PriorityDto, TAG};
+use crate::auth::{Reader, Writer};
+use crate::error::{ApiError, Problem, Resource};
+use crate::extract::{ApiJson, ApiPath};
+use crate::state::AppState;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use chrono::{DateTime, SubsecRound, Utc};
+use serde::{Deserialize, Serialize};
+use swath_application::ports::{Assignment, MAX_ASSIGNMENTS_PER_MOWER, MAX_OPERATOR_CHARS};
+use swath_domain::MowerId;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+/// An operator assignment of a mower.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct AssignmentDto {
+    /// The assignment's id.
+    pub id: Uuid,
+    /// The mower.
+    pub mower_id: Uuid,
+    /// The operator's name.
+    #[schema(example = "Robin")]
+    pub operator: String,
+    /// Its priority: the active assignment of the highest priority is on duty.
+    pub priority: PriorityDto,
+    /// Whether it can be on duty.
+    pub active: bool,
+    /// When it was last changed (ties of priority go to the most recent).
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<Assignment> for AssignmentDto {
+    fn from(a: Assignment) -> Self {
+        Self {
+            id: a.id,
+            mower_id: a.mower_id.0,
+            operator: a.operator,
+            priority: PriorityDto::of(a.priority),
+            active: a.active,
+            updated_at: a.updated_at,
+        }
+    }
+}
+
+/// The assignments of a mower: active first, then in ranking order (the first is on duty).
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct AssignmentList {
+    /// Every assignment of the mower (at most 64).
+    pub items: Vec<AssignmentDto>,
+    /// Always `false`: a mower has at most `limit` assignments.
+    pub truncated: bool,
+    /// The most assignments a mower may have (64).
+    #[schema(example = 64)]
+    pub limit: u32,
+}
+
+/// An assignment to add, or the new values of one.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssignmentBody {
+    /// The operator's name, 1 to 128 characters.
+    #[schema(example = "Robin")]
+    pub operator: String,
+    /// `critical`, `high`, `normal` or `low`.
+    pub priority: PriorityDto,
+    /// Whether it can be on duty (default `true`).
+    #[serde(default = "active_default")]
+    #[schema(default = true)]
+    pub active: bool,
+}
+
+fn active_default() -> bool {
+    true
+}
+
+fn check_operator(name: &str) -> Result<String, ApiError> {
+    let name = name.trim();
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_OPERATOR_CHARS {
+        return Err(ApiError::Validation(format!(
+            "`operator` must be 1 to {MAX_OPERATOR_CHARS} characters."
+        )));
+    }
+    Ok(name.to_owned())
+}
+
+const MOWER_PARAM: &str = "The mower's id.";
+
+/// List a mower's assignments
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/assignments",
+    tag = TAG,
+    operation_id = "list_assignments",
+    summary = "List a mower's operator assignments",
+    description = "Every operator assignment of the mower: active ones first, in the order that \
+        decides who is on duty (priority critical → low, then the most recently updated, then \
+        the highest id).",
+    security(("bearer" = ["read"])),
+    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    responses(
+        (status = 200, description = "The assignments.", body = AssignmentList),
+        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list_assignments(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+) -> Result<Json<AssignmentList>, ApiError> {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    let items = views(&state)?
+        .assignments
+        .assignments(mower.account_id, mower.id)
+        .await?;
+    Ok(Json(AssignmentList {
+        items: items.into_iter().map(AssignmentDto::from).collect(),
+        truncated: false,
+        limit: MAX_ASSIGNMENTS_PER_MOWER as u32,
+    }))
+}
+
+/// Assign an operator to a mower
+#[utoipa::path(
+    post,
+    path = "/v1/mowers/{id}/assignments",
+    tag = TAG,
+    operation_id = "create_assignment",
+    summary = "Assign an operator to a mower",
+    description = "Adds an operator assignment. A mower may have several active assignments; the \
+        live views show the one on duty. At most 64 per mower.",
+    security(("bearer" = ["write"])),
+    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    request_body = AssignmentBody,
+    responses(
+        (status = 201, description = "The assignment was added.", body = AssignmentDto),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The mower has 64 assignments already.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The body is not a valid assignment.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn create_assignment(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiJson(body): ApiJson<AssignmentBody>,
+) -> Result<Response, ApiError> {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    let assignment = Assignment {
+        id: Uuid::now_v7(),
+        mower_id: mower.id,
+        account_id: mower.account_id,
+        operator: check_operator(&body.operator)?,
+        priority: body.priority.domain(),
+        active: body.active,
+        // Microseconds: what every store keeps, so that rankings agree.
+        updated_at: state.clock.now().trunc_subsecs(6),
+    };
+    views(&state)?
+        .assignments
+        .create_assignment(assignment.clone())
+        .await?;
+    let location = format!("/v1/mowers/{}/assignments/{}", mower.id, assignment.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(AssignmentDto::from(assignment)),
+    )
+        .into_response())
+}
+
+/// The path of one assignment.
+#[derive(Clone, Copy, Debug, Deserialize)]
+pub struct AssignmentPath {
+    id: Uuid,
+    assignment_id: Uuid,
+}
+
+/// Change an assignment
+#[utoipa::path(
+    put,
+    path = "/v1/mowers/{id}/assignments/{assignment_id}",
+    tag = TAG,
+    operation_id = "update_assignment",
+    summary = "Change an operator assignment",
+    description = "Replaces the operator, priority and active flag of an assignment; its \
+        `updated_at` becomes now.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = MOWER_PARAM),
+        ("assignment_id" = Uuid, Path, description = "The assignment's id."),
+    ),
+    request_body = AssignmentBody,
+    responses(
+        (status = 200, description = "The assignment as stored.", body = AssignmentDto),
+        (status = 404, description = "No such mower or assignment is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The body is not a valid assignment.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn update_assignment(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(path): ApiPath<AssignmentPath>,
+    ApiJson(body): ApiJson<AssignmentBody>,
+) -> Result<Json<AssignmentDto>, ApiError> {
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
+    let assignment = Assignment {
+        id: path.assignment_id,
+        mower_id: mower.id,
+        account_id: mower.account_id,
+        operator: check_operator(&body.operator)?,
+        priority: body.priority.domain(),
+        active: body.active,
+        updated_at: state.clock.now().trunc_subsecs(6),
+    };
+    if !views(&state)?
+        .assignments
+        .update_assignment(assignment.clone())
+        .await?
+    {
+        return Err(ApiError::NotFound(Resource::Assignment));
+    }
+    Ok(Json(assignment.into()))
+}
+
+/// Remove an assignment
+#[utoipa::path(
+    delete,
+    path = "/v1/mowers/{id}/assignments/{assignment_id}",
+    tag = TAG,
+    operation_id = "delete_assignment",
+    summary = "Remove an operator assignment",
+    description = "Deletes an operator assignment; if it was on duty, the next one in the ranking \
+        takes over.",
+    security(("bearer" = ["write"])),
+    params(
+        ("id" = Uuid, Path, description = MOWER_PARAM),
+        ("assignment_id" = Uuid, Path, description = "The assignment's id."),
+    ),
+    responses(
+        (status = 204, description = "The assignment was removed."),
+        (status = 404, description = "No such mower or assignment is visible to this token.", body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn delete_assignment(
+    Writer(principal): Writer,
+    State(state): State<AppState>,
+    ApiPath(path): ApiPath<AssignmentPath>,
+) -> Result<StatusCode, ApiError> {
+    let mower = state
+        .access
+        .visible_mower(&principal, MowerId(path.id))
+        .await?;
+    if !views(&state)?
+        .assignments
+        .delete_assignment(mower.account_id, mower.id, path.assignment_id)
+        .await?
+    {
+        return Err(ApiError::NotFound(Resource::Assignment));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
