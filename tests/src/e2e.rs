@@ -365,6 +365,11 @@ impl TestDatabase {
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
+        // A failing scenario run with `SWATH_E2E_KEEP_LOGS` keeps its database to be read.
+        if std::thread::panicking() && std::env::var_os("SWATH_E2E_KEEP_LOGS").is_some() {
+            eprintln!("kept the database {} for reading", self.name);
+            return;
+        }
         let (url, name) = (self.server_url.clone(), self.name.clone());
         let cleanup = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()

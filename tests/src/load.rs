@@ -427,8 +427,18 @@ impl Plan {
 
     /// Publishes states `range` in order on `bus`, each with its de-duplication id, at most
     /// `rate` per second (`None`: as fast as the stream acknowledges, with `window` publishes in
-    /// flight). A failed publish is retried from the first unacknowledged state (the ids make a
-    /// repeat a no-op) until `retry_for` has passed without progress.
+    /// flight, but never more than one state of a mower). A failed publish is retried from the
+    /// first unacknowledged state (the ids make a repeat a no-op) until `retry_for` has passed
+    /// without progress.
+    ///
+    /// Why one state of a mower at most: a publish that fails may not have been stored (a node
+    /// of a cluster killed or paused with it in flight) while later ones in the window were; its
+    /// retry then lands after them, and with two states of a mower in the window the stream would
+    /// hold that mower's states out of the published order. Swath handles a mower's states in
+    /// the order the stream holds them, so such a publisher, not Swath, would break the order
+    /// the references assume (found by the three-node cluster scenario, decision 88). The plan
+    /// cycles through its mowers, so `window` ≤ mowers keeps every mower's states in flight one
+    /// at a time.
     pub async fn publish(
         &self,
         bus: &NatsBus,
@@ -437,6 +447,7 @@ impl Plan {
         window: usize,
         retry_for: std::time::Duration,
     ) -> anyhow::Result<PublishReport> {
+        let window = window.clamp(1, self.mowers.max(1));
         let started = Instant::now();
         let mut next = range.start;
         let mut last_progress = Instant::now();

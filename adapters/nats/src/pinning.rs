@@ -23,6 +23,10 @@
 //! pulls were waiting (5..10 then 1..4), so the worker gathers every leading redelivery and sorts
 //! them by stream sequence before handling them (`worker.rs`, "Pulling a batch").
 //!
+//! In a cluster the pin can move sooner, when the consumer's leader changes while the holder is
+//! at work: a worker that gets a new pin therefore first waits until the consumer has nothing
+//! unsettled but its own deliveries (`worker.rs`, "Order when a pin moves").
+//!
 //! # Balance
 //!
 //! The server pins the oldest waiting pull; nothing in it spreads partitions across replicas.
@@ -105,7 +109,10 @@ impl Pinning {
         released
     }
 
-    /// Records the pin a delivery carried. Returns `true` when the partition was not held before.
+    /// Records the pin a delivery carried. Returns `true` when it is a new pin: the partition was
+    /// not held before, or was held with another pin (the server pinned this worker again, and
+    /// another may have held the partition in between). The worker then waits for whatever the
+    /// consumer has delivered elsewhere (`worker.rs`, "Order when a pin moves").
     pub(crate) fn delivered_with(&mut self, pin: Option<&str>) -> bool {
         let Some(pin) = pin else {
             return false;
@@ -113,12 +120,11 @@ impl Pinning {
         if self.id.as_deref() == Some(pin) {
             return false;
         }
-        let acquired = self.id.is_none();
-        if acquired {
+        if self.id.is_none() {
             self.owned.fetch_add(1, Ordering::AcqRel);
         }
         self.id = Some(pin.to_owned());
-        acquired
+        true
     }
 
     /// The server says the pin this worker sent is not (any more) the partition's: another
@@ -264,6 +270,13 @@ mod tests {
         assert_eq!(released, 5);
         assert_eq!(owned.load(Ordering::SeqCst), 3);
         assert_eq!(workers.iter().filter(|w| w.id.is_some()).count(), 3);
+        // A pin that changes while held is a new pin (another may have held the partition in
+        // between), counted once.
+        let held = owned.load(Ordering::SeqCst);
+        let holder = workers.iter_mut().find(|w| w.id.is_some()).unwrap();
+        assert!(holder.delivered_with(Some("another")));
+        assert!(!holder.delivered_with(Some("another")));
+        assert_eq!(owned.load(Ordering::SeqCst), held);
         // A lost pin counts once.
         let holder = workers.iter_mut().find(|w| w.id.is_some()).unwrap();
         assert!(holder.lost());

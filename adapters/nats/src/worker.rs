@@ -50,7 +50,19 @@
 //!
 //! A partition's worker is pinned (`pinning.rs`): the next holder of a dead one's partition is
 //! pinned only once its deliveries are due, and it gathers and sorts the leading redeliveries
-//! (decision 63). What follows is the order rule of an unpartitioned consumer.
+//! (decision 63).
+//!
+//! # Order when a pin moves
+//!
+//! A pin can also move sooner: when the consumer's leader changes (its node killed or paused in
+//! a cluster), the new leader pins the oldest waiting pull while the holder may still be at work
+//! on a batch, or the holder's renewals were lost during the election. So a worker that gets a
+//! new pin handles nothing before the consumer has nothing unsettled but what it holds itself:
+//! the previous holder settles its batch (a settlement needs no pin), or, dead, its deliveries
+//! come due and are served to this worker before newer messages; everything in hand is then
+//! sorted by stream sequence (`await_predecessor`, decision 88).
+//!
+//! What follows is the order rule of an unpartitioned consumer.
 //!
 //! JetStream serves redeliveries before new messages, but a delivery of a process that died
 //! (`kill -9`), or one lost with a connection, is redelivered only once its `ack_wait` expired;
@@ -99,6 +111,8 @@ use tokio::time::Instant;
 const HEARTBEAT_SLACK: Duration = Duration::from_millis(500);
 /// The longest pause between two pull requests that keep failing.
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// How many `ack_wait`s a newly pinned worker waits at most for its predecessor's deliveries.
+const PREDECESSOR_PATIENCE: u32 = 4;
 /// The header naming the pin of a partition's deliveries.
 const PIN_HEADER: &str = "Nats-Pin-Id";
 
@@ -142,6 +156,9 @@ pub(crate) struct Worker {
     /// Ends the worker once the consumer has nothing left to deliver or settle (an old
     /// unpartitioned consumer drained before the partitions take over, `partitioned.rs`).
     pub until_drained: bool,
+    /// A partition's worker got a new pin since its last batch: before handling anything, it
+    /// waits for what the consumer delivered to anyone else ("Order when a pin moves").
+    pub newly_pinned: bool,
 }
 
 /// How a pull request ended.
@@ -202,12 +219,22 @@ impl Worker {
             held: Vec::new(),
             pinning: None,
             until_drained: false,
+            newly_pinned: false,
         }
     }
 
     pub(crate) async fn run(mut self) {
         while let Some(batch) = self.next_batch().await {
             let partitioned = self.pinning.is_some();
+            tracing::debug!(
+                consumer = %self.name,
+                messages = batch.len(),
+                first = batch.first().map(stream_sequence).unwrap_or(0),
+                last = batch.last().map(stream_sequence).unwrap_or(0),
+                redelivered = batch.iter().filter(|m| delivery_count(m) > 1).count(),
+                pin = self.pinning.as_ref().and_then(|p| p.id.as_deref()).unwrap_or("-"),
+                "Handling a batch."
+            );
             let messages: Arc<[Message]> =
                 batch.iter().map(|m| to_message(m, partitioned)).collect();
             let mut call = call_handler(&self.handler, messages);
@@ -337,7 +364,9 @@ impl Worker {
                     continue;
                 }
             }
-            if !self.linger(&mut batch, waited).await || !self.gather_redeliveries(&mut batch).await
+            if !self.linger(&mut batch, waited).await
+                || !self.gather_redeliveries(&mut batch).await
+                || !self.await_predecessor(&mut batch).await
             {
                 return None;
             }
@@ -409,6 +438,77 @@ impl Worker {
                 break;
             }
         }
+        batch.sort_by_key(stream_sequence);
+        if batch.len() > self.max_batch {
+            self.held = batch.split_off(self.max_batch);
+        }
+        true
+    }
+
+    /// After a new pin, before the first batch under it is handled: waits until the consumer
+    /// has nothing unsettled but what this worker holds, taking the redeliveries that come due
+    /// meanwhile, and sorts it all by stream sequence. `false` when stopped meanwhile.
+    ///
+    /// The pin can move before the previous holder's deliveries are due, which decision 63's
+    /// timing does not cover: the consumer's leader changed (its node was killed or paused: the
+    /// new leader pins the oldest waiting pull) while the holder was handling a batch, or the
+    /// holder's renewals were lost during an election. The previous holder, alive, still
+    /// settles what it holds (a settlement needs no pin); dead, its deliveries come due within
+    /// `ack_wait` and are served before newer messages. Either way this worker must not handle
+    /// newer messages of the partition first. A wait longer than `PREDECESSOR_PATIENCE` times
+    /// `ack_wait` (a holder still at work on one batch after that long) is given up with a
+    /// warning: a partition must not stall for good.
+    async fn await_predecessor(&mut self, batch: &mut Vec<jetstream::Message>) -> bool {
+        if !std::mem::take(&mut self.newly_pinned) {
+            return true;
+        }
+        let started = Instant::now();
+        let mut last_pull = Instant::now();
+        let mut logged = false;
+        loop {
+            let mine = batch.len() + self.held.len();
+            let others = match self.consumer.info().await {
+                Ok(info) => info.num_ack_pending.saturating_sub(mine),
+                Err(e) => {
+                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; retrying.");
+                    1
+                }
+            };
+            if others == 0 {
+                break;
+            }
+            if started.elapsed() >= self.timings.ack_wait * PREDECESSOR_PATIENCE {
+                tracing::warn!(consumer = %self.name, unsettled = others, "Deliveries of the partition's previous holder are still unsettled; handling newer messages now, so their order may not hold.");
+                break;
+            }
+            if !logged {
+                tracing::info!(consumer = %self.name, unsettled = others, "The partition's previous holder has deliveries unsettled; waiting for them to be settled or due.");
+                logged = true;
+            }
+            // Due redeliveries are served before newer messages: ask for as many as are
+            // missing, once they may be due (a pull sooner would bring newer messages only).
+            let room = MAX_IN_FLIGHT.saturating_sub(mine).min(others);
+            if room > 0 && last_pull.elapsed() >= self.timings.ack_wait {
+                let mut more = Vec::new();
+                let end = self.pull(self.no_wait(room), &mut more).await;
+                last_pull = Instant::now();
+                if !self.carry_on(end, &mut more).await {
+                    self.give_back(batch).await;
+                    return false;
+                }
+                batch.append(&mut more);
+                continue;
+            }
+            let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
+            if let Kept::Stopped = self.keep_alive(&mut sleep, batch, None, true).await {
+                self.give_back(batch).await;
+                return false;
+            }
+        }
+        if logged {
+            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling the partition after its previous holder's deliveries.");
+        }
+        batch.append(&mut self.held);
         batch.sort_by_key(stream_sequence);
         if batch.len() > self.max_batch {
             self.held = batch.split_off(self.max_batch);
@@ -583,6 +683,7 @@ impl Worker {
                             .map(|v| v.as_str());
                         if pinning.delivered_with(pin) {
                             tracing::info!(consumer = %self.name, partition = pinning.partition, "Holding the partition.");
+                            self.newly_pinned = true;
                         }
                     }
                     into.push(jetstream::Message {

@@ -132,6 +132,18 @@ pub async fn verify(
         ));
     }
     if !failures.is_empty() {
+        if let Some(dir) = std::env::var_os("SWATH_E2E_KEEP_LOGS") {
+            let dir = std::path::PathBuf::from(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            let dump = |rows: &[swath_domain::watch::Event]| {
+                rows.iter().map(|e| format!("{e:?}\n")).collect::<String>()
+            };
+            let _ = std::fs::write(
+                dir.join("expected-events.txt"),
+                dump(&expected.watch.events),
+            );
+            let _ = std::fs::write(dir.join("stored-events.txt"), dump(&watch.events));
+        }
         logs();
         panic!("seed {}: {}", plan.seed, failures.join("\n\n"));
     }
@@ -219,4 +231,54 @@ impl Trickle {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
         self.task.await.expect("the publisher")
     }
+}
+
+/// The states the `TELEMETRY` stream holds, in stream order (read with an ordered consumer of
+/// its own): what the consumers were handed, whatever order the publisher's retries left.
+pub async fn stream_states(nats_url: &str) -> anyhow::Result<Vec<StateReport>> {
+    use futures::StreamExt;
+    let client = async_nats::connect(nats_url).await?;
+    let js = async_nats::jetstream::new(client);
+    let mut stream = js.get_stream("TELEMETRY").await?;
+    let total = stream.info().await?.state.messages as usize;
+    let consumer = stream
+        .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig::default())
+        .await?;
+    let mut messages = consumer.messages().await?;
+    let now = chrono::Utc::now();
+    let mut states = Vec::with_capacity(total);
+    while states.len() < total {
+        let message = tokio::time::timeout(Duration::from_secs(10), messages.next())
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("the stream ended early"))??;
+        let state = StateReport::parse(&message.payload, now)
+            .map_err(|e| anyhow::anyhow!("a state of the stream does not parse: {e:?}"))?;
+        states.push(state);
+    }
+    Ok(states)
+}
+
+/// Mowers whose states `stream` holds in another order than `plan` (both in their own order):
+/// one line each, naming the first state out of place.
+pub fn reordered_mowers(plan: &[StateReport], stream: &[StateReport]) -> Vec<String> {
+    let order = |states: &[StateReport]| {
+        let mut by: BTreeMap<MowerId, Vec<chrono::DateTime<chrono::Utc>>> = BTreeMap::new();
+        for s in states {
+            by.entry(s.mower_id).or_default().push(s.observed_at);
+        }
+        by
+    };
+    let (a, b) = (order(plan), order(stream));
+    a.iter()
+        .filter(|(m, times)| b.get(m) != Some(times))
+        .map(|(m, times)| {
+            let other = b.get(m).cloned().unwrap_or_default();
+            let first = times.iter().zip(&other).position(|(x, y)| x != y);
+            format!(
+                "{m}: {} states published, {} in the stream, first out of place: {first:?}",
+                times.len(),
+                other.len()
+            )
+        })
+        .collect()
 }

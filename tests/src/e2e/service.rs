@@ -52,6 +52,9 @@ impl Service {
             .env("SWATH_SIM_MOWERS", "0")
             .env("SWATH_HTTP_ADDR", format!("127.0.0.1:{port}"))
             .env("SWATH_LOG", "info,sqlx=warn")
+            // A start-up error's backtrace would push its message out of the log's tail that a
+            // failing scenario prints; panics keep theirs.
+            .env("RUST_LIB_BACKTRACE", "0")
             .env_remove("SWATH_DEMO_TOKEN");
         for (k, v) in extra {
             command.env(k, v);
@@ -184,6 +187,13 @@ impl Service {
 impl Drop for Service {
     fn drop(&mut self) {
         self.kill9();
+        // `SWATH_E2E_KEEP_LOGS=<dir>` keeps every replica's whole log there (named by the port
+        // it served), for reading a failure after the scenario's temporary files are gone.
+        if let Some(dir) = std::env::var_os("SWATH_E2E_KEEP_LOGS") {
+            let dir = PathBuf::from(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::copy(&self.log, dir.join(format!("swath-{}.log", self.port)));
+        }
     }
 }
 
