@@ -3,7 +3,8 @@
 //! contract suites as PostgreSQL and NATS.
 //!
 //! # Layout
-//! - [`store`]: [`MemoryStore`], implementing `Directory`, `TokenStore` and `TelemetryStore`.
+//! - [`store`]: [`MemoryStore`], implementing `Directory`, `TokenStore` and `TelemetryStore`; one
+//!   file per concern (`rows`, `directory`, `tokens`, `telemetry`).
 //! - `bus`: `MemoryBus`, implementing `EventBus` with JetStream's batch semantics.
 //! - `retention`: `RetentionStore` on [`MemoryStore`]: the same limits as PostgreSQL.
 //! - `watch`: `WatchStore` on [`MemoryStore`]: watch rows, geofences, zones, events, alerts.

@@ -354,7 +354,7 @@ impl DirectoryAdmin for PostgresStore {
 
     async fn delete_mower(&self, account: AccountId, id: MowerId) -> Result<(), DirectoryError> {
         let txn = self.orm.begin().await.map_err(unavailable)?;
-        // The health row is the row every ingest batch of this mower locks (see telemetry.rs):
+        // The health row is the row every ingest batch of this mower locks (see telemetry/mod.rs):
         // taking it first waits for a running batch and makes later ones wait for this delete;
         // they then find the row gone and drop their states as `unknown_mower`.
         txn.execute(statement(

@@ -9,7 +9,8 @@
 //! - `directory`: `Directory` and `TokenStore`.
 //! - `retention`: `RetentionStore`: partitions dropped, rows deleted in chunks, under an
 //!   advisory lock.
-//! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads.
+//! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads; one file per concern
+//!   (`batch`, `rows`).
 //! - `watch`: `WatchStore`: the watcher's unit of work, the offline sweep, virtual zones, the
 //!   busy status, geofences, zones, the events feed and alerts; one file per concern
 //!   (`unit_of_work`, `admin`, `feeds`, `rows`).

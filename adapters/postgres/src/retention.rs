@@ -44,7 +44,7 @@ const DOWNSAMPLED: &str = "positions_downsampled";
 
 /// The keys of the floors in `retention_progress`: history rows, and positions, older than these
 /// may have been removed (read by ingestion with a late state's neighbours: `READ_NEIGHBOURS` in
-/// `telemetry.rs` names them too).
+/// `telemetry/batch.rs` names them too).
 const HISTORY_FLOOR: &str = "history_floor";
 const POSITIONS_FLOOR: &str = "positions_floor";
 

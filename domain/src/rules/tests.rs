@@ -1,8 +1,12 @@
 //! Each write rule pinned with hand-computed values.
 
 use super::*;
-use crate::report::Position;
+use crate::events::IngestEvent;
+use crate::ids::AccountId;
+use crate::report::{Activity, Position};
+use crate::rows::{HealthTotals, StoredState};
 use chrono::TimeZone;
+use chrono_tz::Tz;
 use serde_json::Map;
 use std::ops::Bound;
 use uuid::Uuid;

@@ -1,5 +1,6 @@
-//! Late states merged between their neighbours (the module documentation of `rules.rs`), pinned
-//! by hand against the store of the parent module, which reads neighbours as the adapters do.
+//! Late states merged between their neighbours (the module documentation of `rules/mod.rs`),
+//! pinned by hand against the store of the parent module, which reads neighbours as the adapters
+//! do.
 
 use super::*;
 

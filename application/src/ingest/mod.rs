@@ -12,26 +12,29 @@
 //! events are published before the error is returned ([`IngestError::ZonesPending`]), because
 //! the redelivered batch finds them raised already and would never raise them again
 //! (docs/decisions.md, decision 47).
+//!
+//! Layout: this file holds the use case and its unit of work; `isolate` the splitting of a batch
+//! the store refuses; `zones` W7's evaluation and the order of the events published; `handler`
+//! the bus side (parsing a message, settling its outcome, the consumer's handler).
+
+mod handler;
+mod isolate;
+mod zones;
+
+pub use handler::{parse_message, settle, IngestHandler};
+
+use zones::{evaluate_zones, in_state_order};
 
 use crate::group_commit::GroupCommit;
-use crate::ports::{
-    BatchHandler, Clock, EventBus, HandlerError, Message, Settle, StoreError, TelemetryStore,
-    WatchError, WatchStore,
-};
-use crate::subjects;
+use crate::ports::{Clock, EventBus, Message, StoreError, TelemetryStore, WatchError, WatchStore};
 use crate::watcher::publish;
-use async_trait::async_trait;
 use chrono::{DateTime, SubsecRound, Utc};
-use std::collections::{BTreeMap, VecDeque};
-use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
-use swath_domain::watch::{ingest_notifications, Event};
+use swath_domain::watch::ingest_notifications;
 use swath_domain::{
-    apply_states, late_states, DropReason, InvalidReport, MowerId, StateCounts, StateOutcome,
-    StateReport,
+    apply_states, late_states, InvalidReport, MowerId, StateCounts, StateOutcome, StateReport,
 };
 
 /// How many failed deliveries of a batch's messages make the consumer isolate what fails: a
@@ -374,88 +377,6 @@ impl Ingest {
         }
         Ok((applied, counts))
     }
-
-    /// [`Ingest::store`], splitting what the store refuses (see
-    /// [`Ingest::record_states_isolating`]). Ranges are tried in order, so the states of a mower
-    /// keep their order around a refused one.
-    async fn isolate(
-        &self,
-        valid: &[StateReport],
-        origins: &[&str],
-        received_at: DateTime<Utc>,
-    ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
-        let first = match self.store(valid, received_at).await {
-            Err(e) if e.is_rejection() => e,
-            other => return other,
-        };
-        let mut outcomes: Vec<Option<StateOutcome>> = vec![None; valid.len()];
-        let mut counts = StateCounts::default();
-        let mut refused: Vec<(usize, String)> = Vec::new();
-        // A range with the refusal it is known to fail with, or `None` when not tried yet.
-        let mut pending: VecDeque<(Range<usize>, Option<String>)> = VecDeque::new();
-        pending.push_back((0..valid.len(), Some(first.to_string())));
-        while let Some((range, failed)) = pending.pop_front() {
-            match failed {
-                Some(error) if range.len() == 1 => refused.push((range.start, error)),
-                Some(_) => {
-                    let middle = range.start + range.len() / 2;
-                    pending.push_front((middle..range.end, None));
-                    pending.push_front((range.start..middle, None));
-                }
-                None => match self.store(&valid[range.clone()], received_at).await {
-                    Ok((applied, stored)) => {
-                        counts.in_order += stored.in_order;
-                        counts.late_merged += stored.late_merged;
-                        counts.late_not_counted += stored.late_not_counted;
-                        counts.duplicates += stored.duplicates;
-                        for (i, outcome) in range.zip(applied) {
-                            outcomes[i] = Some(outcome);
-                        }
-                    }
-                    Err(e) if e.is_rejection() => pending.push_front((range, Some(e.to_string()))),
-                    Err(e) => return Err(e),
-                },
-            }
-        }
-        if refused.len() > 1 && outcomes.iter().all(Option::is_none) {
-            tracing::error!(
-                states = valid.len(),
-                error = %first,
-                "The store refused every state of a batch, each alone: a fault of the store, not of the states; nothing is dropped and the batch will be redelivered."
-            );
-            return Err(first);
-        }
-        for (i, error) in refused {
-            let state = &valid[i];
-            tracing::warn!(
-                mower_id = %state.mower_id,
-                account_id = %state.account_id,
-                subject = origins.get(i).copied().unwrap_or("http"),
-                observed_at = %state.observed_at.to_rfc3339(),
-                reason = DropReason::RejectedByStore.as_str(),
-                %error,
-                "Dropped a state report the store refused every time; the other states of its batch are stored."
-            );
-            metrics::counter!(
-                "swath_states_dropped_total",
-                "reason" => DropReason::RejectedByStore.as_str()
-            )
-            .increment(1);
-            outcomes[i] = Some(StateOutcome::Dropped(DropReason::RejectedByStore));
-        }
-        let outcomes = outcomes
-            .into_iter()
-            .map(|o| o.unwrap_or(StateOutcome::Stored))
-            .collect();
-        Ok((outcomes, counts))
-    }
-
-    /// A bus handler that feeds this use case (the ingest durable consumer).
-    pub fn handler(self: &Arc<Self>) -> Arc<IngestHandler> {
-        Arc::new(IngestHandler {
-            ingest: Arc::clone(self),
-        })
-    }
 }
 
 /// The batch's outcomes (every element has one by now), with the stored ones counted.
@@ -469,89 +390,6 @@ fn finish(outcomes: Vec<Option<StateOutcome>>) -> Vec<StateOutcome> {
         .into_iter()
         .map(|o| o.unwrap_or(StateOutcome::Stored))
         .collect()
-}
-
-/// W6's and W7's events in the order of the states that raised them (W6 first for one state),
-/// which is the order the same states ingested one at a time publish them in. A W6 event is
-/// raised by the first stored state of its key, a W7 event by the first stored one with a
-/// position.
-fn in_state_order(
-    valid: &[StateReport],
-    applied: &[StateOutcome],
-    blade: Vec<Event>,
-    zones: Vec<Event>,
-) -> Vec<Event> {
-    if zones.is_empty() {
-        return blade;
-    }
-    let mut first: BTreeMap<(MowerId, chrono::DateTime<chrono::Utc>), usize> = BTreeMap::new();
-    let mut first_positioned = BTreeMap::new();
-    for (i, (s, o)) in valid.iter().zip(applied).enumerate() {
-        if *o != StateOutcome::Stored {
-            continue;
-        }
-        first.entry((s.mower_id, s.observed_at)).or_insert(i);
-        if s.position.is_some() {
-            first_positioned
-                .entry((s.mower_id, s.observed_at))
-                .or_insert(i);
-        }
-    }
-    let mut tagged: Vec<(usize, u8, Event)> = blade
-        .into_iter()
-        .map(|e| {
-            (
-                first
-                    .get(&(e.mower_id, e.observed_at))
-                    .copied()
-                    .unwrap_or(0),
-                0,
-                e,
-            )
-        })
-        .chain(zones.into_iter().map(|e| {
-            let i = first_positioned.get(&(e.mower_id, e.observed_at)).copied();
-            (i.unwrap_or(0), 1, e)
-        }))
-        .collect();
-    tagged.sort_by_key(|(i, source, _)| (*i, *source));
-    tagged.into_iter().map(|(_, _, e)| e).collect()
-}
-
-/// W7: the zones of all the batch's mowers read at once, the positions evaluated in order, the
-/// zone watches and events committed together. Mowers without zones cost nothing beyond the read.
-async fn evaluate_zones(
-    store: &dyn WatchStore,
-    states: &[StateReport],
-) -> Result<Vec<Event>, WatchError> {
-    if states.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut mowers: Vec<MowerId> = states.iter().map(|s| s.mower_id).collect();
-    mowers.sort_unstable();
-    mowers.dedup();
-    let (rows, unit) = store.begin_zones(&mowers).await?;
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut snapshots: BTreeMap<MowerId, ZoneSnapshot> = rows
-        .into_iter()
-        .map(|(mower, (zones, watch))| {
-            let zones = zones
-                .into_iter()
-                .map(|z| ZoneFence {
-                    fence: z.polygon.fence(),
-                    id: z.id,
-                    name: z.name,
-                })
-                .collect();
-            (mower, ZoneSnapshot { zones, watch })
-        })
-        .collect();
-    let changes = apply_zones(&mut snapshots, states);
-    let events = changes.events.clone();
-    unit.commit(changes).await?;
-    Ok(events)
 }
 
 fn log_invalid(invalid: &InvalidReport) {
@@ -570,96 +408,4 @@ fn log_invalid(invalid: &InvalidReport) {
     }
     metrics::counter!("swath_states_dropped_total", "reason" => invalid.reason.as_str())
         .increment(1);
-}
-
-/// Maps a state's outcome onto the bus: stored → acknowledge; dropped → drop (never redelivered,
-/// it can never succeed).
-pub fn settle(outcome: StateOutcome) -> Settle {
-    match outcome {
-        StateOutcome::Stored => Settle::Ack,
-        StateOutcome::Dropped(_) => Settle::Drop,
-    }
-}
-
-/// Parses and validates one bus message received at `received_at`. The subject is the gateway's
-/// identity: a subject that names no mower (see [`subjects::telemetry_mower`]), or another mower
-/// than the report's `mower_id`, is refused as `subject_mismatch`, so that NATS subject
-/// permissions confine a gateway to its mowers (docs/operations.md).
-pub fn parse_message(
-    message: &Message,
-    received_at: DateTime<Utc>,
-) -> Result<StateReport, InvalidReport> {
-    let report = StateReport::parse(&message.payload, received_at);
-    let named = report
-        .as_ref()
-        .map(|r| Some(r.mower_id))
-        .unwrap_or_else(|e| e.mower_id);
-    let mismatch = |detail: String| InvalidReport {
-        reason: DropReason::SubjectMismatch,
-        detail,
-        mower_id: named,
-    };
-    match subjects::telemetry_mower(&message.subject) {
-        None => Err(mismatch(format!(
-            "the subject {:?} is not `telemetry.mower.<mower id>`",
-            message.subject
-        ))),
-        Some(subject_mower) => match report {
-            Ok(r) if r.mower_id != subject_mower => Err(mismatch(format!(
-                "the report names mower {} but was published on {:?}",
-                r.mower_id, message.subject
-            ))),
-            other => other,
-        },
-    }
-}
-
-/// The ingest consumer's batch handler: parses each message (its subject included), records the
-/// batch, and answers one settlement per message. A store failure is an error: the bus
-/// redelivers the whole batch. Once a batch's messages have failed more than
-/// [`ISOLATE_AFTER_FAILED_DELIVERIES`] times, it is recorded with
-/// [`Ingest::record_states_isolating`]: a state the store keeps refusing is terminated as
-/// `rejected_by_store` and never blocks the ones behind it.
-pub struct IngestHandler {
-    ingest: Arc<Ingest>,
-}
-
-#[async_trait]
-impl BatchHandler for IngestHandler {
-    async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
-        let redelivered = batch.iter().filter(|m| m.delivery > 1).count();
-        if redelivered > 0 {
-            metrics::counter!("swath_ingest_redeliveries_total").increment(redelivered as u64);
-        }
-        let reports = batch.iter().map(|m| self.ingest.parse_message(m)).collect();
-        let deliveries = batch.iter().map(|m| m.delivery).max().unwrap_or(1);
-        let result = if deliveries > ISOLATE_AFTER_FAILED_DELIVERIES {
-            let origins: Vec<&str> = batch.iter().map(|m| m.subject.as_str()).collect();
-            self.ingest.record_states_isolating(reports, &origins).await
-        } else {
-            // Written with the batches other partitions hand over meanwhile (decision 84).
-            self.ingest
-                .record(reports, Write::Grouped)
-                .await
-                .map(|(outcomes, _)| outcomes)
-        };
-        match result {
-            Ok(outcomes) => {
-                self.ingest.progress.succeeded();
-                Ok(outcomes.into_iter().map(settle).collect())
-            }
-            Err(e @ IngestError::ZonesPending { .. }) => {
-                // Stored: ingestion made progress; the redelivery completes W7 and stores
-                // nothing twice.
-                self.ingest.progress.succeeded();
-                tracing::error!(error = %e, states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
-                Err(HandlerError(e.to_string()))
-            }
-            Err(e) => {
-                self.ingest.progress.failed();
-                tracing::error!(error = %e, states = batch.len(), deliveries, "Could not store a batch of states; it will be redelivered.");
-                Err(HandlerError(e.to_string()))
-            }
-        }
-    }
 }

@@ -1,0 +1,111 @@
+//! The bus side of ingestion: a message parsed (its subject as the gateway's identity), an
+//! outcome settled, and the ingest consumer's batch handler.
+
+use super::{Ingest, IngestError, Write, ISOLATE_AFTER_FAILED_DELIVERIES};
+use crate::ports::{BatchHandler, HandlerError, Message, Settle};
+use crate::subjects;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use swath_domain::{DropReason, InvalidReport, StateOutcome, StateReport};
+
+impl Ingest {
+    /// A bus handler that feeds this use case (the ingest durable consumer).
+    pub fn handler(self: &Arc<Self>) -> Arc<IngestHandler> {
+        Arc::new(IngestHandler {
+            ingest: Arc::clone(self),
+        })
+    }
+}
+
+/// Maps a state's outcome onto the bus: stored → acknowledge; dropped → drop (never redelivered,
+/// it can never succeed).
+pub fn settle(outcome: StateOutcome) -> Settle {
+    match outcome {
+        StateOutcome::Stored => Settle::Ack,
+        StateOutcome::Dropped(_) => Settle::Drop,
+    }
+}
+
+/// Parses and validates one bus message received at `received_at`. The subject is the gateway's
+/// identity: a subject that names no mower (see [`subjects::telemetry_mower`]), or another mower
+/// than the report's `mower_id`, is refused as `subject_mismatch`, so that NATS subject
+/// permissions confine a gateway to its mowers (docs/operations.md).
+pub fn parse_message(
+    message: &Message,
+    received_at: DateTime<Utc>,
+) -> Result<StateReport, InvalidReport> {
+    let report = StateReport::parse(&message.payload, received_at);
+    let named = report
+        .as_ref()
+        .map(|r| Some(r.mower_id))
+        .unwrap_or_else(|e| e.mower_id);
+    let mismatch = |detail: String| InvalidReport {
+        reason: DropReason::SubjectMismatch,
+        detail,
+        mower_id: named,
+    };
+    match subjects::telemetry_mower(&message.subject) {
+        None => Err(mismatch(format!(
+            "the subject {:?} is not `telemetry.mower.<mower id>`",
+            message.subject
+        ))),
+        Some(subject_mower) => match report {
+            Ok(r) if r.mower_id != subject_mower => Err(mismatch(format!(
+                "the report names mower {} but was published on {:?}",
+                r.mower_id, message.subject
+            ))),
+            other => other,
+        },
+    }
+}
+
+/// The ingest consumer's batch handler: parses each message (its subject included), records the
+/// batch, and answers one settlement per message. A store failure is an error: the bus
+/// redelivers the whole batch. Once a batch's messages have failed more than
+/// [`ISOLATE_AFTER_FAILED_DELIVERIES`] times, it is recorded with
+/// [`Ingest::record_states_isolating`]: a state the store keeps refusing is terminated as
+/// `rejected_by_store` and never blocks the ones behind it.
+pub struct IngestHandler {
+    ingest: Arc<Ingest>,
+}
+
+#[async_trait]
+impl BatchHandler for IngestHandler {
+    async fn handle(&self, batch: &[Message]) -> Result<Vec<Settle>, HandlerError> {
+        let redelivered = batch.iter().filter(|m| m.delivery > 1).count();
+        if redelivered > 0 {
+            metrics::counter!("swath_ingest_redeliveries_total").increment(redelivered as u64);
+        }
+        let reports = batch.iter().map(|m| self.ingest.parse_message(m)).collect();
+        let deliveries = batch.iter().map(|m| m.delivery).max().unwrap_or(1);
+        let result = if deliveries > ISOLATE_AFTER_FAILED_DELIVERIES {
+            let origins: Vec<&str> = batch.iter().map(|m| m.subject.as_str()).collect();
+            self.ingest.record_states_isolating(reports, &origins).await
+        } else {
+            // Written with the batches other partitions hand over meanwhile (decision 84).
+            self.ingest
+                .record(reports, Write::Grouped)
+                .await
+                .map(|(outcomes, _)| outcomes)
+        };
+        match result {
+            Ok(outcomes) => {
+                self.ingest.progress.succeeded();
+                Ok(outcomes.into_iter().map(settle).collect())
+            }
+            Err(e @ IngestError::ZonesPending { .. }) => {
+                // Stored: ingestion made progress; the redelivery completes W7 and stores
+                // nothing twice.
+                self.ingest.progress.succeeded();
+                tracing::error!(error = %e, states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
+                Err(HandlerError(e.to_string()))
+            }
+            Err(e) => {
+                self.ingest.progress.failed();
+                tracing::error!(error = %e, states = batch.len(), deliveries, "Could not store a batch of states; it will be redelivered.");
+                Err(HandlerError(e.to_string()))
+            }
+        }
+    }
+}
