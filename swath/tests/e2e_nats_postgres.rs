@@ -14,7 +14,7 @@
 use rand::Rng;
 use std::time::Duration;
 use swath_tests::e2e::scenario::{
-    database, plan, publish_in_background, publisher, verify, wait_for_count,
+    database, plan, publish_in_background, publisher, unsettled_ingest, verify, wait_for_count,
 };
 use swath_tests::e2e::{self, NatsServer, PgServer, Service};
 use swath_tests::load::Checked;
@@ -93,18 +93,32 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
     for (low, high) in [(0.05, 0.35), (0.45, 0.75)] {
         let at = (plan.states as f64 * rng.gen_range(low..high)) as usize;
         wait_for_count(&store, &plan, at).await;
-        // A random moment inside a batch, not just after a count.
+        // A random moment inside a batch, not just after a count: and one at which the ingest
+        // holds deliveries it has not settled (when it has caught up with the publisher, there
+        // are moments between batches with none, and a kill then would test nothing).
         tokio::time::sleep(Duration::from_millis(rng.gen_range(0..200))).await;
-        eprintln!("kill -9 once {at} states are stored");
+        let mut unsettled = 0;
+        for _ in 0..2_000 {
+            unsettled = unsettled_ingest(&nats.url(), 8).await.unwrap_or(0);
+            if unsettled > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         service.kill9();
+        let at_kill = swath_tests::load::stored_count(store.pool(), &plan.mower_ids())
+            .await
+            .expect("count the stored states");
+        eprintln!("kill -9 once {at_kill} states are stored, {unsettled} deliveries unsettled");
         service = Service::start(SWATH, &db.url, &nats.url(), &env)
             .await
             .expect("swath restarts");
         // The restarted service resumes once the killed one's pins have timed out
         // (`priority_timeout` = `ack_wait` + pull expiry + 1 s, docs/e2e.md), and the killed
-        // one's unsettled deliveries come to it first, as redeliveries: the stream holds
-        // thousands of states to go, so both consumers had deliveries in flight.
-        let next = at + 1000;
+        // one's unsettled deliveries come to it first, as redeliveries. So once it has stored
+        // 1 000 states more than were stored at the kill (counted after it: the count the kill
+        // waited for is long passed by then, at thousands of states a second), it has seen them.
+        let next = at_kill + 1000;
         wait_for_count(&store, &plan, next.min(plan.states)).await;
         let redelivered = service
             .metric("swath_ingest_redeliveries_total")

@@ -282,3 +282,20 @@ pub fn reordered_mowers(plan: &[StateReport], stream: &[StateReport]) -> Vec<Str
         })
         .collect()
 }
+
+/// Deliveries of the `TELEMETRY` stream's ingest consumers (`swath-ingest-p<N>`, `partitions` of
+/// them) not settled yet: what a replica killed now would leave to be redelivered.
+pub async fn unsettled_ingest(nats_url: &str, partitions: u32) -> anyhow::Result<usize> {
+    let client = async_nats::connect(nats_url).await?;
+    let js = async_nats::jetstream::new(client);
+    let stream = js.get_stream("TELEMETRY").await?;
+    let mut unsettled = 0;
+    for n in 0..partitions {
+        let mut consumer: async_nats::jetstream::consumer::PullConsumer = stream
+            .get_consumer(&format!("swath-ingest-p{n}"))
+            .await
+            .map_err(|e| anyhow::anyhow!("consumer swath-ingest-p{n}: {e}"))?;
+        unsettled += consumer.info().await?.num_ack_pending;
+    }
+    Ok(unsettled)
+}
