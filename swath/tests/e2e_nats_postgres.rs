@@ -88,6 +88,8 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
     let publishing =
         publish_in_background(publisher(&nats.url()).await, plan, 0..plan.states, None);
 
+    // Reads the consumers' unsettled deliveries before each kill.
+    let observer = publisher(&nats.url()).await;
     // Two crashes, each once a random share of the states is stored.
     let mut rng = rand::thread_rng();
     for (low, high) in [(0.05, 0.35), (0.45, 0.75)] {
@@ -99,7 +101,9 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
         tokio::time::sleep(Duration::from_millis(rng.gen_range(0..200))).await;
         let mut unsettled = 0;
         for _ in 0..2_000 {
-            unsettled = unsettled_ingest(&nats.url(), 8).await.unwrap_or(0);
+            unsettled = unsettled_ingest(&observer, swath_nats::DEFAULT_TELEMETRY_PARTITIONS)
+                .await
+                .unwrap_or(0);
             if unsettled > 0 {
                 break;
             }

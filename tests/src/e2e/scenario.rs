@@ -239,7 +239,7 @@ pub async fn stream_states(nats_url: &str) -> anyhow::Result<Vec<StateReport>> {
     use futures::StreamExt;
     let client = async_nats::connect(nats_url).await?;
     let js = async_nats::jetstream::new(client);
-    let mut stream = js.get_stream("TELEMETRY").await?;
+    let mut stream = js.get_stream(swath_nats::TELEMETRY_STREAM).await?;
     let total = stream.info().await?.state.messages as usize;
     let consumer = stream
         .create_consumer(async_nats::jetstream::consumer::pull::OrderedConfig::default())
@@ -283,19 +283,16 @@ pub fn reordered_mowers(plan: &[StateReport], stream: &[StateReport]) -> Vec<Str
         .collect()
 }
 
-/// Deliveries of the `TELEMETRY` stream's ingest consumers (`swath-ingest-p<N>`, `partitions` of
+/// Deliveries of the telemetry stream's ingest consumers (`swath-ingest-p<N>`, `partitions` of
 /// them) not settled yet: what a replica killed now would leave to be redelivered.
-pub async fn unsettled_ingest(nats_url: &str, partitions: u32) -> anyhow::Result<usize> {
-    let client = async_nats::connect(nats_url).await?;
-    let js = async_nats::jetstream::new(client);
-    let stream = js.get_stream("TELEMETRY").await?;
+pub async fn unsettled_ingest(bus: &NatsBus, partitions: u32) -> anyhow::Result<usize> {
     let mut unsettled = 0;
     for n in 0..partitions {
-        let mut consumer: async_nats::jetstream::consumer::PullConsumer = stream
-            .get_consumer(&format!("swath-ingest-p{n}"))
-            .await
-            .map_err(|e| anyhow::anyhow!("consumer swath-ingest-p{n}: {e}"))?;
-        unsettled += consumer.info().await?.num_ack_pending;
+        let consumer = format!("{}-p{n}", swath_application::subjects::INGEST_CONSUMER);
+        let (_, ack_pending) = bus
+            .consumer_backlog(swath_nats::TELEMETRY_STREAM, &consumer)
+            .await?;
+        unsettled += ack_pending;
     }
     Ok(unsettled)
 }
