@@ -15,8 +15,6 @@
 //! same read as the version itself, so a geofence replaced while the batch runs is judged from
 //! the next batch on and never mistaken for none (decision 48).
 
-use crate::group_commit::GroupCommit;
-use crate::ingest::{GROUP_MAX_STATES, GROUP_WRITERS};
 use crate::ports::{
     BatchHandler, Clock, EventBus, HandlerError, Message, Publication, Settle, WatchError,
     WatchStore,
@@ -222,7 +220,6 @@ impl Watcher {
         Arc::new(WatcherHandler {
             watcher: Arc::clone(self),
             scheduler,
-            group: GroupCommit::new("watcher", GROUP_WRITERS, GROUP_MAX_STATES),
         })
     }
 }
@@ -265,13 +262,12 @@ pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
 /// check on the states it accepted, and answers one settlement per message. A store failure is an
 /// error: the bus redelivers the whole batch (the watcher then skips what it had committed).
 ///
-/// Batches that several partitions hand over at the same moment are watched in one unit of work,
-/// as the ingest's are (decisions 84 and 94): the rules are per mower, partitions hold different
-/// mowers, and a partition's next batch is pulled only once this one is answered.
+/// Each batch is watched in a unit of work of its own, unlike the ingest's (decision 84): the
+/// notification rules depend on arrival order, and a batch that waits for a grouped unit of work
+/// stays unsettled longer, which the end-to-end cluster test showed to expose the order rule.
 pub struct WatcherHandler {
     watcher: Arc<Watcher>,
     scheduler: Option<Arc<SchedulerStatus>>,
-    group: GroupCommit<Result<StateReport, InvalidReport>, StateOutcome, HandlerError>,
 }
 
 impl WatcherHandler {
@@ -308,10 +304,7 @@ impl BatchHandler for WatcherHandler {
             .iter()
             .map(|m| ingest::parse_message(m, self.watcher.clock.now()))
             .collect();
-        let outcomes = self
-            .group
-            .submit(reports, |reports| self.watch(reports))
-            .await?;
+        let outcomes = self.watch(reports).await?;
         Ok(outcomes.into_iter().map(ingest::settle).collect())
     }
 }
