@@ -85,9 +85,9 @@ impl AppState {
         }
     }
 
-    /// Another bound for the principal cache (zero: every request asks the token store).
-    pub fn with_principal_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.access = self.access.with_principal_ttl(ttl);
+    /// Another bound for the principal and mower caches (zero: every request asks the stores).
+    pub fn with_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.access = self.access.with_cache_ttl(ttl);
         self.submissions =
             Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
         self

@@ -15,16 +15,22 @@
 //!
 //! Bearer tokens resolve to principals through [`Access::principal`], which keeps each answer for
 //! at most [`PRINCIPAL_CACHE_TTL`] (decision 78): a revocation through this process is honoured
-//! at once ([`Revocations`]), one through another replica within that bound.
+//! at once ([`Revocations`]), one through another replica within that bound. The telemetry reads
+//! of one mower ask [`Access::visible_mower_id`], which keeps a mower's account and site for the
+//! same bound (decision 108): a mower moved or deleted through this process is seen at once
+//! ([`Access::mower_changed`]), one moved through another replica within that bound.
+
+mod cache;
 
 use crate::ports::{
     Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
     TokenStore,
 };
-use chrono::{DateTime, Utc};
-use std::collections::{HashMap, HashSet};
+use cache::TtlCache;
+use std::collections::HashSet;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use swath_domain::{DropReason, InvalidReport, MowerId, SiteId, StateReport};
 
@@ -35,6 +41,10 @@ pub const PRINCIPAL_CACHE_TTL: Duration = Duration::from_secs(2);
 /// The most principals kept. Only valid tokens are kept (an unknown token is asked every time),
 /// so this bounds memory against many valid tokens, not against guessed ones.
 pub const PRINCIPAL_CACHE_ENTRIES: usize = 10_000;
+
+/// The most mowers whose account and site are kept (decision 108). Only existing mowers are
+/// kept, so guessed ids cost a directory read each, never memory.
+pub const MOWER_CACHE_ENTRIES: usize = 100_000;
 
 /// The detail of a state report whose mower the token cannot see (unknown, another account's or
 /// on a hidden site: one sentence for the three).
@@ -124,13 +134,6 @@ impl Revocations {
     }
 }
 
-/// A principal as the token store gave it, when, and under which revocation generation.
-struct Cached {
-    principal: Principal,
-    at: DateTime<Utc>,
-    generation: u64,
-}
-
 /// The visibility use case: holds the directory and the token store, answers every question of
 /// the form "may this principal see that".
 #[derive(Clone)]
@@ -139,8 +142,18 @@ pub struct Access {
     tokens: Arc<dyn TokenStore>,
     clock: Arc<dyn Clock>,
     revocations: Revocations,
-    ttl: Duration,
-    principals: Arc<Mutex<HashMap<TokenHash, Cached>>>,
+    principals: Arc<TtlCache<TokenHash, Principal>>,
+    /// A mower's account and site, for [`Access::visible_mower_id`].
+    placements: Arc<TtlCache<MowerId, Placement>>,
+    /// Bumped by [`Access::mower_changed`]: every kept placement is forgotten.
+    mower_changes: Arc<AtomicU64>,
+}
+
+/// Where a mower is: what its visibility depends on.
+#[derive(Clone, Copy)]
+struct Placement {
+    account: swath_domain::AccountId,
+    site: SiteId,
 }
 
 impl Access {
@@ -155,14 +168,17 @@ impl Access {
             tokens,
             clock,
             revocations,
-            ttl: Duration::ZERO,
-            principals: Arc::default(),
+            principals: Arc::new(TtlCache::new(Duration::ZERO, PRINCIPAL_CACHE_ENTRIES)),
+            placements: Arc::new(TtlCache::new(Duration::ZERO, MOWER_CACHE_ENTRIES)),
+            mower_changes: Arc::default(),
         }
     }
 
-    /// Another bound for the principal cache; zero asks the token store on every request.
-    pub fn with_principal_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// Another bound for the principal and mower caches; zero (the default of [`Access::new`])
+    /// asks the stores on every request.
+    pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
+        self.principals = Arc::new(TtlCache::new(ttl, PRINCIPAL_CACHE_ENTRIES));
+        self.placements = Arc::new(TtlCache::new(ttl, MOWER_CACHE_ENTRIES));
         self
     }
 
@@ -178,12 +194,14 @@ impl Access {
         let now = self.clock.now();
         // Read before the store is asked: a revocation during the lookup makes its answer stale.
         let generation = self.revocations.generation();
-        if let Some(principal) = self.cached(hash, now, generation) {
+        if let Some(principal) = self.principals.get(hash, now, generation) {
             return Ok(Some(principal));
         }
         let principal = self.tokens.principal(hash).await?;
         if let Some(p) = &principal {
-            self.remember(hash, p, now, generation);
+            let current = self.revocations.generation();
+            self.principals
+                .remember(hash, p.clone(), now, generation, current);
         }
         Ok(principal)
     }
@@ -197,52 +215,6 @@ impl Access {
         Ok(self.tokens.principal(hash).await?)
     }
 
-    fn cached(&self, hash: &TokenHash, now: DateTime<Utc>, generation: u64) -> Option<Principal> {
-        if self.ttl.is_zero() {
-            return None;
-        }
-        let cache = self.principals.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = cache.get(hash)?;
-        self.fresh(entry, now, generation)
-            .then(|| entry.principal.clone())
-    }
-
-    /// Fresh: of the current revocation generation, and stored no longer than the bound ago (a
-    /// clock that went back makes every entry stale rather than immortal).
-    fn fresh(&self, entry: &Cached, now: DateTime<Utc>, generation: u64) -> bool {
-        entry.generation == generation
-            && now >= entry.at
-            && (now - entry.at).to_std().is_ok_and(|age| age < self.ttl)
-    }
-
-    fn remember(
-        &self,
-        hash: &TokenHash,
-        principal: &Principal,
-        now: DateTime<Utc>,
-        generation: u64,
-    ) {
-        if self.ttl.is_zero() {
-            return;
-        }
-        let mut cache = self.principals.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= PRINCIPAL_CACHE_ENTRIES && !cache.contains_key(hash) {
-            let current = self.revocations.generation();
-            cache.retain(|_, entry| self.fresh(entry, now, current));
-            if cache.len() >= PRINCIPAL_CACHE_ENTRIES {
-                return;
-            }
-        }
-        cache.insert(
-            hash.clone(),
-            Cached {
-                principal: principal.clone(),
-                at: now,
-                generation,
-            },
-        );
-    }
-
     /// The mower `id` if `principal` may see it; otherwise the one error of every invisible
     /// mower.
     pub async fn visible_mower(
@@ -254,6 +226,43 @@ impl Access {
             Some(m) if sees(principal, m.account_id, m.site_id) => Ok(m),
             _ => Err(AccessError::NotVisible(Hidden::Mower)),
         }
+    }
+
+    /// The mower `id` if `principal` may see it, like [`Access::visible_mower`], for reads that
+    /// need nothing of the mower but its id (its latest state, history, track). Its account and
+    /// site are answered from memory for at most the cache bound (decision 108): a mower moved
+    /// to another site or deleted through another replica keeps its old visibility here that
+    /// long.
+    pub async fn visible_mower_id(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<MowerId, AccessError> {
+        let now = self.clock.now();
+        let generation = self.mower_changes.load(Ordering::Acquire);
+        let placement = match self.placements.get(&id, now, generation) {
+            Some(p) => Some(p),
+            None => self.directory.mower(id).await?.map(|m| {
+                let placement = Placement {
+                    account: m.account_id,
+                    site: m.site_id,
+                };
+                let current = self.mower_changes.load(Ordering::Acquire);
+                self.placements
+                    .remember(&id, placement, now, generation, current);
+                placement
+            }),
+        };
+        match placement {
+            Some(p) if sees(principal, p.account, p.site) => Ok(id),
+            _ => Err(AccessError::NotVisible(Hidden::Mower)),
+        }
+    }
+
+    /// A mower was moved to another site or deleted through this process: every mower's kept
+    /// account and site is forgotten, so the next read asks the directory.
+    pub fn mower_changed(&self) {
+        self.mower_changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The site `id` if `principal` may see it; otherwise the one error of every invisible site.

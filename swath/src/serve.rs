@@ -99,11 +99,12 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     let server = swath_api::server::serve(
         listener,
-        // Principals cached for a short while (decision 78); the in-process test app leaves it off.
+        // Principals and mower placements cached for a short while (decisions 78, 108); the
+        // in-process test app leaves it off.
         router(
             wired
                 .state
-                .with_principal_ttl(swath_application::access::PRINCIPAL_CACHE_TTL),
+                .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),

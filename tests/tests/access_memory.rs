@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use swath_application::access::{sees_site, ACCOUNT_MISMATCH, MOWER_NOT_VISIBLE};
 use swath_application::ports::{
-    hash_token, Account, Clock, Directory, ManualClock, Mower, NewToken, Principal, Scope, Site,
-    TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
+    hash_token, Account, Clock, Directory, DirectoryAdmin, ManualClock, Mower, NewToken, Principal,
+    Scope, Site, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
 };
 use swath_application::{Access, AccessError, Hidden, Revocations};
 use swath_domain::{AccountId, DropReason, InvalidReport, MowerId, SiteId, StateReport};
@@ -399,7 +399,7 @@ impl Cache {
             dyn_clock,
             revocations.clone(),
         )
-        .with_principal_ttl(ttl);
+        .with_cache_ttl(ttl);
         Cache {
             access,
             tokens,
@@ -527,7 +527,7 @@ async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
             clock,
             ingest,
         )
-        .with_principal_ttl(std::time::Duration::from_secs(2)),
+        .with_cache_ttl(std::time::Duration::from_secs(2)),
     );
     let send = |method: Method, path: String| {
         let app = app.clone();
@@ -556,4 +556,199 @@ async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
     );
     // The clock has not moved: well inside the bound, yet refused.
     assert_eq!(send(Method::GET, mower).await, StatusCode::UNAUTHORIZED);
+}
+
+/// The mower cache of `Access::visible_mower_id` (decision 108), with a manual clock.
+struct Placements {
+    world: World,
+    access: Access,
+    clock: Arc<ManualClock>,
+}
+
+impl Placements {
+    async fn new(ttl: std::time::Duration) -> Placements {
+        let world = World::new().await;
+        let clock = Arc::new(ManualClock::new(t0()));
+        let dyn_clock: Arc<dyn Clock> = clock.clone();
+        let access = Access::new(
+            Arc::new(world.store.clone()),
+            Arc::new(world.store.clone()),
+            dyn_clock,
+            Revocations::default(),
+        )
+        .with_cache_ttl(ttl);
+        Placements {
+            world,
+            access,
+            clock,
+        }
+    }
+
+    /// Moves s0 from South to North in the directory, as another replica would.
+    async fn move_s0_north(&self) {
+        let w = &self.world;
+        let mut mower = w.store.mower(w.s0).await.unwrap().unwrap();
+        mower.site_id = w.north;
+        w.store.update_mower(mower).await.unwrap();
+    }
+
+    async fn sees_s0(&self) -> bool {
+        let w = &self.world;
+        match self.access.visible_mower_id(&w.a_south(), w.s0).await {
+            Ok(id) => {
+                assert_eq!(id, w.s0);
+                true
+            }
+            Err(AccessError::NotVisible(Hidden::Mower)) => false,
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_mower_id_read_applies_the_visibility_rules() {
+    let p = Placements::new(std::time::Duration::from_secs(2)).await;
+    let w = &p.world;
+    assert!(p.sees_s0().await);
+    for (principal, mower) in [
+        (w.a_south(), w.n0),
+        (w.a_all(), w.b0),
+        (w.a_all(), MowerId(id(0xdead))),
+    ] {
+        assert!(matches!(
+            p.access.visible_mower_id(&principal, mower).await,
+            Err(AccessError::NotVisible(Hidden::Mower))
+        ));
+    }
+    // A kept placement is still judged per principal.
+    assert!(p.access.visible_mower_id(&w.a_all(), w.s0).await.is_ok());
+    assert!(matches!(
+        p.access
+            .visible_mower_id(
+                &Principal {
+                    account_id: w.b,
+                    ..w.a_all()
+                },
+                w.s0
+            )
+            .await,
+        Err(AccessError::NotVisible(Hidden::Mower))
+    ));
+}
+
+#[tokio::test]
+async fn a_mower_moved_elsewhere_keeps_its_visibility_for_the_bound_only() {
+    let p = Placements::new(std::time::Duration::from_secs(2)).await;
+    assert!(p.sees_s0().await);
+    p.move_s0_north().await;
+    p.clock.advance(Duration::milliseconds(1999));
+    assert!(p.sees_s0().await, "within the bound");
+    p.clock.advance(Duration::milliseconds(1));
+    assert!(!p.sees_s0().await, "the bound is over");
+}
+
+#[tokio::test]
+async fn a_mower_moved_through_this_process_is_seen_at_once() {
+    let p = Placements::new(std::time::Duration::from_secs(2)).await;
+    assert!(p.sees_s0().await);
+    p.move_s0_north().await;
+    p.access.mower_changed();
+    assert!(!p.sees_s0().await);
+}
+
+#[tokio::test]
+async fn without_a_bound_every_mower_id_read_asks_the_directory() {
+    let p = Placements::new(std::time::Duration::ZERO).await;
+    assert!(p.sees_s0().await);
+    p.move_s0_north().await;
+    assert!(!p.sees_s0().await);
+}
+
+/// `PATCH /v1/mowers/{id}` through the router, with the caches on as `swath serve` has them: a
+/// mower moved off a site-limited token's site is hidden from that token's telemetry reads at
+/// once, inside the bound (the route tells the access service).
+#[tokio::test]
+async fn through_http_a_mower_moved_here_is_hidden_at_once() {
+    use axum::body::Body;
+    use axum::http::{header, Method, Request, StatusCode};
+    use swath_api::{router, AppState};
+    use swath_application::ports::EventBus;
+    use swath_application::Ingest;
+    use swath_memory::{MemoryBus, MemoryBusSettings};
+    use tower::ServiceExt;
+
+    let w = World::new().await;
+    let (reader, writer) = ("swath_moved_reader", "swath_moved_writer");
+    for (n, token, principal) in [(0xd0, reader, w.a_south()), (0xd1, writer, w.a_all())] {
+        w.store
+            .create_token(
+                hash_token(token),
+                NewToken {
+                    id: TokenId(id(n)),
+                    name: String::new(),
+                    principal,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t0()));
+    let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let ingest = Arc::new(Ingest::new(
+        Arc::new(w.store.clone()),
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+    ));
+    let app = router(
+        AppState::new(
+            Arc::new(w.store.clone()),
+            Arc::new(w.store.clone()),
+            Arc::new(w.store.clone()),
+            bus,
+            clock,
+            ingest,
+        )
+        .with_cache_ttl(std::time::Duration::from_secs(2)),
+    );
+    let send = |method: Method, path: String, token: &'static str, body: Option<String>| {
+        let app = app.clone();
+        async move {
+            let mut request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::AUTHORIZATION, format!("Bearer {token}"));
+            if body.is_some() {
+                request = request.header(header::CONTENT_TYPE, "application/json");
+            }
+            app.oneshot(
+                request
+                    .body(body.map(Body::from).unwrap_or_else(Body::empty))
+                    .unwrap(),
+            )
+            .await
+            .unwrap()
+            .status()
+        }
+    };
+    let history = format!("/v1/mowers/{}/history", w.s0);
+    assert_eq!(
+        send(Method::GET, history.clone(), reader, None).await,
+        StatusCode::OK
+    );
+    let moved = json!({ "site_id": w.north.0 }).to_string();
+    assert_eq!(
+        send(
+            Method::PATCH,
+            format!("/v1/mowers/{}", w.s0),
+            writer,
+            Some(moved)
+        )
+        .await,
+        StatusCode::OK
+    );
+    // The clock has not moved: well inside the bound, yet hidden.
+    assert_eq!(
+        send(Method::GET, history, reader, None).await,
+        StatusCode::NOT_FOUND
+    );
 }

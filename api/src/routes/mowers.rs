@@ -276,7 +276,10 @@ pub async fn update_mower(
     if let Some(seconds) = patch.blade_threshold_seconds {
         mower.blade_threshold_ms = blade_threshold_ms(seconds)?;
     }
-    match state.directory.update_mower(mower.clone()).await {
+    let updated = state.directory.update_mower(mower.clone()).await;
+    // After the write, whatever its outcome: a read kept before it must not outlive it.
+    state.access.mower_changed();
+    match updated {
         Ok(()) => {}
         // Deleted (or its new site deleted) since the checks above.
         Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
@@ -314,11 +317,13 @@ pub async fn delete_mower(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    match state
+    let deleted = state
         .directory
         .delete_mower(principal.account_id, mower.id)
-        .await
-    {
+        .await;
+    // After the write, whatever its outcome: a read kept before it must not outlive it.
+    state.access.mower_changed();
+    match deleted {
         Ok(()) => {}
         Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
         Err(e) => return Err(e.into()),

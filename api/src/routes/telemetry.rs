@@ -72,11 +72,14 @@ pub async fn get_mower_state(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let latest = state.telemetry.latest(&[mower.id]).await?;
+    let mower = state
+        .access
+        .visible_mower_id(&principal, MowerId(id))
+        .await?;
+    let latest = state.telemetry.latest(&[mower]).await?;
     let row = latest
         .iter()
-        .find(|r| r.mower_id == mower.id)
+        .find(|r| r.mower_id == mower)
         .ok_or(ApiError::NoStateYet)?;
     json_with_etag(&headers, &MowerState::from(row))
 }
@@ -199,13 +202,16 @@ pub async fn get_mower_history(
     ApiQuery(params): ApiQuery<WindowParams>,
 ) -> Result<Json<HistoryPage>, ApiError> {
     let (window, limit) = params.window(List::History)?;
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let answer = state.telemetry.history(mower.id, &window).await?;
+    let mower = state
+        .access
+        .visible_mower_id(&principal, MowerId(id))
+        .await?;
+    let answer = state.telemetry.history(mower, &window).await?;
     let page = page::cut(answer.rows, limit, |r| {
         page::time_cursor(List::History, r.observed_at)
     });
     Ok(Json(HistoryPage {
-        mower_id: mower.id.0,
+        mower_id: mower.0,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(HistoryItem::from).collect(),
         limit: limit as u32,
@@ -297,13 +303,16 @@ pub async fn get_mower_track(
         cursor: params.cursor,
     };
     let (window, limit) = window.window(List::Track)?;
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let answer = state.telemetry.track(mower.id, &window).await?;
+    let mower = state
+        .access
+        .visible_mower_id(&principal, MowerId(id))
+        .await?;
+    let answer = state.telemetry.track(mower, &window).await?;
     let page = page::cut(answer.rows, limit, |r| {
         page::time_cursor(List::Track, r.observed_at)
     });
     let track = TrackPage {
-        mower_id: mower.id.0,
+        mower_id: mower.0,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(TrackPoint::from).collect(),
         limit: limit as u32,

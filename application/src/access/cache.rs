@@ -1,0 +1,130 @@
+//! The short-lived answers [`super::Access`] keeps: a token's principal, and which account and
+//! site a mower is on. Each answer is kept for at most a bound after the store gave it, and never
+//! across a change made through this process (a generation counter that the change bumps).
+
+use chrono::{DateTime, Utc};
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One remembered answer: the value, when the store gave it, and under which generation.
+struct Entry<V> {
+    value: V,
+    at: DateTime<Utc>,
+    generation: u64,
+}
+
+/// A bounded map of answers, each fresh for at most `ttl` and only within its generation.
+///
+/// The generation is read by the caller *before* it asks the store, and passed to
+/// [`TtlCache::remember`]: a change during the store's read bumps the counter, so the answer read
+/// before the change is never kept as current.
+pub struct TtlCache<K, V> {
+    ttl: Duration,
+    max_entries: usize,
+    entries: Mutex<HashMap<K, Entry<V>>>,
+}
+
+impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
+    /// A cache keeping at most `max_entries` answers for at most `ttl` each; a zero `ttl` keeps
+    /// nothing.
+    pub fn new(ttl: Duration, max_entries: usize) -> Self {
+        Self {
+            ttl,
+            max_entries,
+            entries: Mutex::default(),
+        }
+    }
+
+    /// The answer for `key` if it is fresh at `now` under `generation`.
+    pub fn get(&self, key: &K, now: DateTime<Utc>, generation: u64) -> Option<V> {
+        if self.ttl.is_zero() {
+            return None;
+        }
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = entries.get(key)?;
+        self.fresh(entry, now, generation)
+            .then(|| entry.value.clone())
+    }
+
+    /// Keeps the store's answer for `key`, read at `now` under `generation`. When the cache is
+    /// full, stale entries (judged under `current`, the generation now) are dropped first; if it
+    /// is still full, the answer is not kept.
+    pub fn remember(&self, key: &K, value: V, now: DateTime<Utc>, generation: u64, current: u64) {
+        if self.ttl.is_zero() || generation != current {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= self.max_entries && !entries.contains_key(key) {
+            entries.retain(|_, entry| self.fresh(entry, now, current));
+            if entries.len() >= self.max_entries {
+                return;
+            }
+        }
+        entries.insert(
+            key.clone(),
+            Entry {
+                value,
+                at: now,
+                generation,
+            },
+        );
+    }
+
+    /// Fresh: of the current generation, and stored no longer than the bound ago (a clock that
+    /// went back makes every entry stale rather than immortal).
+    fn fresh(&self, entry: &Entry<V>, now: DateTime<Utc>, generation: u64) -> bool {
+        entry.generation == generation
+            && now >= entry.at
+            && (now - entry.at).to_std().is_ok_and(|age| age < self.ttl)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_700_000_000 + seconds, 0).unwrap()
+    }
+
+    #[test]
+    fn an_answer_is_kept_for_the_bound_only() {
+        let cache = TtlCache::new(Duration::from_secs(2), 10);
+        cache.remember(&1, "a", at(0), 0, 0);
+        assert_eq!(cache.get(&1, at(1), 0), Some("a"));
+        assert_eq!(cache.get(&1, at(2), 0), None);
+        assert_eq!(cache.get(&1, at(-1), 0), None, "a clock that went back");
+    }
+
+    #[test]
+    fn a_change_forgets_every_answer_and_refuses_one_read_before_it() {
+        let cache = TtlCache::new(Duration::from_secs(2), 10);
+        cache.remember(&1, "a", at(0), 0, 0);
+        assert_eq!(cache.get(&1, at(0), 1), None);
+        // Read under generation 1, the change to 2 happened during the read.
+        cache.remember(&2, "b", at(0), 1, 2);
+        assert_eq!(cache.get(&2, at(0), 1), None);
+        assert_eq!(cache.get(&2, at(0), 2), None);
+    }
+
+    #[test]
+    fn a_full_cache_drops_stale_answers_and_keeps_no_more_than_its_bound() {
+        let cache = TtlCache::new(Duration::from_secs(2), 2);
+        cache.remember(&1, "a", at(0), 0, 0);
+        cache.remember(&2, "b", at(0), 0, 0);
+        cache.remember(&3, "c", at(1), 0, 0);
+        assert_eq!(cache.get(&3, at(1), 0), None, "full of fresh answers");
+        cache.remember(&3, "c", at(3), 0, 0);
+        assert_eq!(cache.get(&3, at(3), 0), Some("c"), "stale ones dropped");
+        assert_eq!(cache.get(&1, at(1), 0), None);
+    }
+
+    #[test]
+    fn a_zero_bound_keeps_nothing() {
+        let cache = TtlCache::new(Duration::ZERO, 10);
+        cache.remember(&1, "a", at(0), 0, 0);
+        assert_eq!(cache.get(&1, at(0), 0), None);
+    }
+}
