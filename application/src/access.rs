@@ -17,16 +17,15 @@
 //! at most [`PRINCIPAL_CACHE_TTL`] (decision 78): a revocation through this process is honoured
 //! at once ([`Revocations`]), one through another replica within that bound.
 
-use crate::ports::{
-    Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
-    TokenStore,
-};
+use crate::ports::{Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore};
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use swath_domain::{DropReason, InvalidReport, MowerId, SiteId, StateReport};
+use swath_domain::{
+    DropReason, InvalidReport, Mower, MowerId, Principal, Site, SiteId, StateReport,
+};
 
 /// How long a token's principal is answered from memory before the token store is asked again:
 /// the longest a token revoked through another replica keeps working here (decision 78).
