@@ -11,7 +11,8 @@ use crate::error::ApiError;
 use crate::state::AppState;
 use axum::extract::FromRequestParts;
 use axum::http::{header, request::Parts, HeaderMap};
-use swath_application::ports::{hash_token, Principal, Scope};
+use swath_application::ports::hash_token;
+use swath_domain::{Principal, Scope};
 
 /// Tokens longer than this are refused without hashing: no real token is, and it bounds the work
 /// an anonymous request can cause.

@@ -18,8 +18,7 @@ pub mod reads;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use swath_application::ports::Mower;
-use swath_domain::{self as domain, HealthTotals, LatestRow};
+use swath_domain::{self as domain, HealthTotals, LatestRow, Mower};
 use utoipa::ToSchema;
 use uuid::Uuid;
 

@@ -35,7 +35,7 @@ pub mod server;
 pub mod state;
 
 pub use error::{ApiError, Problem};
-pub use state::AppState;
+pub use state::{AppState, NotificationPorts};
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;

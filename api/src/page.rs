@@ -18,8 +18,9 @@ use crate::error::ApiError;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use swath_application::ports::{AlertCursor, OrderKey, TokenId};
+use swath_application::ports::{AlertCursor, TokenId};
 use swath_application::sentinel;
+use swath_domain::OrderKey;
 use uuid::Uuid;
 
 pub use swath_application::sentinel::with_sentinel;

@@ -34,12 +34,11 @@ use axum::Extension;
 use axum::Router;
 use serde::Deserialize;
 use std::fmt::Write;
-use swath_application::ports::{
-    hash_token, AlertCard, Assignment, MowerCard, Principal, Scope, TokenHash,
-};
+use swath_application::ports::{hash_token, AlertCard, MowerCard, TokenHash};
 use swath_application::projections::{
     FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
 };
+use swath_domain::{Assignment, Principal, Scope};
 
 /// The cookie that keeps a browser signed in to the live pages.
 pub const COOKIE: &str = "swath_live";

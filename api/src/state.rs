@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 use swath_application::ports::{
-    Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore, WatchStore,
+    Clock, DirectoryAdmin, EventBus, GeofenceStore, NotificationFeed, TelemetryStore, TokenStore,
+    WatchStore, ZoneStore,
 };
 use swath_application::{Access, Ingest, Submissions};
 
@@ -28,8 +29,8 @@ pub struct AppState {
     /// The ingest use case, for ingestion over HTTP.
     pub ingest: Arc<Ingest>,
     /// Geofences, zones, events, alerts and busy statuses (`/v1/events`, `/v1/alerts`, …);
-    /// `None`: those routes answer `503`. Set with [`AppState::with_watch`].
-    pub watch: Option<Arc<dyn WatchStore>>,
+    /// `None`: those routes answer `503`. Set with [`AppState::with_notifications`].
+    pub notifications: Option<NotificationPorts>,
     /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages) and the
     /// operator assignments; `None`: those routes answer `503`. Set with
     /// [`AppState::with_projections`].
@@ -42,6 +43,35 @@ pub struct AppState {
     pub access: Access,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
+}
+
+/// The notification side's ports, one per concern (decision 95): each route takes the one it
+/// needs.
+#[derive(Clone)]
+pub struct NotificationPorts {
+    /// The busy statuses (`/v1/mowers/{id}/busy`).
+    pub watch: Arc<dyn WatchStore>,
+    /// Virtual zones.
+    pub zones: Arc<dyn ZoneStore>,
+    /// Geofences.
+    pub geofences: Arc<dyn GeofenceStore>,
+    /// The events feed, open alerts and blade resets.
+    pub feed: Arc<dyn NotificationFeed>,
+}
+
+impl NotificationPorts {
+    /// One store behind all four ports (both adapters implement them all).
+    pub fn of<S>(store: Arc<S>) -> Self
+    where
+        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed + 'static,
+    {
+        Self {
+            watch: store.clone(),
+            zones: store.clone(),
+            geofences: store.clone(),
+            feed: store,
+        }
+    }
 }
 
 /// The live projections' use case and the assignments it ranks.
@@ -77,7 +107,7 @@ impl AppState {
             bus,
             clock,
             ingest,
-            watch: None,
+            notifications: None,
             projections: None,
             revocations,
             access,
@@ -93,9 +123,9 @@ impl AppState {
         self
     }
 
-    /// Adds the notification store.
-    pub fn with_watch(mut self, watch: Arc<dyn WatchStore>) -> Self {
-        self.watch = Some(watch);
+    /// Adds the notification side's ports.
+    pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
+        self.notifications = Some(ports);
         self
     }
 

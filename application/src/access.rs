@@ -22,17 +22,16 @@
 
 mod cache;
 
-use crate::ports::{
-    Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
-    TokenStore,
-};
+use crate::ports::{Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore};
 use cache::TtlCache;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_domain::{DropReason, InvalidReport, MowerId, SiteId, StateReport};
+use swath_domain::{
+    DropReason, InvalidReport, Mower, MowerId, Principal, Site, SiteId, StateReport,
+};
 
 /// How long a token's principal is answered from memory before the token store is asked again:
 /// the longest a token revoked through another replica keeps working here (decision 78).

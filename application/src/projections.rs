@@ -9,13 +9,13 @@
 //! the tenant's inventory.
 
 use crate::ports::{
-    AlertCard, Assignment, HealthCard, MowerCard, MowerFilter, Principal, ProjectionError,
-    ProjectionStore, SiteCard, Visibility,
+    AlertCard, HealthCard, MowerCard, MowerFilter, ProjectionError, ProjectionStore, SiteCard,
+    Visibility,
 };
 use crate::sentinel::{self, with_sentinel};
 use std::collections::HashMap;
 use std::sync::Arc;
-use swath_domain::{MowerId, SiteId};
+use swath_domain::{Assignment, MowerId, Principal, SiteId};
 
 /// Mowers on the fleet dashboard.
 pub const FLEET_MOWERS: usize = 64;

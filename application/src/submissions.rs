@@ -10,11 +10,11 @@
 
 use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
-use crate::ports::{EventBus, Principal, StoreError};
+use crate::ports::{EventBus, StoreError};
 use crate::subjects;
 use bytes::Bytes;
 use std::sync::Arc;
-use swath_domain::{DropReason, InvalidReport, StateOutcome, StateReport};
+use swath_domain::{DropReason, InvalidReport, Principal, StateOutcome, StateReport};
 
 /// What became of a submitted batch.
 #[derive(Debug)]

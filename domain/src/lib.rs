@@ -3,6 +3,9 @@
 //!
 //! # Layout
 //! - [`ids`]: typed identifiers (UUID v7 where Swath creates them).
+//! - [`directory`]: the directory's entities (accounts, sites, mowers) and their list order.
+//! - [`access`]: who is asking ([`Principal`]) and what a token may do ([`Scope`]).
+//! - [`assignment`]: operators assigned to mowers, and how the one on duty is ranked.
 //! - [`report`]: the state report a gateway publishes, its validation and the Home Assistant
 //!   `lawn_mower` activity mapping (docs/rules.md §2).
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
@@ -12,7 +15,13 @@
 //! - [`events`]: events raised by the write rules, published after the commit.
 //! - [`watch`]: notification rules (events, alerts, geofences), virtual zones (W7) and the
 //!   scheduler's busy check.
+//!
+//! The ports that store these values (traits, their queries and errors) are in
+//! `swath_application::ports`; the entities themselves live here.
 
+pub mod access;
+pub mod assignment;
+pub mod directory;
 pub mod events;
 pub mod ids;
 pub mod report;
@@ -21,6 +30,9 @@ pub mod rules;
 pub mod text;
 pub mod watch;
 
+pub use access::{Principal, Scope};
+pub use assignment::{list_order, Assignment, Priority, MAX_OPERATOR_CHARS};
+pub use directory::{Account, Mower, OrderKey, Site};
 pub use events::IngestEvent;
 pub use ids::{AccountId, MowerId, SiteId};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};

@@ -9,10 +9,8 @@
 use crate::config::{StoreArgs, StoreKind};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand, ValueEnum};
-use swath_application::ports::{
-    generate_token, hash_token, Account, NewToken, Principal, Scope, TokenError, TokenId,
-};
-use swath_domain::{AccountId, SiteId};
+use swath_application::ports::{generate_token, hash_token, NewToken, TokenError, TokenId};
+use swath_domain::{Account, AccountId, Principal, Scope, SiteId};
 use uuid::Uuid;
 
 const MEMORY_WARNING: &str = "warning: SWATH_STORE=memory: this command's store lives only as \

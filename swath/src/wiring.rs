@@ -18,10 +18,11 @@ use crate::config::{BusKind, ServeArgs, StoreArgs, StoreKind};
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
-use swath_api::AppState;
+use swath_api::{AppState, NotificationPorts};
 use swath_application::ports::{
-    Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Partitioning,
-    ProjectionStore, RetentionStore, StartAt, Subscription, TelemetryStore, TokenStore, WatchStore,
+    Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
+    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
+    TelemetryStore, TokenStore, WatchStore, ZoneStore,
 };
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
@@ -40,8 +41,13 @@ pub struct Stores {
     pub admin: Arc<dyn DirectoryAdmin>,
     pub tokens: Arc<dyn TokenStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
-    /// Geofences, zones, watch rows, events, alerts, busy statuses.
+    /// Watch rows, the watcher's units of work and busy statuses.
     pub watch: Arc<dyn WatchStore>,
+    /// Virtual zones (W7) and their occupancy.
+    pub zones: Arc<dyn ZoneStore>,
+    pub geofences: Arc<dyn GeofenceStore>,
+    /// The events feed, open alerts and blade resets.
+    pub feed: Arc<dyn NotificationFeed>,
     /// Retention and downsampling of history and positions.
     pub retention: Arc<dyn RetentionStore>,
     /// The live projections' reads and the operator assignments.
@@ -61,6 +67,9 @@ impl Stores {
             tokens: store.clone(),
             telemetry: store.clone(),
             watch: store.clone(),
+            zones: store.clone(),
+            geofences: store.clone(),
+            feed: store.clone(),
             retention: store,
         }
     }
@@ -78,6 +87,9 @@ impl Stores {
             tokens: store.clone(),
             telemetry: store.clone(),
             watch: store.clone(),
+            zones: store.clone(),
+            geofences: store.clone(),
+            feed: store.clone(),
             retention: store,
         }
     }
@@ -198,13 +210,16 @@ pub fn wire(
         tokens,
         telemetry,
         watch,
+        zones,
+        geofences,
+        feed,
         retention,
         projections,
         assignments,
     } = stores;
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
-            .with_zones(Arc::clone(&watch)),
+            .with_zones(Arc::clone(&zones)),
     );
     let watcher = Arc::new(Watcher::new(
         Arc::clone(&watch),
@@ -219,7 +234,12 @@ pub fn wire(
         settings.retention,
     ));
     let state = AppState::new(admin, tokens, telemetry, bus, clock, Arc::clone(&ingest))
-        .with_watch(watch)
+        .with_notifications(NotificationPorts {
+            watch,
+            zones,
+            geofences,
+            feed,
+        })
         .with_projections(Projections::new(projections), assignments);
     Wired {
         state,

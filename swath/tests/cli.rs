@@ -6,8 +6,8 @@
 //! is set (ignored otherwise).
 
 use std::process::{Command, Output};
-use swath_application::ports::{hash_token, Principal, Scope, TokenStore};
-use swath_domain::AccountId;
+use swath_application::ports::{hash_token, TokenStore};
+use swath_domain::{AccountId, Principal, Scope};
 use uuid::Uuid;
 
 fn swath(args: &[&str], env: &[(&str, &str)]) -> Output {

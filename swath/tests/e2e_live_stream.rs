@@ -16,12 +16,9 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{router, AppState};
-use swath_application::ports::{
-    hash_token, Account, Clock, Directory, EventBus, Mower, Principal, Scope, Site, SystemClock,
-    TokenStore,
-};
+use swath_application::ports::{hash_token, Clock, Directory, EventBus, SystemClock, TokenStore};
 use swath_application::{subjects, Ingest};
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use tower::ServiceExt;
 use uuid::Uuid;

@@ -8,7 +8,7 @@ use chrono::Duration;
 use helpers::{t0, TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_WRITE_ONLY, TOKEN_B};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_api::{router, AppState};
+use swath_api::{router, AppState, NotificationPorts};
 use swath_application::ports::{Clock, WatchStore};
 use swath_application::{Ingest, SchedulerStatus, Watcher};
 use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
@@ -359,8 +359,8 @@ async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once
 
     let mut app = TestApp::spawn().await;
     let store = app.store.clone();
-    let watch: Arc<dyn WatchStore> = Arc::new(store.clone());
-    let faulty = FaultyWatch::new(watch.clone());
+    let shared = Arc::new(store.clone());
+    let faulty = FaultyWatch::new(shared.clone(), shared.clone());
     let clock: Arc<dyn Clock> = app.clock.clone();
     let bus = Arc::new(MemoryBus::default());
     let ingest = Arc::new(
@@ -374,7 +374,7 @@ async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once
         clock,
         ingest.clone(),
     )
-    .with_watch(watch);
+    .with_notifications(NotificationPorts::of(shared));
     app.router = router(state_);
     app.ingest = ingest.clone();
 

@@ -11,9 +11,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use swath_api::routes::projections::{FleetDashboard, HealthWall, SiteWall};
-use swath_application::ports::{Principal, Scope};
 use swath_application::Projections;
-use swath_domain::AccountId;
+use swath_domain::{AccountId, Principal, Scope};
 use swath_postgres::PostgresStore;
 use swath_tests::postgres::{database_url_from_env, PostgresFactory};
 use uuid::Uuid;

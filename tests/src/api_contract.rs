@@ -12,12 +12,14 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_application::ports::{
-    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, ManualClock, Mower, NewToken,
-    OrderKey, Principal, Scope, Site, TelemetryStore, TimeWindow, TokenError, TokenHash, TokenId,
-    TokenQuery, TokenStore,
+    Directory, DirectoryAdmin, DirectoryError, ListQuery, ManualClock, NewToken, TelemetryStore,
+    TimeWindow, TokenError, TokenHash, TokenId, TokenQuery, TokenStore,
 };
 use swath_application::Ingest;
-use swath_domain::{AccountId, DropReason, MowerId, SiteId, StateOutcome};
+use swath_domain::{
+    Account, AccountId, DropReason, Mower, MowerId, OrderKey, Principal, Scope, Site, SiteId,
+    StateOutcome,
+};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use uuid::Uuid;
 

@@ -1,5 +1,6 @@
-//! A watch store that delegates to a real one and misbehaves on demand, so that scenarios can
-//! put a failure or a concurrent change exactly between two steps of a use case, without sleeps.
+//! A watch store and zone store that delegate to real ones and misbehave on demand, so that
+//! scenarios can put a failure or a concurrent change exactly between two steps of a use case,
+//! without sleeps.
 //!
 //! - [`FaultyWatch::fail_zone_commits`]: the next `n` W7 units of work fail at their commit
 //!   (the real unit of work is dropped: rolled back, nothing stored).
@@ -14,12 +15,10 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{
-    AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRead, WatchRows, WatchStore,
-    ZoneBatch, ZoneRows,
+    WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch};
-use swath_domain::watch::{Alert, Event};
 use swath_domain::MowerId;
 use uuid::Uuid;
 
@@ -27,15 +26,18 @@ type Hook = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// See the module.
 pub struct FaultyWatch {
-    inner: Arc<dyn WatchStore>,
+    watch: Arc<dyn WatchStore>,
+    zones: Arc<dyn ZoneStore>,
     zone_commit_failures: AtomicUsize,
     after_watch_read: Mutex<Option<Hook>>,
 }
 
 impl FaultyWatch {
-    pub fn new(inner: Arc<dyn WatchStore>) -> Arc<Self> {
+    /// Over the real watcher's store and zone store (the two concerns it can fail).
+    pub fn new(watch: Arc<dyn WatchStore>, zones: Arc<dyn ZoneStore>) -> Arc<Self> {
         Arc::new(Self {
-            inner,
+            watch,
+            zones,
             zone_commit_failures: AtomicUsize::new(0),
             after_watch_read: Mutex::new(None),
         })
@@ -76,7 +78,7 @@ impl WatchStore for FaultyWatch {
         mowers: &[MowerId],
         parsed: &[Uuid],
     ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError> {
-        let read = self.inner.begin_watch(mowers, parsed).await?;
+        let read = self.watch.begin_watch(mowers, parsed).await?;
         let hook = self.after_watch_read.lock().unwrap().take();
         if let Some(hook) = hook {
             hook.await;
@@ -89,14 +91,29 @@ impl WatchStore for FaultyWatch {
         silent_before: DateTime<Utc>,
         limit: usize,
     ) -> Result<(Vec<swath_domain::watch::Watch>, Box<dyn WatchBatch>), WatchError> {
-        self.inner.begin_sweep(silent_before, limit).await
+        self.watch.begin_sweep(silent_before, limit).await
     }
 
+    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
+        self.watch.busy(mowers).await
+    }
+
+    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
+        self.watch.write_busy(statuses).await
+    }
+
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
+        self.watch.export_watch(mowers).await
+    }
+}
+
+#[async_trait]
+impl ZoneStore for FaultyWatch {
     async fn begin_zones(
         &self,
         mowers: &[MowerId],
     ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError> {
-        let (rows, unit) = self.inner.begin_zones(mowers).await?;
+        let (rows, unit) = self.zones.begin_zones(mowers).await?;
         let fail = self
             .zone_commit_failures
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -108,59 +125,23 @@ impl WatchStore for FaultyWatch {
         Ok((rows, unit))
     }
 
-    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
-        self.inner.busy(mowers).await
-    }
-
-    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
-        self.inner.write_busy(statuses).await
-    }
-
-    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError> {
-        self.inner.put_geofence(geofence).await
-    }
-
-    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
-        self.inner.geofence(mower).await
-    }
-
-    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
-        self.inner.delete_geofence(mower).await
-    }
-
     async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError> {
-        self.inner.zones(mower).await
+        self.zones.zones(mower).await
     }
 
     async fn create_zone(&self, zone: Zone) -> Result<(), WatchError> {
-        self.inner.create_zone(zone).await
+        self.zones.create_zone(zone).await
     }
 
     async fn update_zone(&self, zone: Zone) -> Result<bool, WatchError> {
-        self.inner.update_zone(zone).await
+        self.zones.update_zone(zone).await
     }
 
     async fn delete_zone(&self, mower: MowerId, zone: Uuid) -> Result<bool, WatchError> {
-        self.inner.delete_zone(mower, zone).await
+        self.zones.delete_zone(mower, zone).await
     }
 
     async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError> {
-        self.inner.zone_watch(mower).await
-    }
-
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
-        self.inner.reset_blade(mower, at).await
-    }
-
-    async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError> {
-        self.inner.events(query).await
-    }
-
-    async fn open_alerts(&self, query: &AlertQuery) -> Result<Vec<Alert>, WatchError> {
-        self.inner.open_alerts(query).await
-    }
-
-    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
-        self.inner.export_watch(mowers).await
+        self.zones.zone_watch(mower).await
     }
 }

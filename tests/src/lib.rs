@@ -3,7 +3,7 @@
 //! # Layout
 //! - [`postgres`]: fresh PostgreSQL test databases (`SWATH_TEST_DATABASE_URL`).
 //! - [`support`]: the seeded fleet, store factories, a recording bus.
-//! - [`faults`]: a watch store that fails a step or runs a concurrent change on demand.
+//! - [`faults`]: a watch and zone store that fails a step or runs a concurrent change on demand.
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
 //! - `bus_contract`: the event bus's scenarios, for every adapter.
@@ -29,7 +29,11 @@
 //!   down drops nothing (the ingest handler on every bus and store pair).
 //! - [`hostile`]: hostile input at the HTTP door (NUL in any string of any request body, bad
 //!   cursors): the table of bodies, driven by the OpenAPI document.
-//! - [`watch_contract`]: the notification side's scenarios (watcher, W6, W7, sweep, busy check).
+//! - [`watch_contract`]: the watch store's scenarios (the watcher's batches, the offline sweep, the
+//!   busy check), the notification side's shared factory and harness, and its batch property.
+//! - [`zone_contract`], [`geofence_contract`], [`feed_contract`]: the zone store's (W7), the
+//!   geofence store's and the notification feed's scenarios (events, alerts, blade resets), for
+//!   every adapter.
 //!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
@@ -38,6 +42,8 @@ pub mod bus_contract;
 pub mod cluster;
 pub mod e2e;
 pub mod faults;
+pub mod feed_contract;
+pub mod geofence_contract;
 pub mod hostile;
 pub mod load;
 pub mod partition_contract;
@@ -51,3 +57,4 @@ pub mod support;
 pub mod telemetry_contract;
 pub mod traces;
 pub mod watch_contract;
+pub mod zone_contract;

@@ -26,12 +26,14 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Instant;
 use swath_application::ports::{
-    Account, Directory, DirectoryError, Geofence, ManualClock, Mower, Site, TelemetryStore,
-    WatchStore,
+    Directory, DirectoryError, GeofenceStore, ManualClock, TelemetryStore, ZoneStore,
 };
 use swath_application::{subjects, Ingest};
 use swath_domain::watch::zones::Zone;
-use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport, TelemetryRows};
+use swath_domain::watch::Geofence;
+use swath_domain::{
+    Account, AccountId, Mower, MowerId, Site, SiteId, StateOutcome, StateReport, TelemetryRows,
+};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_nats::NatsBus;
 use uuid::Uuid;
@@ -338,7 +340,10 @@ impl Plan {
 
     /// Stores the geofences and zones of a plan with fences (nothing otherwise). Once per store:
     /// a zone stored already is refused.
-    pub async fn seed_fences(&self, store: &dyn WatchStore) -> anyhow::Result<()> {
+    pub async fn seed_fences<S>(&self, store: &S) -> anyhow::Result<()>
+    where
+        S: GeofenceStore + ZoneStore,
+    {
         let at = self.start;
         for i in 0..self.mowers {
             if let Some((version, rect)) = self.geofence(i) {

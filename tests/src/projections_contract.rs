@@ -14,13 +14,15 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{
-    Account, AlertCard, Assignment, Assignments, Directory, HealthCard, MowerCard, MowerFilter,
-    Principal, Priority, ProjectionError, ProjectionStore, Scope, Site, SiteCard, TelemetryStore,
-    Visibility, WatchStore,
+    AlertCard, Assignments, Directory, HealthCard, MowerCard, MowerFilter, ProjectionError,
+    ProjectionStore, SiteCard, TelemetryStore, Visibility, WatchStore,
 };
 use swath_application::projections::{Ceilings, HealthStatus, Projections};
 use swath_domain::watch::{Alert, AlertChanges, AlertKind, Watch, WatchChanges};
-use swath_domain::{AccountId, Activity, BatchChanges, LatestRow, MowerId, SiteId, StateReport};
+use swath_domain::{
+    Account, AccountId, Activity, Assignment, BatchChanges, LatestRow, MowerId, Principal,
+    Priority, Scope, Site, SiteId, StateReport,
+};
 use uuid::Uuid;
 
 /// One adapter's ports, fresh and empty.
@@ -353,7 +355,7 @@ impl Setup {
     ) -> MowerId {
         self.h
             .directory
-            .create_mower(swath_application::ports::Mower {
+            .create_mower(swath_domain::Mower {
                 id,
                 account_id: account,
                 site_id: site,

@@ -6,10 +6,12 @@ use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{
-    Account, BatchHandler, BatchSettings, BusError, Directory, EventBus, LiveOptions,
-    LiveSubscription, Mower, Site, Subscription, TelemetryStore,
+    BatchHandler, BatchSettings, BusError, Directory, EventBus, LiveOptions, LiveSubscription,
+    Subscription, TelemetryStore,
 };
-use swath_domain::{rules::DEFAULT_BLADE_THRESHOLD_MS, AccountId, MowerId, SiteId};
+use swath_domain::{
+    rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
+};
 use uuid::Uuid;
 
 /// One adapter's store, seen through each port it implements.

@@ -9,11 +9,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use swath_application::access::{sees_site, ACCOUNT_MISMATCH, MOWER_NOT_VISIBLE};
 use swath_application::ports::{
-    hash_token, Account, Clock, Directory, DirectoryAdmin, ManualClock, Mower, NewToken, Principal,
-    Scope, Site, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
+    hash_token, Clock, Directory, DirectoryAdmin, ManualClock, NewToken, TokenError, TokenHash, TokenId, TokenInfo,
+    TokenQuery, TokenStore,
 };
 use swath_application::{Access, AccessError, Hidden, Revocations};
-use swath_domain::{AccountId, DropReason, InvalidReport, MowerId, SiteId, StateReport};
+use swath_domain::{
+    Account, AccountId, DropReason, InvalidReport, Mower, MowerId, Principal, Scope, Site, SiteId,
+    StateReport,
+};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
 use uuid::Uuid;
 

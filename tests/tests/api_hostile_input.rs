@@ -9,10 +9,10 @@ use serde_json::{json, Map, Value};
 use std::sync::Arc;
 use swath::wiring::{wire, Settings, Stores};
 use swath_api::router;
-use swath_application::ports::{hash_token, Account, Principal, Scope, SystemClock};
+use swath_application::ports::{hash_token, SystemClock};
 use swath_application::RetentionPolicy;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::AccountId;
+use swath_domain::{Account, AccountId, Principal, Scope};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use swath_tests::hostile::{
     check_table_covers_the_document, fill, fill_body, string_paths, table, with_nul_at,

@@ -13,12 +13,10 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
 use std::sync::Arc;
-use swath_application::ports::{
-    Account, Assignment, Assignments, Directory, Geofence, Mower, Priority, Site, WatchStore,
-};
+use swath_application::ports::{Assignments, Directory, GeofenceStore, ZoneStore};
 use swath_domain::watch::zones::Zone;
-use swath_domain::watch::GeoPolygon;
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::watch::{GeoPolygon, Geofence};
+use swath_domain::{Account, AccountId, Assignment, Mower, MowerId, Priority, Site, SiteId};
 use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
 use swath_tests::postgres::{test_database_url, PostgresFactory};
 use swath_tests::support::DEFAULT_THRESHOLD;
@@ -27,7 +25,8 @@ use uuid::Uuid;
 /// The ports of one store.
 struct Ports {
     directory: Arc<dyn Directory>,
-    watch: Arc<dyn WatchStore>,
+    zones: Arc<dyn ZoneStore>,
+    geofences: Arc<dyn GeofenceStore>,
     assignments: Arc<dyn Assignments>,
 }
 
@@ -122,43 +121,43 @@ async fn zones_are_scoped_by_their_mower(p: &Ports) {
     let t = tenants(p).await;
     let zb = Uuid::now_v7();
     let za2 = Uuid::now_v7();
-    p.watch
+    p.zones
         .create_zone(zone(zb, &t, t.b1, "B's zone", (13.401, 52.501)))
         .await
         .unwrap();
-    p.watch
+    p.zones
         .create_zone(zone(za2, &t, t.a2, "A2's zone", (13.401, 52.501)))
         .await
         .unwrap();
-    let before_b = p.watch.zones(t.b1).await.unwrap();
-    let before_a2 = p.watch.zones(t.a2).await.unwrap();
+    let before_b = p.zones.zones(t.b1).await.unwrap();
+    let before_a2 = p.zones.zones(t.a2).await.unwrap();
     assert_eq!(before_b.len(), 1);
-    assert!(p.watch.zones(t.a1).await.unwrap().is_empty());
+    assert!(p.zones.zones(t.a1).await.unwrap().is_empty());
 
     for (zone_id, owner) in [(zb, "B's mower"), (za2, "A's other mower")] {
         let mut through_a1 = zone(zone_id, &t, t.a1, "renamed", (13.402, 52.502));
         through_a1.updated_at = at(60);
         assert!(
-            !p.watch.update_zone(through_a1).await.unwrap(),
+            !p.zones.update_zone(through_a1).await.unwrap(),
             "a zone of {owner} was updated through A's mower a1"
         );
         assert!(
-            !p.watch.delete_zone(t.a1, zone_id).await.unwrap(),
+            !p.zones.delete_zone(t.a1, zone_id).await.unwrap(),
             "a zone of {owner} was deleted through A's mower a1"
         );
     }
-    assert_eq!(p.watch.zones(t.b1).await.unwrap(), before_b, "B's zone");
-    assert_eq!(p.watch.zones(t.a2).await.unwrap(), before_a2, "a2's zone");
-    assert!(p.watch.zones(t.a1).await.unwrap().is_empty());
+    assert_eq!(p.zones.zones(t.b1).await.unwrap(), before_b, "B's zone");
+    assert_eq!(p.zones.zones(t.a2).await.unwrap(), before_a2, "a2's zone");
+    assert!(p.zones.zones(t.a1).await.unwrap().is_empty());
 
     // Through its own mower the same calls work.
     let mut renamed = zone(zb, &t, t.b1, "renamed", (13.402, 52.502));
     renamed.updated_at = at(60);
-    assert!(p.watch.update_zone(renamed.clone()).await.unwrap());
-    assert_eq!(p.watch.zones(t.b1).await.unwrap(), [renamed]);
-    assert!(p.watch.delete_zone(t.b1, zb).await.unwrap());
-    assert!(p.watch.zones(t.b1).await.unwrap().is_empty());
-    assert_eq!(p.watch.zones(t.a2).await.unwrap(), before_a2, "a2's zone");
+    assert!(p.zones.update_zone(renamed.clone()).await.unwrap());
+    assert_eq!(p.zones.zones(t.b1).await.unwrap(), [renamed]);
+    assert!(p.zones.delete_zone(t.b1, zb).await.unwrap());
+    assert!(p.zones.zones(t.b1).await.unwrap().is_empty());
+    assert_eq!(p.zones.zones(t.a2).await.unwrap(), before_a2, "a2's zone");
 }
 
 fn assignment(id: Uuid, account: AccountId, mower: MowerId, operator: &str) -> Assignment {
@@ -273,35 +272,46 @@ async fn geofences_are_scoped_by_their_mower(p: &Ports) {
     let t = tenants(p).await;
     let of_b = geofence(t.b, t.b1, (13.401, 52.501), 0);
     let of_a2 = geofence(t.a, t.a2, (13.402, 52.502), 0);
-    p.watch.put_geofence(of_b.clone()).await.unwrap();
-    p.watch.put_geofence(of_a2.clone()).await.unwrap();
-    assert_eq!(p.watch.geofence(t.a1).await.unwrap(), None);
+    p.geofences.put_geofence(of_b.clone()).await.unwrap();
+    p.geofences.put_geofence(of_a2.clone()).await.unwrap();
+    assert_eq!(p.geofences.geofence(t.a1).await.unwrap(), None);
 
     // a1 gets a geofence of its own, is replaced, then deleted: nobody else's changes.
-    p.watch
+    p.geofences
         .put_geofence(geofence(t.a, t.a1, (13.403, 52.503), 10))
         .await
         .unwrap();
     let replaced = geofence(t.a, t.a1, (13.404, 52.504), 20);
-    p.watch.put_geofence(replaced.clone()).await.unwrap();
-    assert_eq!(p.watch.geofence(t.a1).await.unwrap(), Some(replaced));
-    assert_eq!(p.watch.geofence(t.b1).await.unwrap(), Some(of_b.clone()));
-    assert_eq!(p.watch.geofence(t.a2).await.unwrap(), Some(of_a2.clone()));
-    assert!(p.watch.delete_geofence(t.a1).await.unwrap());
+    p.geofences.put_geofence(replaced.clone()).await.unwrap();
+    assert_eq!(p.geofences.geofence(t.a1).await.unwrap(), Some(replaced));
+    assert_eq!(
+        p.geofences.geofence(t.b1).await.unwrap(),
+        Some(of_b.clone())
+    );
+    assert_eq!(
+        p.geofences.geofence(t.a2).await.unwrap(),
+        Some(of_a2.clone())
+    );
+    assert!(p.geofences.delete_geofence(t.a1).await.unwrap());
     assert!(
-        !p.watch.delete_geofence(t.a1).await.unwrap(),
+        !p.geofences.delete_geofence(t.a1).await.unwrap(),
         "a1 has none left; nobody else's may go in its place"
     );
-    assert_eq!(p.watch.geofence(t.a1).await.unwrap(), None);
-    assert_eq!(p.watch.geofence(t.b1).await.unwrap(), Some(of_b), "B's");
-    assert_eq!(p.watch.geofence(t.a2).await.unwrap(), Some(of_a2), "a2's");
+    assert_eq!(p.geofences.geofence(t.a1).await.unwrap(), None);
+    assert_eq!(p.geofences.geofence(t.b1).await.unwrap(), Some(of_b), "B's");
+    assert_eq!(
+        p.geofences.geofence(t.a2).await.unwrap(),
+        Some(of_a2),
+        "a2's"
+    );
 }
 
 async fn postgres_ports(factory: &PostgresFactory) -> Ports {
     let store = factory.fresh_store().await;
     Ports {
         directory: Arc::new(store.clone()),
-        watch: Arc::new(store.clone()),
+        zones: Arc::new(store.clone()),
+        geofences: Arc::new(store.clone()),
         assignments: Arc::new(store),
     }
 }
@@ -312,7 +322,8 @@ fn memory_ports() -> Ports {
     let store = Arc::new(store);
     Ports {
         directory: store.clone(),
-        watch: store,
+        zones: store.clone(),
+        geofences: store,
         assignments,
     }
 }

@@ -8,12 +8,10 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use swath::wiring::{wire, Settings, Stores};
 use swath_api::router;
-use swath_application::ports::{
-    hash_token, Account, Directory, Mower, Principal, Scope, Site, SystemClock, TokenStore,
-};
+use swath_application::ports::{hash_token, Directory, SystemClock, TokenStore};
 use swath_application::RetentionPolicy;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use swath_tests::support::DEFAULT_THRESHOLD;
 use tower::ServiceExt;

@@ -2,8 +2,7 @@
 
 use async_trait::async_trait;
 use std::sync::Arc;
-use swath_application::ports::Mower;
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{AccountId, Mower, MowerId, SiteId};
 use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
 use swath_tests::projections_contract::{ProjectionFactory, ProjectionHarness};
 use swath_tests::support::DEFAULT_THRESHOLD;

@@ -1,23 +1,13 @@
-//! The notification side's contract, against the memory store.
+//! The watch store's contract and the notification side's properties, against the memory store.
+//! The zone store, the geofence store and the feed have their suites in `zones_memory`,
+//! `geofences_memory` and `feed_memory`.
 
-use async_trait::async_trait;
 use proptest::prelude::*;
 use std::sync::Arc;
 use swath_application::ports::WatchStore;
-use swath_memory::{MemoryStore, MemoryStoreSettings};
-use swath_tests::support::TestStore;
+use swath_memory::MemoryStore;
 use swath_tests::traces::{splits, trace};
-use swath_tests::watch_contract::{self as contract, WatchFactory};
-
-struct Memory;
-
-#[async_trait]
-impl WatchFactory for Memory {
-    async fn fresh(&self) -> (TestStore, Arc<dyn WatchStore>) {
-        let store = MemoryStore::new(MemoryStoreSettings::default());
-        (TestStore::memory(store.clone()), Arc::new(store))
-    }
-}
+use swath_tests::watch_contract::{self as contract, MemoryWatch as Memory};
 
 swath_tests::watch_contract_suite!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,37 +1,24 @@
-//! The notification side's contract against PostgreSQL (when `SWATH_TEST_DATABASE_URL` is set),
-//! and what only PostgreSQL can show: the statements a watcher batch costs.
+//! The watch store's contract and the notification side's properties against PostgreSQL (when
+//! `SWATH_TEST_DATABASE_URL` is set), and what only PostgreSQL can show: the statements a watcher
+//! batch costs. The zone store, the geofence store and the feed have their suites in
+//! `zones_postgres`, `geofences_postgres` and `feed_postgres`.
 
-use async_trait::async_trait;
 use chrono::Duration;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_application::ports::{Geofence, ManualClock, WatchStore};
+use swath_application::ports::{GeofenceStore, ManualClock, WatchStore};
 use swath_application::Watcher;
+use swath_domain::watch::Geofence;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
 use swath_domain::{AccountId, MowerId, StateOutcome};
 use swath_tests::postgres::{test_database_url, PostgresFactory};
-use swath_tests::support::{seed_account_with_mowers, RecordingBus, TestStore, DEFAULT_THRESHOLD};
+use swath_tests::support::{seed_account_with_mowers, RecordingBus, DEFAULT_THRESHOLD};
 use swath_tests::traces::{ingest_clock, splits, trace};
-use swath_tests::watch_contract::{self as contract, lawn_rectangle, trace_at, WatchFactory};
+use swath_tests::watch_contract::{
+    self as contract, lawn_rectangle, trace_at, PostgresWatch as Postgres,
+};
 use tokio::runtime::Runtime;
-
-struct Postgres(PostgresFactory);
-
-#[async_trait]
-impl WatchFactory for Postgres {
-    async fn fresh(&self) -> (TestStore, Arc<dyn WatchStore>) {
-        let store = self.0.fresh_store().await;
-        (
-            TestStore {
-                directory: Arc::new(store.clone()),
-                telemetry: Arc::new(store.clone()),
-                postgres: Some(store.clone()),
-            },
-            Arc::new(store),
-        )
-    }
-}
 
 swath_tests::watch_contract_suite!(
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,8 @@
 //!   file per concern (`rows`, `directory`, `tokens`, `telemetry`).
 //! - `bus`: `MemoryBus`, implementing `EventBus` with JetStream's batch semantics.
 //! - `retention`: `RetentionStore` on [`MemoryStore`]: the same limits as PostgreSQL.
-//! - `watch`: `WatchStore` on [`MemoryStore`]: watch rows, geofences, zones, events, alerts.
+//! - `watch`: `WatchStore`, `ZoneStore`, `GeofenceStore` and `NotificationFeed` on
+//!   [`MemoryStore`]: watch rows, geofences, zones, events, alerts.
 //! - [`projections`]: [`MemoryProjections`], the live projections' reads and operator
 //!   assignments over a [`MemoryStore`].
 

@@ -14,12 +14,12 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use swath_application::access::sees_site;
 use swath_application::ports::{
-    list_order, AlertCard, AlertQuery, Assignment, AssignmentError, Assignments, Directory,
-    DirectoryAdmin, HealthCard, ListQuery, MowerCard, MowerFilter, ProjectionError,
-    ProjectionStore, SiteCard, TelemetryStore, Visibility, WatchStore, MAX_ASSIGNMENTS_PER_MOWER,
+    AlertCard, AlertQuery, AssignmentError, Assignments, Directory, DirectoryAdmin, HealthCard,
+    ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError, ProjectionStore,
+    SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 use swath_domain::watch::{AlertKind, Severity};
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{list_order, AccountId, Assignment, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The projections' ports on a [`MemoryStore`]. Cheap to clone.
@@ -48,7 +48,7 @@ impl MemoryProjections {
     async fn cards(
         &self,
         who: &Visibility,
-        mowers: Vec<swath_application::ports::Mower>,
+        mowers: Vec<swath_domain::Mower>,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         if mowers.is_empty() {
             return Ok(Vec::new());
@@ -100,7 +100,7 @@ impl MemoryProjections {
         who: &Visibility,
         sites: Option<Vec<SiteId>>,
         limit: usize,
-    ) -> Result<Vec<swath_application::ports::Mower>, ProjectionError> {
+    ) -> Result<Vec<swath_domain::Mower>, ProjectionError> {
         self.store
             .list_mowers(&ListQuery {
                 account: who.account_id,

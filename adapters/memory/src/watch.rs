@@ -1,5 +1,6 @@
 //! The notification side of the memory store: watch rows, geofences, zones and their occupancy,
-//! the events feed, alerts and busy statuses (the `WatchStore` port).
+//! the events feed, alerts and busy statuses (the ports `WatchStore`, `ZoneStore`,
+//! `GeofenceStore` and `NotificationFeed`).
 //!
 //! Concurrency mirrors the telemetry side: watcher batches and sweeps take `watch_lock`, W7 units
 //! take `zone_lock` (tokio mutexes held from `begin` to `commit`, what PostgreSQL's row locks
@@ -16,11 +17,12 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
-    AlertCursor, AlertQuery, Directory, EventQuery, Geofence, WatchBatch, WatchError, WatchRead,
-    WatchRows, WatchStore, ZoneBatch, ZoneRows,
+    AlertCursor, AlertQuery, Directory, EventQuery, GeofenceStore, NotificationFeed, WatchBatch,
+    WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
+use swath_domain::watch::Geofence;
 use swath_domain::watch::{
     ingest_notifications, Alert, AlertChanges, AlertKind, Event, Watch, WatchChanges, WatchSnapshot,
 };
@@ -245,6 +247,67 @@ impl WatchStore for MemoryStore {
         ))
     }
 
+    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
+        let rows = read(&self.watch.rows);
+        let mut out: Vec<BusyStatus> = mowers
+            .iter()
+            .filter_map(|m| rows.busy.get(m).cloned())
+            .collect();
+        out.sort_by_key(|s| s.mower_id);
+        out.dedup_by_key(|s| s.mower_id);
+        Ok(out)
+    }
+
+    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
+        let mut rows = write(&self.watch.rows);
+        for status in statuses {
+            let newer = rows
+                .busy
+                .get(&status.mower_id)
+                .is_none_or(|s| s.observed_at < status.observed_at);
+            if newer {
+                rows.busy.insert(status.mower_id, status.clone());
+            }
+        }
+        Ok(())
+    }
+
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
+        let mut sorted = mowers.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let rows = read(&self.watch.rows);
+        Ok(WatchRows {
+            watches: sorted
+                .iter()
+                .filter_map(|m| rows.watches.get(m).cloned())
+                .collect(),
+            events: rows
+                .events
+                .values()
+                .filter(|e| sorted.binary_search(&e.mower_id).is_ok())
+                .cloned()
+                .collect(),
+            alerts: rows
+                .alerts
+                .values()
+                .filter(|a| sorted.binary_search(&a.mower_id).is_ok())
+                .cloned()
+                .collect(),
+            zone_watches: sorted
+                .iter()
+                .filter_map(|m| rows.zone_watches.get(m).cloned())
+                .collect(),
+            busy: sorted
+                .iter()
+                .filter_map(|m| rows.busy.get(m).cloned())
+                .collect(),
+        })
+    }
+}
+
+#[async_trait]
+impl ZoneStore for MemoryStore {
     async fn begin_zones(
         &self,
         mowers: &[MowerId],
@@ -272,46 +335,6 @@ impl WatchStore for MemoryStore {
                 _lock: lock,
             }),
         ))
-    }
-
-    async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
-        let rows = read(&self.watch.rows);
-        let mut out: Vec<BusyStatus> = mowers
-            .iter()
-            .filter_map(|m| rows.busy.get(m).cloned())
-            .collect();
-        out.sort_by_key(|s| s.mower_id);
-        out.dedup_by_key(|s| s.mower_id);
-        Ok(out)
-    }
-
-    async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
-        let mut rows = write(&self.watch.rows);
-        for status in statuses {
-            let newer = rows
-                .busy
-                .get(&status.mower_id)
-                .is_none_or(|s| s.observed_at < status.observed_at);
-            if newer {
-                rows.busy.insert(status.mower_id, status.clone());
-            }
-        }
-        Ok(())
-    }
-
-    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError> {
-        write(&self.watch.rows)
-            .geofences
-            .insert(geofence.mower_id, geofence);
-        Ok(())
-    }
-
-    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
-        Ok(read(&self.watch.rows).geofences.get(&mower).cloned())
-    }
-
-    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
-        Ok(write(&self.watch.rows).geofences.remove(&mower).is_some())
     }
 
     async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError> {
@@ -364,16 +387,28 @@ impl WatchStore for MemoryStore {
     async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError> {
         Ok(read(&self.watch.rows).zone_watches.get(&mower).cloned())
     }
+}
 
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
-        let data = Arc::clone(&self.watch);
-        self.reset_blade_locked(mower, move || {
-            write(&data.rows).clear(mower, AlertKind::BladeDue, at);
-        })
-        .await;
+#[async_trait]
+impl GeofenceStore for MemoryStore {
+    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError> {
+        write(&self.watch.rows)
+            .geofences
+            .insert(geofence.mower_id, geofence);
         Ok(())
     }
 
+    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
+        Ok(read(&self.watch.rows).geofences.get(&mower).cloned())
+    }
+
+    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
+        Ok(write(&self.watch.rows).geofences.remove(&mower).is_some())
+    }
+}
+
+#[async_trait]
+impl NotificationFeed for MemoryStore {
     async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError> {
         let rows = read(&self.watch.rows);
         let upper = match query.before {
@@ -421,37 +456,13 @@ impl WatchStore for MemoryStore {
         Ok(open.into_iter().take(query.limit).cloned().collect())
     }
 
-    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
-        let mut sorted = mowers.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let rows = read(&self.watch.rows);
-        Ok(WatchRows {
-            watches: sorted
-                .iter()
-                .filter_map(|m| rows.watches.get(m).cloned())
-                .collect(),
-            events: rows
-                .events
-                .values()
-                .filter(|e| sorted.binary_search(&e.mower_id).is_ok())
-                .cloned()
-                .collect(),
-            alerts: rows
-                .alerts
-                .values()
-                .filter(|a| sorted.binary_search(&a.mower_id).is_ok())
-                .cloned()
-                .collect(),
-            zone_watches: sorted
-                .iter()
-                .filter_map(|m| rows.zone_watches.get(m).cloned())
-                .collect(),
-            busy: sorted
-                .iter()
-                .filter_map(|m| rows.busy.get(m).cloned())
-                .collect(),
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
+        let data = Arc::clone(&self.watch);
+        self.reset_blade_locked(mower, move || {
+            write(&data.rows).clear(mower, AlertKind::BladeDue, at);
         })
+        .await;
+        Ok(())
     }
 }
 

@@ -16,10 +16,10 @@ use sea_orm::{
     QueryFilter, QueryOrder, SqlErr, Statement, TransactionTrait, Value,
 };
 use swath_application::ports::{
-    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, NewToken, OrderKey,
-    Principal, Scope, Site, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
+    Directory, DirectoryAdmin, DirectoryError, ListQuery, NewToken, TokenError, TokenHash, TokenId,
+    TokenInfo, TokenQuery, TokenStore,
 };
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Principal, Scope, Site, SiteId};
 use uuid::Uuid;
 
 /// A page of sites: `$1` account, `$2` only these sites (NULL: all), `$3..$5` the key after which

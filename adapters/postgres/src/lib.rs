@@ -11,9 +11,9 @@
 //!   advisory lock.
 //! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads; one file per concern
 //!   (`batch`, `rows`).
-//! - `watch`: `WatchStore`: the watcher's unit of work, the offline sweep, virtual zones, the
-//!   busy status, geofences, zones, the events feed and alerts; one file per concern
-//!   (`unit_of_work`, `admin`, `feeds`, `rows`).
+//! - `watch`: `WatchStore`, `ZoneStore`, `GeofenceStore`, `NotificationFeed`: the watcher's unit
+//!   of work, the offline sweep, virtual zones, the busy status, geofences, zones, the events feed
+//!   and alerts; one file per concern (`unit_of_work`, `admin`, `feeds`, `rows`).
 //! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
 //!   `Assignments`.
 

@@ -22,11 +22,11 @@ use sqlx::postgres::PgRow;
 use sqlx::Row;
 use swath_application::access::sees_site;
 use swath_application::ports::{
-    AlertCard, Assignment, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter,
-    Priority, ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
+    AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
+    ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 use swath_domain::watch::{AlertKind, Severity};
-use swath_domain::{AccountId, Activity, MowerId, SiteId};
+use swath_domain::{AccountId, Activity, Assignment, MowerId, Priority, SiteId};
 use uuid::Uuid;
 
 /// The columns of a [`MowerCard`], over `mowers m LEFT JOIN latest_states l` and

@@ -9,9 +9,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::{Clock, EventBus, Mower};
+use swath_application::ports::{Clock, EventBus};
 use swath_application::subjects;
-use swath_domain::StateReport;
+use swath_domain::{Mower, StateReport};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 

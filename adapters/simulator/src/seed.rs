@@ -3,9 +3,9 @@
 
 use crate::{mix, SimulatorSettings};
 use chrono_tz::Tz;
-use swath_application::ports::{Account, Directory, DirectoryError, Mower, Site};
+use swath_application::ports::{Directory, DirectoryError};
 use swath_domain::rules::DEFAULT_BLADE_THRESHOLD_MS;
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_domain::{Account, AccountId, Mower, MowerId, Site, SiteId};
 
 /// What [`seed_demo_fleet`] wrote into the directory.
 #[derive(Clone, Debug, PartialEq)]

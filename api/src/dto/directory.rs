@@ -7,7 +7,8 @@ use crate::error::ApiError;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{self as ports, Scope as PortScope, TokenInfo};
+use swath_application::ports::TokenInfo;
+use swath_domain::{self as domain, Scope as PortScope};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -61,8 +62,8 @@ pub struct AccountDto {
     pub name: String,
 }
 
-impl From<&ports::Account> for AccountDto {
-    fn from(a: &ports::Account) -> Self {
+impl From<&domain::Account> for AccountDto {
+    fn from(a: &domain::Account) -> Self {
         Self {
             id: a.id.0,
             name: a.name.clone(),
@@ -118,8 +119,8 @@ pub struct SiteDto {
     pub display_order: i32,
 }
 
-impl From<&ports::Site> for SiteDto {
-    fn from(s: &ports::Site) -> Self {
+impl From<&domain::Site> for SiteDto {
+    fn from(s: &domain::Site) -> Self {
         Self {
             id: s.id.0,
             name: s.name.clone(),
@@ -338,7 +339,7 @@ pub struct Me {
 }
 
 impl Me {
-    pub fn new(account: &ports::Account, principal: &ports::Principal) -> Self {
+    pub fn new(account: &domain::Account, principal: &domain::Principal) -> Self {
         Self {
             account: AccountDto::from(account),
             scopes: scopes(principal),
@@ -351,7 +352,7 @@ impl Me {
 }
 
 /// A principal's scopes, sorted, each once.
-pub fn scopes(principal: &ports::Principal) -> Vec<Scope> {
+pub fn scopes(principal: &domain::Principal) -> Vec<Scope> {
     let mut scopes: Vec<Scope> = principal.scopes.iter().map(|s| (*s).into()).collect();
     scopes.sort();
     scopes.dedup();

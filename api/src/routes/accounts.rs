@@ -16,8 +16,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::{Account, Principal, Scope};
-use swath_domain::AccountId;
+use swath_domain::{Account, AccountId, Principal, Scope};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.

@@ -23,9 +23,9 @@ use futures::Stream;
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
-use swath_application::ports::{hash_token, LiveOptions, LiveSubscription, Principal, TokenHash};
+use swath_application::ports::{hash_token, LiveOptions, LiveSubscription, TokenHash};
 use swath_application::subjects;
-use swath_domain::{LatestRow, MowerId, StateReport};
+use swath_domain::{LatestRow, MowerId, Principal, StateReport};
 use tokio::time::Instant;
 
 /// The OpenAPI tag of these routes.

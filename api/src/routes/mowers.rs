@@ -17,8 +17,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use std::collections::HashMap;
-use swath_application::ports::{DirectoryError, ListQuery, Mower};
-use swath_domain::{LatestRow, MowerId, SiteId};
+use swath_application::ports::{DirectoryError, ListQuery};
+use swath_domain::{LatestRow, Mower, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.

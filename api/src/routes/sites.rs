@@ -12,8 +12,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::{DirectoryError, ListQuery, Site};
-use swath_domain::SiteId;
+use swath_application::ports::{DirectoryError, ListQuery};
+use swath_domain::{Site, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.

@@ -19,10 +19,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use swath_application::ports::{
-    generate_token, hash_token, NewToken, Principal, Scope, TokenId, TokenInfo, TokenQuery,
+    generate_token, hash_token, NewToken, TokenId, TokenInfo, TokenQuery,
 };
 use swath_application::AccessError;
-use swath_domain::SiteId;
+use swath_domain::{Principal, Scope, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.

@@ -26,7 +26,7 @@ pub use handler::{parse_message, settle, IngestHandler};
 use zones::{evaluate_zones, in_state_order};
 
 use crate::group_commit::GroupCommit;
-use crate::ports::{Clock, EventBus, Message, StoreError, TelemetryStore, WatchError, WatchStore};
+use crate::ports::{Clock, EventBus, Message, StoreError, TelemetryStore, WatchError, ZoneStore};
 use crate::watcher::publish;
 use chrono::{DateTime, SubsecRound, Utc};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,7 +89,7 @@ pub struct Ingest {
     store: Arc<dyn TelemetryStore>,
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
-    zones: Option<Arc<dyn WatchStore>>,
+    zones: Option<Arc<dyn ZoneStore>>,
     progress: Progress,
     /// The consumer's batches, written together when they arrive together.
     group: GroupCommit<StateReport, StateOutcome, IngestError>,
@@ -163,7 +163,7 @@ impl Ingest {
     }
 
     /// Evaluates virtual zones (W7) after each commit, with the zones of `store`.
-    pub fn with_zones(mut self, store: Arc<dyn WatchStore>) -> Self {
+    pub fn with_zones(mut self, store: Arc<dyn ZoneStore>) -> Self {
         self.zones = Some(store);
         self
     }

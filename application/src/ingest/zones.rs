@@ -1,7 +1,7 @@
 //! Virtual zones (W7) evaluated after the telemetry commit, and the order in which W6's and W7's
 //! events are published.
 
-use crate::ports::{WatchError, WatchStore};
+use crate::ports::{WatchError, ZoneStore};
 use std::collections::BTreeMap;
 use swath_domain::watch::zones::{apply_zones, ZoneFence, ZoneSnapshot};
 use swath_domain::watch::Event;
@@ -57,7 +57,7 @@ pub(super) fn in_state_order(
 /// W7: the zones of all the batch's mowers read at once, the positions evaluated in order, the
 /// zone watches and events committed together. Mowers without zones cost nothing beyond the read.
 pub(super) async fn evaluate_zones(
-    store: &dyn WatchStore,
+    store: &dyn ZoneStore,
     states: &[StateReport],
 ) -> Result<Vec<Event>, WatchError> {
     if states.is_empty() {

@@ -1,6 +1,9 @@
 //! The ports: what the use cases need from the outside world, as traits. Each trait's doc comment
 //! says what an implementation MUST do and which errors it returns; the contract suites in
 //! `swath-tests` check every adapter against exactly these sentences.
+//!
+//! Ports hold traits, the queries they take and the errors they return; the entities they store
+//! (accounts, sites, mowers, principals, assignments, geofences…) are `swath_domain`'s.
 
 mod bus;
 pub mod bus_rules;
@@ -18,24 +21,21 @@ pub use bus::{
     Message, Publication, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use directory::{
-    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,
-};
+pub use directory::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
 pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};
 pub use projections::{
-    list_order, AlertCard, Assignment, AssignmentError, Assignments, HealthCard, MowerCard,
-    MowerFilter, Priority, ProjectionError, ProjectionStore, SiteCard, Visibility,
-    MAX_ASSIGNMENTS_PER_MOWER, MAX_OPERATOR_CHARS,
+    AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
+    ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
 pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows};
 pub use tokens::{
-    generate_token, hash_token, NewToken, Principal, Scope, TokenError, TokenHash, TokenId,
-    TokenInfo, TokenQuery, TokenStore, TOKEN_PREFIX,
+    generate_token, hash_token, NewToken, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery,
+    TokenStore, TOKEN_PREFIX,
 };
 pub use watch::{
-    AlertCursor, AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRead, WatchRows,
-    WatchStore, ZoneBatch, ZoneRows,
+    AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, WatchBatch, WatchError,
+    WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };

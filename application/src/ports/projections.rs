@@ -9,13 +9,9 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
-use std::fmt;
 use swath_domain::watch::{AlertKind, Severity};
-use swath_domain::{AccountId, Activity, MowerId, SiteId};
+use swath_domain::{AccountId, Activity, Assignment, MowerId, Principal, SiteId};
 use uuid::Uuid;
-
-use super::Principal;
 
 /// Errors of the [`ProjectionStore`] port.
 #[derive(Debug, thiserror::Error)]
@@ -188,75 +184,6 @@ pub trait ProjectionStore: Send + Sync {
     ) -> Result<Vec<Assignment>, ProjectionError>;
 }
 
-/// How urgently an operator's assignment counts: the operator on duty is the active assignment of
-/// the highest priority.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Priority {
-    Low,
-    Normal,
-    High,
-    Critical,
-}
-
-impl Priority {
-    pub const ALL: [Priority; 4] = [
-        Priority::Low,
-        Priority::Normal,
-        Priority::High,
-        Priority::Critical,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Low => "low",
-            Priority::Normal => "normal",
-            Priority::High => "high",
-            Priority::Critical => "critical",
-        }
-    }
-
-    pub fn parse(value: &str) -> Option<Priority> {
-        Priority::ALL.into_iter().find(|p| p.as_str() == value)
-    }
-
-    /// 1 (low) to 4 (critical): what stores rank by, highest first.
-    pub fn rank(self) -> i16 {
-        self as i16 + 1
-    }
-}
-
-impl fmt::Display for Priority {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// An operator assigned to a mower. Several may be active at once; the live views show the one
-/// that wins ([`Assignment::rank_key`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Assignment {
-    pub id: Uuid,
-    pub mower_id: MowerId,
-    pub account_id: AccountId,
-    /// The operator's name, as people know them (1 to [`MAX_OPERATOR_CHARS`] characters).
-    pub operator: String,
-    pub priority: Priority,
-    /// Only active assignments can be on duty.
-    pub active: bool,
-    pub updated_at: DateTime<Utc>,
-}
-
-impl Assignment {
-    /// The ranking of assignments of one mower, ascending: the greatest key wins (priority, then
-    /// the newest `updated_at`, then the highest id).
-    pub fn rank_key(&self) -> (i16, DateTime<Utc>, Uuid) {
-        (self.priority.rank(), self.updated_at, self.id)
-    }
-}
-
-/// The longest operator name accepted.
-pub const MAX_OPERATOR_CHARS: usize = 128;
 /// The most assignments a mower may have (active or not): an assignment list is a small
 /// administrative table, not an inventory.
 pub const MAX_ASSIGNMENTS_PER_MOWER: usize = 64;
@@ -309,11 +236,4 @@ pub trait Assignments: Send + Sync {
         mower: MowerId,
         id: Uuid,
     ) -> Result<bool, AssignmentError>;
-}
-
-/// The listing order of a mower's assignments: active first, then the ranking, best first.
-pub fn list_order(a: &Assignment, b: &Assignment) -> std::cmp::Ordering {
-    b.active
-        .cmp(&a.active)
-        .then_with(|| b.rank_key().cmp(&a.rank_key()))
 }

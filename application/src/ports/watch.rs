@@ -1,11 +1,10 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch};
 use swath_domain::watch::{
-    Alert, AlertKind, Event, EventKind, GeoPolygon, Watch, WatchChanges, WatchSnapshot,
+    Alert, AlertKind, Event, EventKind, GeoPolygon, Geofence, Watch, WatchChanges, WatchSnapshot,
 };
 use swath_domain::{AccountId, MowerId};
 use uuid::Uuid;
@@ -23,18 +22,6 @@ pub enum WatchError {
     /// A limit of the store was reached (e.g. zones per mower); nothing was stored.
     #[error("{0}")]
     Limit(String),
-}
-
-/// A mower's geofence: a GeoJSON polygon and the version key the watcher caches it under.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Geofence {
-    pub mower_id: MowerId,
-    pub account_id: AccountId,
-    /// A new UUID v7 every time the geofence is replaced: never reused, so a cached fence of an
-    /// older version can never be mistaken for the current one.
-    pub version: Uuid,
-    pub polygon: GeoPolygon,
-    pub updated_at: DateTime<Utc>,
 }
 
 /// A page of the events feed: newest first.
@@ -109,8 +96,11 @@ pub struct WatchRead {
 /// The zones of a mower and what W7 remembers about it, as read for a batch.
 pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 
-/// What the notification side stores: watch rows, geofences, zones and their occupancy, the events
-/// feed, alerts and the scheduler's busy status (docs/rules.md §3 W6/W7, §4).
+/// The watcher's side of the notification store: watch rows and the watcher's units of work (a
+/// batch, the offline sweep), and the scheduler's busy statuses (docs/rules.md §4). The other
+/// concerns of the notification side are ports of their own: [`ZoneStore`] (W7),
+/// [`GeofenceStore`] and [`NotificationFeed`] (events, alerts, blade resets). All four answer
+/// [`WatchError`].
 ///
 /// An implementation MUST:
 /// - in [`WatchStore::begin_watch`], read for every given mower (sorted, without duplicates) its
@@ -130,16 +120,10 @@ pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 /// - in [`WatchStore::begin_sweep`], lock (skipping rows locked by a running batch) and return at
 ///   most `limit` watches that are not offline and were last seen before `silent_before`, in
 ///   mower id order.
-/// - in [`WatchStore::begin_zones`], read the zones and the zone watch of every given mower that
-///   has at least one zone, once, locking the zone watches in mower id order until the
-///   [`ZoneBatch`] is committed or dropped; commit writes the zone watches and the events
-///   atomically.
-/// - store the events and alerts of ingestion (W6) in the ingest transaction itself (the
-///   telemetry store's commit does it, through the same tables).
 /// - in [`WatchStore::write_busy`], never replace a stored status by one with an `observed_at`
 ///   that is not newer.
-/// - in [`WatchStore::reset_blade`], restart the blade time of the mower's health totals at zero,
-///   re-arm W6 and clear its open `blade_due` alert, atomically and serialised with ingestion.
+/// - in [`WatchStore::export_watch`], answer every row of the notification side of these mowers
+///   (watches, events, alerts, zone watches, busy statuses), whichever port wrote it.
 /// - answer reads with what was committed, and never another account's rows.
 /// - return [`WatchError::Unavailable`] when its backing store fails.
 #[async_trait]
@@ -159,25 +143,36 @@ pub trait WatchStore: Send + Sync {
         limit: usize,
     ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError>;
 
-    /// Reads the zones of `mowers` (sorted, without duplicates) and locks their zone watches.
-    async fn begin_zones(
-        &self,
-        mowers: &[MowerId],
-    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError>;
-
     /// The busy statuses of these mowers (those that have one), in mower id order.
     async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError>;
 
     /// Writes statuses (one per mower), each only over an older one.
     async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError>;
 
-    /// Replaces (or sets) a mower's geofence with a new version.
-    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError>;
+    /// Every stored row of these mowers (for verification and tests).
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError>;
+}
 
-    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError>;
-
-    /// Removes a mower's geofence; `false` if it had none.
-    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError>;
+/// Virtual zones (docs/rules.md §3 W7): a mower's named polygons, administered by the API, and
+/// the zone watch (which zones a mower is in) that ingestion's zone step advances.
+///
+/// An implementation MUST:
+/// - in [`ZoneStore::begin_zones`], read the zones and the zone watch of every given mower that
+///   has at least one zone, once, locking the zone watches in mower id order until the
+///   [`ZoneBatch`] is committed or dropped; commit writes the zone watches and the events
+///   atomically.
+/// - in [`ZoneStore::create_zone`], refuse a zone past
+///   [`swath_domain::watch::zones::MAX_ZONES_PER_MOWER`] with [`WatchError::Limit`], storing
+///   nothing.
+/// - answer reads with what was committed, and never another account's rows.
+/// - return [`WatchError::Unavailable`] when its backing store fails.
+#[async_trait]
+pub trait ZoneStore: Send + Sync {
+    /// Reads the zones of `mowers` (sorted, without duplicates) and locks their zone watches.
+    async fn begin_zones(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError>;
 
     /// A mower's zones, in name then id order.
     async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError>;
@@ -194,18 +189,55 @@ pub trait WatchStore: Send + Sync {
 
     /// What W7 remembers about a mower (which zones it is in).
     async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError>;
+}
 
-    /// A blade reset at `at` (see the contract above); `at` is when the blade alert is cleared.
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError>;
+/// Geofences (docs/rules.md §4): one polygon per mower, administered by the API, that the watcher
+/// reads with its batches ([`WatchStore::begin_watch`]).
+///
+/// An implementation MUST:
+/// - in [`GeofenceStore::put_geofence`], replace (or set) the mower's geofence with the given
+///   version; a watcher batch that read the previous version judges against it, the next batch
+///   reads the new one (the read clause of [`WatchStore::begin_watch`]).
+/// - answer reads with what was committed, and never another account's rows.
+/// - return [`WatchError::Unavailable`] when its backing store fails.
+#[async_trait]
+pub trait GeofenceStore: Send + Sync {
+    /// Replaces (or sets) a mower's geofence with a new version.
+    async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError>;
 
+    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError>;
+
+    /// Removes a mower's geofence; `false` if it had none.
+    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError>;
+}
+
+/// What the notification side tells people: the events feed and the open alerts, whoever raised
+/// them (the watcher, ingestion's W6 and W7), and the blade reset that closes W6's alert
+/// (docs/rules.md §3 W6, §4).
+///
+/// An implementation MUST:
+/// - store the events and alerts of ingestion (W6) in the ingest transaction itself (the
+///   telemetry store's commit does it, through the same tables), so that the feeds answer them
+///   like the watcher's.
+/// - in [`NotificationFeed::events`], answer the events of `query.account_id` (of `query.mowers`
+///   and `query.kind` when given) below `query.before`, newest first, at most `query.limit`; in
+///   [`NotificationFeed::open_alerts`], the open alerts likewise, in the order of [`AlertQuery`],
+///   strictly after `query.after`.
+/// - in [`NotificationFeed::reset_blade`], restart the blade time of the mower's health totals at
+///   zero, re-arm W6 and clear its open `blade_due` alert, atomically and serialised with
+///   ingestion.
+/// - answer reads with what was committed, and never another account's rows.
+/// - return [`WatchError::Unavailable`] when its backing store fails.
+#[async_trait]
+pub trait NotificationFeed: Send + Sync {
     /// A page of the events feed, newest first.
     async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError>;
 
     /// A page of open alerts.
     async fn open_alerts(&self, query: &AlertQuery) -> Result<Vec<Alert>, WatchError>;
 
-    /// Every stored row of these mowers (for verification and tests).
-    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError>;
+    /// A blade reset at `at` (see the contract above); `at` is when the blade alert is cleared.
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError>;
 }
 
 /// One open watcher batch or sweep: the locks, released on commit or drop.

@@ -22,6 +22,7 @@
 //! - `events`: [`Event`], its kinds and details, and [`event_id`].
 //! - `alerts`: [`Alert`], [`AlertKind`], [`Severity`] and the [`AlertChanges`] of a batch.
 //! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`].
+//! - `geofence`: a mower's stored [`Geofence`] (the polygon and its version).
 //! - [`geometry`], [`zones`], [`busy`]: polygons and fences, W7, the scheduler's busy check.
 //!
 //! Everything is re-exported here, so callers name `swath_domain::watch::…` whatever the file.
@@ -33,6 +34,7 @@ pub mod zones;
 mod alerts;
 mod events;
 mod fold;
+mod geofence;
 
 pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
@@ -40,6 +42,7 @@ pub use fold::{
     apply_watch, ingest_notifications, went_offline, GeofenceRef, Watch, WatchChanges,
     WatchSnapshot,
 };
+pub use geofence::Geofence;
 pub use geometry::{GeoPolygon, InvalidPolygon, Placement};
 
 use chrono::Duration;

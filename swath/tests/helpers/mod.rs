@@ -25,12 +25,13 @@ use std::sync::Arc;
 use swath::wiring::{wire, Settings, Stores};
 use swath_api::{router, Problem};
 use swath_application::ports::{
-    hash_token, Account, Clock, Directory, EventBus, ManualClock, Mower, NewToken, Principal,
-    Scope, Site, TokenId, TokenStore,
+    hash_token, Clock, Directory, EventBus, ManualClock, NewToken, TokenId, TokenStore,
 };
 use swath_application::{Ingest, RetentionPolicy, SchedulerStatus, Watcher};
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{AccountId, MowerId, SiteId, StateOutcome, StateReport};
+use swath_domain::{
+    Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId, StateOutcome, StateReport,
+};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
 use tower::ServiceExt;
 use uuid::Uuid;

@@ -3,10 +3,8 @@
 
 use super::{read, write, MemoryStore};
 use async_trait::async_trait;
-use swath_application::ports::{
-    Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,
-};
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_application::ports::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
+use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Site, SiteId};
 
 #[async_trait]
 impl Directory for MemoryStore {

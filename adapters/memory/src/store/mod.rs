@@ -34,8 +34,8 @@ mod tokens;
 use rows::MowerRows;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use swath_application::ports::{Account, Mower, Site, TokenHash, TokenId, TokenInfo};
-use swath_domain::{AccountId, MowerId, SiteId};
+use swath_application::ports::{TokenHash, TokenId, TokenInfo};
+use swath_domain::{Account, AccountId, Mower, MowerId, Site, SiteId};
 use tokio::sync::Mutex;
 
 /// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one

@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use chrono::Utc;
 use std::ops::Bound;
 use swath_application::ports::{
-    NewToken, Principal, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
+    NewToken, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery, TokenStore,
 };
+use swath_domain::Principal;
 
 #[async_trait]
 impl TokenStore for MemoryStore {

@@ -5,9 +5,10 @@ use super::rows::{corrupt, unavailable, zone_from, zone_watch_from};
 use crate::PostgresStore;
 use chrono::{DateTime, Utc};
 use sqlx::Row;
-use swath_application::ports::{Geofence, WatchError};
+use swath_application::ports::WatchError;
 use swath_domain::watch::zones::{Zone, ZoneWatch, MAX_ZONES_PER_MOWER};
 use swath_domain::watch::GeoPolygon;
+use swath_domain::watch::Geofence;
 use swath_domain::{AccountId, MowerId};
 use uuid::Uuid;
 

@@ -1,6 +1,6 @@
-//! The notification side on PostgreSQL (the `WatchStore` port): the watcher's batch unit of work,
-//! the offline sweep, virtual zones (W7), the busy status, geofences, zones, the events feed and
-//! alerts.
+//! The notification side on PostgreSQL (the ports `WatchStore`, `ZoneStore`, `GeofenceStore` and
+//! `NotificationFeed`): the watcher's batch unit of work, the offline sweep, virtual zones (W7),
+//! the busy status, geofences, zones, the events feed and alerts.
 //!
 //! The watcher's batch, like ingestion's: `BEGIN`; one statement reading each mower's directory
 //! account, geofence version (with its polygon when the watcher has not parsed that version yet)
@@ -24,7 +24,7 @@
 //! - `feeds`: the events feed, open alerts and the export of watch rows.
 //! - `rows`: decoding rows into domain values.
 //!
-//! The [`WatchStore`] implementation below only hands each method to its module.
+//! The implementations of the four ports below only hand each method to its module.
 
 mod admin;
 mod feeds;
@@ -37,11 +37,12 @@ use crate::PostgresStore;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use swath_application::ports::{
-    AlertQuery, EventQuery, Geofence, WatchBatch, WatchError, WatchRead, WatchRows, WatchStore,
-    ZoneBatch, ZoneRows,
+    AlertQuery, EventQuery, GeofenceStore, NotificationFeed, WatchBatch, WatchError, WatchRead,
+    WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneWatch};
+use swath_domain::watch::Geofence;
 use swath_domain::watch::{Alert, Event, Watch};
 use swath_domain::MowerId;
 use uuid::Uuid;
@@ -64,13 +65,6 @@ impl WatchStore for PostgresStore {
         unit_of_work::begin_sweep(self, silent_before, limit).await
     }
 
-    async fn begin_zones(
-        &self,
-        mowers: &[MowerId],
-    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError> {
-        unit_of_work::begin_zones(self, mowers).await
-    }
-
     async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {
         unit_of_work::busy(self, mowers).await
     }
@@ -79,16 +73,18 @@ impl WatchStore for PostgresStore {
         unit_of_work::write_busy(self, statuses).await
     }
 
-    async fn put_geofence(&self, g: Geofence) -> Result<(), WatchError> {
-        admin::put_geofence(self, g).await
+    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
+        feeds::export_watch(self, mowers).await
     }
+}
 
-    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
-        admin::geofence(self, mower).await
-    }
-
-    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
-        admin::delete_geofence(self, mower).await
+#[async_trait]
+impl ZoneStore for PostgresStore {
+    async fn begin_zones(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(ZoneRows, Box<dyn ZoneBatch>), WatchError> {
+        unit_of_work::begin_zones(self, mowers).await
     }
 
     async fn zones(&self, mower: MowerId) -> Result<Vec<Zone>, WatchError> {
@@ -110,11 +106,25 @@ impl WatchStore for PostgresStore {
     async fn zone_watch(&self, mower: MowerId) -> Result<Option<ZoneWatch>, WatchError> {
         admin::zone_watch(self, mower).await
     }
+}
 
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
-        admin::reset_blade(self, mower, at).await
+#[async_trait]
+impl GeofenceStore for PostgresStore {
+    async fn put_geofence(&self, g: Geofence) -> Result<(), WatchError> {
+        admin::put_geofence(self, g).await
     }
 
+    async fn geofence(&self, mower: MowerId) -> Result<Option<Geofence>, WatchError> {
+        admin::geofence(self, mower).await
+    }
+
+    async fn delete_geofence(&self, mower: MowerId) -> Result<bool, WatchError> {
+        admin::delete_geofence(self, mower).await
+    }
+}
+
+#[async_trait]
+impl NotificationFeed for PostgresStore {
     async fn events(&self, query: &EventQuery) -> Result<Vec<Event>, WatchError> {
         feeds::events(self, query).await
     }
@@ -123,7 +133,7 @@ impl WatchStore for PostgresStore {
         feeds::open_alerts(self, query).await
     }
 
-    async fn export_watch(&self, mowers: &[MowerId]) -> Result<WatchRows, WatchError> {
-        feeds::export_watch(self, mowers).await
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
+        admin::reset_blade(self, mower, at).await
     }
 }

@@ -21,12 +21,12 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swath_application::ports::{
-    Account, BatchHandler, BatchSettings, BusError, Clock, Directory, DirectoryError, EventBus,
-    LiveOptions, LiveSubscription, ManualClock, Mower, Site, Subscription,
+    BatchHandler, BatchSettings, BusError, Clock, Directory, DirectoryError, EventBus, LiveOptions,
+    LiveSubscription, ManualClock, Subscription,
 };
 use swath_application::subjects;
 use swath_domain::rules::DEFAULT_BLADE_THRESHOLD_MS;
-use swath_domain::{AccountId, Activity, MowerId, StateReport};
+use swath_domain::{Account, AccountId, Activity, Mower, MowerId, Site, StateReport};
 use tokio::sync::watch;
 
 fn start() -> DateTime<Utc> {

@@ -1,6 +1,6 @@
 //! The open alerts of the token's mowers, most severe first, paged by `page`.
 
-use super::{store, TAG};
+use super::{ports, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiQuery;
@@ -158,7 +158,8 @@ pub async fn list_alerts(
     let rows = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
-        store(&state)?
+        ports(&state)?
+            .feed
             .open_alerts(&AlertQuery {
                 account_id: principal.account_id,
                 mowers,

@@ -1,6 +1,6 @@
 //! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
 
-use super::{store, MOWER_PARAM, TAG};
+use super::{ports, MOWER_PARAM, TAG};
 use crate::auth::Writer;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
@@ -34,7 +34,8 @@ pub async fn reset_blade(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    store(&state)?
+    ports(&state)?
+        .feed
         .reset_blade(mower.id, state.clock.now())
         .await?;
     tracing::info!(mower_id = %mower.id, "Reset a mower's blade.");

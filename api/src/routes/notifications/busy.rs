@@ -1,6 +1,6 @@
 //! The scheduler's busy check: whether a mower is on a run (or in error) and cannot start one.
 
-use super::{store, MOWER_PARAM, TAG};
+use super::{ports, MOWER_PARAM, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
@@ -77,7 +77,8 @@ pub async fn get_busy(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<BusyDto>, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let status = store(&state)?
+    let status = ports(&state)?
+        .watch
         .busy(&[mower.id])
         .await?
         .into_iter()

@@ -1,6 +1,6 @@
 //! The events feed: the derived events of the token's mowers, newest first, paged by `page`.
 
-use super::{store, TAG};
+use super::{ports, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiQuery;
@@ -223,7 +223,8 @@ pub async fn list_events(
     let rows = if mowers.as_ref().is_some_and(Vec::is_empty) {
         Vec::new()
     } else {
-        store(&state)?
+        ports(&state)?
+            .feed
             .events(&EventQuery {
                 account_id: principal.account_id,
                 mowers,

@@ -1,6 +1,6 @@
 //! A mower's geofence: the polygon it must stay in, read, set and removed (docs/rules.md §4).
 
-use super::{store, MOWER_PARAM, TAG};
+use super::{ports, MOWER_PARAM, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -10,8 +10,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::Geofence;
-use swath_domain::watch::GeoPolygon;
+use swath_domain::watch::{GeoPolygon, Geofence};
 use swath_domain::MowerId;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -96,7 +95,8 @@ pub async fn get_geofence(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let geofence = store(&state)?
+    let geofence = ports(&state)?
+        .geofences
         .geofence(mower.id)
         .await?
         .ok_or(ApiError::NotFound(Resource::Geofence))?;
@@ -140,7 +140,10 @@ pub async fn put_geofence(
         polygon,
         updated_at: state.clock.now().trunc_subsecs(6),
     };
-    store(&state)?.put_geofence(geofence.clone()).await?;
+    ports(&state)?
+        .geofences
+        .put_geofence(geofence.clone())
+        .await?;
     Ok(Json(geofence.into()))
 }
 
@@ -167,6 +170,6 @@ pub async fn delete_geofence(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    store(&state)?.delete_geofence(mower.id).await?;
+    ports(&state)?.geofences.delete_geofence(mower.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

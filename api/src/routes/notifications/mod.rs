@@ -22,9 +22,8 @@ pub use geofence::{GeofenceDto, PolygonGeometry};
 pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
 
 use crate::error::ApiError;
-use crate::state::AppState;
-use std::sync::Arc;
-use swath_application::ports::{WatchError, WatchStore};
+use crate::state::{AppState, NotificationPorts};
+use swath_application::ports::WatchError;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
@@ -39,10 +38,10 @@ impl From<WatchError> for ApiError {
     }
 }
 
-/// The notification store, or `503` when the service was started without one.
-fn store(state: &AppState) -> Result<&Arc<dyn WatchStore>, ApiError> {
+/// The notification side's ports, or `503` when the service was started without them.
+fn ports(state: &AppState) -> Result<&NotificationPorts, ApiError> {
     state
-        .watch
+        .notifications
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no notification store is configured".into()))
 }

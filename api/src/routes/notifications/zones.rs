@@ -1,7 +1,7 @@
 //! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
 
 use super::geofence::PolygonGeometry;
-use super::{store, MOWER_PARAM, TAG};
+use super::{ports, MOWER_PARAM, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -60,7 +60,7 @@ pub struct ZoneBody {
 
 /// The zone DTOs of a mower, with its occupancy.
 async fn zone_dtos(state: &AppState, mower: MowerId) -> Result<Vec<ZoneDto>, ApiError> {
-    let store = store(state)?;
+    let store = &ports(state)?.zones;
     let zones = store.zones(mower).await?;
     let occupancy = store
         .zone_watch(mower)
@@ -167,7 +167,7 @@ pub async fn create_zone(
         created_at: now,
         updated_at: now,
     };
-    store(&state)?.create_zone(zone.clone()).await?;
+    ports(&state)?.zones.create_zone(zone.clone()).await?;
     let dto = ZoneDto {
         id: zone.id,
         mower_id: mower.id.0,
@@ -236,7 +236,7 @@ pub async fn update_zone(
         created_at: state.clock.now().trunc_subsecs(6),
         updated_at: state.clock.now().trunc_subsecs(6),
     };
-    if !store(&state)?.update_zone(zone).await? {
+    if !ports(&state)?.zones.update_zone(zone).await? {
         return Err(ApiError::NotFound(Resource::Zone));
     }
     zone_dtos(&state, mower.id)
@@ -276,7 +276,11 @@ pub async fn delete_zone(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    if !store(&state)?.delete_zone(mower.id, path.zone_id).await? {
+    if !ports(&state)?
+        .zones
+        .delete_zone(mower.id, path.zone_id)
+        .await?
+    {
         return Err(ApiError::NotFound(Resource::Zone));
     }
     Ok(StatusCode::NO_CONTENT)

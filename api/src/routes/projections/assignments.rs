@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{Assignment, MAX_ASSIGNMENTS_PER_MOWER, MAX_OPERATOR_CHARS};
-use swath_domain::MowerId;
+use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
+use swath_domain::{Assignment, MowerId, MAX_OPERATOR_CHARS};
 use utoipa::ToSchema;
 use uuid::Uuid;
 

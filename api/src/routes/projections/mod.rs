@@ -28,9 +28,8 @@ use crate::error::{ApiError, Resource};
 use crate::state::{AppState, LiveViews};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{
-    Assignment, AssignmentError, MowerCard, Priority, ProjectionError, SiteCard,
-};
+use swath_application::ports::{AssignmentError, MowerCard, ProjectionError, SiteCard};
+use swath_domain::{Assignment, Priority};
 use utoipa::ToSchema;
 use uuid::Uuid;
 

@@ -1,0 +1,6 @@
+//! The notification feed (events, alerts, blade resets)'s contract, against the memory store.
+
+swath_tests::feed_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    factory = swath_tests::watch_contract::MemoryWatch,
+);

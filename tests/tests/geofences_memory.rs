@@ -1,0 +1,6 @@
+//! The geofence store's contract, against the memory store.
+
+swath_tests::geofence_contract_suite!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    factory = swath_tests::watch_contract::MemoryWatch,
+);
