@@ -35,11 +35,12 @@ use axum::Router;
 use serde::Deserialize;
 use std::fmt::Write;
 use swath_application::ports::{
-    hash_token, AlertCard, Assignment, MowerCard, Principal, Scope, TokenHash,
+    hash_token, AlertCard, Assignment, MowerCard, Principal, Scope, SiteCard, TokenHash,
 };
 use swath_application::projections::{
     FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
 };
+use swath_domain::SiteId;
 
 /// The cookie that keeps a browser signed in to the live pages.
 pub const COOKIE: &str = "swath_live";
@@ -310,51 +311,28 @@ fn fleet(out: &mut String, s: FleetSnapshot) {
 }
 
 fn wall(out: &mut String, s: WallSnapshot) {
-    notice(out, &s.sites, "sites", None);
-    if s.sites.items.is_empty() {
-        out.push_str("<p>No sites are visible to this token.</p>");
-        return;
-    }
-    for w in &s.sites.items {
-        let id = w.site.id;
-        let _ = write!(
-            out,
-            "<section class=\"site\" aria-labelledby=\"site-{id}\">\
-             <h2 id=\"site-{id}\">{}</h2>",
-            escape(&w.site.name)
-        );
-        notice(out, &w.mowers, "mowers in the field", Some(&w.site.name));
-        if w.mowers.items.is_empty() {
-            out.push_str("<p>No mower is in the field.</p>");
-        } else {
+    site_sections(
+        out,
+        &s.sites,
+        |w| (&w.site, &w.mowers),
+        ("mowers in the field", "<p>No mower is in the field.</p>"),
+        |out, id, mowers| {
             let _ = write!(out, "<ul class=\"cards\" aria-labelledby=\"site-{id}\">");
-            for m in &w.mowers.items {
+            for m in mowers {
                 live_mower(out, m, "h3");
             }
             out.push_str("</ul>");
-        }
-        out.push_str("</section>");
-    }
+        },
+    );
 }
 
 fn health(out: &mut String, s: HealthSnapshot) {
-    notice(out, &s.sites, "sites", None);
-    if s.sites.items.is_empty() {
-        out.push_str("<p>No sites are visible to this token.</p>");
-        return;
-    }
-    for w in &s.sites.items {
-        let id = w.site.id;
-        let _ = write!(
-            out,
-            "<section class=\"site\" aria-labelledby=\"site-{id}\">\
-             <h2 id=\"site-{id}\">{}</h2>",
-            escape(&w.site.name)
-        );
-        notice(out, &w.mowers, "mowers", Some(&w.site.name));
-        if w.mowers.items.is_empty() {
-            out.push_str("<p>No mowers.</p>");
-        } else {
+    site_sections(
+        out,
+        &s.sites,
+        |w| (&w.site, &w.mowers),
+        ("mowers", "<p>No mowers.</p>"),
+        |out, id, mowers| {
             let _ = write!(
                 out,
                 "<table aria-labelledby=\"site-{id}\"><thead><tr><th scope=\"col\">Mower</th>\
@@ -362,7 +340,7 @@ fn health(out: &mut String, s: HealthSnapshot) {
                  <th scope=\"col\">Activity</th><th scope=\"col\">Blade</th>\
                  <th scope=\"col\">Operator on duty</th></tr></thead><tbody>"
             );
-            for m in &w.mowers.items {
+            for m in mowers {
                 let h = &m.health;
                 let blade = if h.blade_threshold_ms > 0 {
                     format!(
@@ -375,8 +353,8 @@ fn health(out: &mut String, s: HealthSnapshot) {
                 let _ = write!(
                     out,
                     "<tr><th scope=\"row\">{name}</th><td class=\"status-{status}\">{status}</td>\
-                     <td>{c} critical, {hi} high, {n} normal, {l} low</td><td>{activity}</td>\
-                     <td>{blade}</td><td>{operator}</td></tr>",
+                 <td>{c} critical, {hi} high, {n} normal, {l} low</td><td>{activity}</td>\
+                 <td>{blade}</td><td>{operator}</td></tr>",
                     name = escape(&m.mower.name),
                     status = status_text(m.status),
                     c = h.critical,
@@ -388,6 +366,40 @@ fn health(out: &mut String, s: HealthSnapshot) {
                 );
             }
             out.push_str("</tbody></table>");
+        },
+    );
+}
+
+/// The sites of the wall and the health page, which differ only in how a site's mowers are
+/// listed: the sites' overflow notice (or a line when no site is visible), then per site a
+/// section labelled by its heading, its mowers' notice (`mowers.0` names them), and `mowers.1`
+/// when it has none, else what `list` writes (given the site's id, which labels the list).
+fn site_sections<S, M>(
+    out: &mut String,
+    sites: &Window<S>,
+    parts: impl Fn(&S) -> (&SiteCard, &Window<M>),
+    mowers: (&str, &str),
+    mut list: impl FnMut(&mut String, SiteId, &[M]),
+) {
+    notice(out, sites, "sites", None);
+    if sites.items.is_empty() {
+        out.push_str("<p>No sites are visible to this token.</p>");
+        return;
+    }
+    for w in &sites.items {
+        let (site, window) = parts(w);
+        let id = site.id;
+        let _ = write!(
+            out,
+            "<section class=\"site\" aria-labelledby=\"site-{id}\">\
+             <h2 id=\"site-{id}\">{}</h2>",
+            escape(&site.name)
+        );
+        notice(out, window, mowers.0, Some(&site.name));
+        if window.items.is_empty() {
+            out.push_str(mowers.1);
+        } else {
+            list(out, id, &window.items);
         }
         out.push_str("</section>");
     }
