@@ -38,7 +38,8 @@ use swath_application::ports::{
     hash_token, AlertCard, Assignment, MowerCard, Principal, Scope, SiteCard, TokenHash,
 };
 use swath_application::projections::{
-    FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
+    FleetSnapshot, HealthMower, HealthSite, HealthSnapshot, HealthStatus, LiveMower, WallSite,
+    WallSnapshot, Window,
 };
 use swath_domain::SiteId;
 
@@ -49,10 +50,12 @@ pub const REFRESH_SECONDS: u32 = 5;
 
 /// The live pages' routes (not part of the OpenAPI document: they answer HTML).
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/live/fleet", get(fleet_page))
-        .route("/live/wall", get(wall_page))
-        .route("/live/health", get(health_page))
+    // One handler for the three: each route hands it its page as an extension.
+    [Page::Fleet, Page::Wall, Page::Health]
+        .into_iter()
+        .fold(Router::new(), |router, page| {
+            router.route(page.path(), get(serve).layer(Extension(page)))
+        })
 }
 
 /// The query of a page: a token to sign in with, or the fragment to poll.
@@ -87,33 +90,6 @@ impl Page {
     }
 }
 
-async fn fleet_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Fleet, state, tls.is_some(), headers, query).await
-}
-
-async fn wall_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Wall, state, tls.is_some(), headers, query).await
-}
-
-async fn health_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Health, state, tls.is_some(), headers, query).await
-}
-
 fn html(status: StatusCode, body: String) -> Response {
     (
         status,
@@ -127,12 +103,13 @@ fn html(status: StatusCode, body: String) -> Response {
 }
 
 async fn serve(
-    page: Page,
-    state: AppState,
-    behind_tls: bool,
+    Extension(page): Extension<Page>,
+    State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
     headers: HeaderMap,
-    query: PageQuery,
+    Query(query): Query<PageQuery>,
 ) -> Response {
+    let behind_tls = tls.is_some();
     // Signing in: keep a value derived from the token in a cookie, and take the token out of the
     // address bar.
     if let Some(token) = query.token.as_deref().map(str::trim) {
@@ -311,75 +288,61 @@ fn fleet(out: &mut String, s: FleetSnapshot) {
 }
 
 fn wall(out: &mut String, s: WallSnapshot) {
-    site_sections(
-        out,
-        &s.sites,
-        |w| (&w.site, &w.mowers),
-        ("mowers in the field", "<p>No mower is in the field.</p>"),
-        |out, id, mowers| {
-            let _ = write!(out, "<ul class=\"cards\" aria-labelledby=\"site-{id}\">");
-            for m in mowers {
-                live_mower(out, m, "h3");
-            }
-            out.push_str("</ul>");
-        },
-    );
+    site_sections(out, &s.sites, |out, id, mowers| {
+        let _ = write!(out, "<ul class=\"cards\" aria-labelledby=\"site-{id}\">");
+        for m in mowers {
+            live_mower(out, m, "h3");
+        }
+        out.push_str("</ul>");
+    });
 }
 
 fn health(out: &mut String, s: HealthSnapshot) {
-    site_sections(
-        out,
-        &s.sites,
-        |w| (&w.site, &w.mowers),
-        ("mowers", "<p>No mowers.</p>"),
-        |out, id, mowers| {
+    site_sections(out, &s.sites, |out, id, mowers| {
+        let _ = write!(
+            out,
+            "<table aria-labelledby=\"site-{id}\"><thead><tr><th scope=\"col\">Mower</th>\
+             <th scope=\"col\">Status</th><th scope=\"col\">Open alerts</th>\
+             <th scope=\"col\">Activity</th><th scope=\"col\">Blade</th>\
+             <th scope=\"col\">Operator on duty</th></tr></thead><tbody>"
+        );
+        for m in mowers {
+            let h = &m.health;
+            let blade = if h.blade_threshold_ms > 0 {
+                format!(
+                    "{:.0} % of its life",
+                    100.0 * h.blade_since_reset_ms as f64 / h.blade_threshold_ms as f64
+                )
+            } else {
+                "—".to_owned()
+            };
             let _ = write!(
                 out,
-                "<table aria-labelledby=\"site-{id}\"><thead><tr><th scope=\"col\">Mower</th>\
-                 <th scope=\"col\">Status</th><th scope=\"col\">Open alerts</th>\
-                 <th scope=\"col\">Activity</th><th scope=\"col\">Blade</th>\
-                 <th scope=\"col\">Operator on duty</th></tr></thead><tbody>"
-            );
-            for m in mowers {
-                let h = &m.health;
-                let blade = if h.blade_threshold_ms > 0 {
-                    format!(
-                        "{:.0} % of its life",
-                        100.0 * h.blade_since_reset_ms as f64 / h.blade_threshold_ms as f64
-                    )
-                } else {
-                    "—".to_owned()
-                };
-                let _ = write!(
-                    out,
-                    "<tr><th scope=\"row\">{name}</th><td class=\"status-{status}\">{status}</td>\
+                "<tr><th scope=\"row\">{name}</th><td class=\"status-{status}\">{status}</td>\
                  <td>{c} critical, {hi} high, {n} normal, {l} low</td><td>{activity}</td>\
                  <td>{blade}</td><td>{operator}</td></tr>",
-                    name = escape(&m.mower.name),
-                    status = status_text(m.status),
-                    c = h.critical,
-                    hi = h.high,
-                    n = h.normal,
-                    l = h.low,
-                    activity = activity_text(&m.mower),
-                    operator = operator_text(&m.operator),
-                );
-            }
-            out.push_str("</tbody></table>");
-        },
-    );
+                name = escape(&m.mower.name),
+                status = status_text(m.status),
+                c = h.critical,
+                hi = h.high,
+                n = h.normal,
+                l = h.low,
+                activity = activity_text(&m.mower),
+                operator = operator_text(&m.operator),
+            );
+        }
+        out.push_str("</tbody></table>");
+    });
 }
 
 /// The sites of the wall and the health page, which differ only in how a site's mowers are
 /// listed: the sites' overflow notice (or a line when no site is visible), then per site a
-/// section labelled by its heading, its mowers' notice (`mowers.0` names them), and `mowers.1`
-/// when it has none, else what `list` writes (given the site's id, which labels the list).
-fn site_sections<S, M>(
+/// section labelled by its heading, its mowers' notice, and a line when it has none, else what
+/// `list` writes (given the site's id, which labels the list).
+fn site_sections<S: SiteOf>(
     out: &mut String,
     sites: &Window<S>,
-    parts: impl Fn(&S) -> (&SiteCard, &Window<M>),
-    mowers: (&str, &str),
-    mut list: impl FnMut(&mut String, SiteId, &[M]),
+    mut list: impl FnMut(&mut String, SiteId, &[S::Mower]),
 ) {
     notice(out, sites, "sites", None);
     if sites.items.is_empty() {
@@ -387,7 +350,7 @@ fn site_sections<S, M>(
         return;
     }
     for w in &sites.items {
-        let (site, window) = parts(w);
+        let (site, window) = w.parts();
         let id = site.id;
         let _ = write!(
             out,
@@ -395,15 +358,48 @@ fn site_sections<S, M>(
              <h2 id=\"site-{id}\">{}</h2>",
             escape(&site.name)
         );
-        notice(out, window, mowers.0, Some(&site.name));
+        notice(out, window, S::MOWERS, Some(&site.name));
         if window.items.is_empty() {
-            out.push_str(mowers.1);
+            out.push_str(S::NONE);
         } else {
             list(out, id, &window.items);
         }
         out.push_str("</section>");
     }
 }
+
+/// A site of a page's snapshot: its card, its window of mowers, and how the page names them.
+trait SiteOf {
+    type Mower;
+    /// The mowers, in the overflow notice.
+    const MOWERS: &'static str;
+    /// The line of a site without mowers.
+    const NONE: &'static str;
+    fn parts(&self) -> (&SiteCard, &Window<Self::Mower>);
+}
+
+/// `SiteOf` for a snapshot's site type (fields `site` and `mowers`): its mowers' type and how
+/// the page names them.
+macro_rules! site_of {
+    ($site:ty, $mower:ty, $mowers:literal, $none:literal) => {
+        impl SiteOf for $site {
+            type Mower = $mower;
+            const MOWERS: &'static str = $mowers;
+            const NONE: &'static str = $none;
+            fn parts(&self) -> (&SiteCard, &Window<$mower>) {
+                (&self.site, &self.mowers)
+            }
+        }
+    };
+}
+
+site_of!(
+    WallSite,
+    LiveMower,
+    "mowers in the field",
+    "<p>No mower is in the field.</p>"
+);
+site_of!(HealthSite, HealthMower, "mowers", "<p>No mowers.</p>");
 
 fn status_text(s: HealthStatus) -> &'static str {
     s.as_str()
