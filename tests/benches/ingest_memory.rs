@@ -16,6 +16,9 @@ use swath_tests::traces::ingest_clock;
 mod common;
 use common::median;
 
+mod args;
+use args::Args;
+
 const MOWERS: usize = 200;
 const BATCH: usize = 64;
 
@@ -65,12 +68,9 @@ async fn run_bytes(states: usize, batch: usize) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(400_000);
-    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let args = Args::new(|a| !a.starts_with('-'));
+    let states: usize = args.get(0, 400_000);
+    let runs: usize = args.get(1, 5);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

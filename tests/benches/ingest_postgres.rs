@@ -20,6 +20,9 @@ use swath_tests::traces::ingest_clock;
 mod common;
 use common::median;
 
+mod args;
+use args::Args;
+
 const MOWERS: usize = 200;
 /// The default batch size (`SWATH_TELEMETRY_INGEST_BATCH_MAX`).
 const BATCH: usize = 64;
@@ -141,13 +144,10 @@ fn main() {
         eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return;
     };
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(64_000);
-    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let batch: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(BATCH);
+    let args = Args::new(|a| !a.starts_with('-'));
+    let states: usize = args.get(0, 64_000);
+    let runs: usize = args.get(1, 3);
+    let batch: usize = args.get(2, BATCH);
     let single_states = (states / 16).max(MOWERS);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
