@@ -34,11 +34,12 @@ use axum::Extension;
 use axum::Router;
 use serde::Deserialize;
 use std::fmt::Write;
-use swath_application::ports::{hash_token, AlertCard, MowerCard, TokenHash};
+use swath_application::ports::{hash_token, AlertCard, MowerCard, SiteCard, TokenHash};
 use swath_application::projections::{
-    FleetSnapshot, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
+    FleetSnapshot, HealthMower, HealthSite, HealthSnapshot, HealthStatus, LiveMower, WallSite,
+    WallSnapshot, Window,
 };
-use swath_domain::{Assignment, Principal, Scope};
+use swath_domain::{Assignment, Principal, Scope, SiteId};
 
 /// The cookie that keeps a browser signed in to the live pages.
 pub const COOKIE: &str = "swath_live";
@@ -47,10 +48,12 @@ pub const REFRESH_SECONDS: u32 = 5;
 
 /// The live pages' routes (not part of the OpenAPI document: they answer HTML).
 pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/live/fleet", get(fleet_page))
-        .route("/live/wall", get(wall_page))
-        .route("/live/health", get(health_page))
+    // One handler for the three: each route hands it its page as an extension.
+    [Page::Fleet, Page::Wall, Page::Health]
+        .into_iter()
+        .fold(Router::new(), |router, page| {
+            router.route(page.path(), get(serve).layer(Extension(page)))
+        })
 }
 
 /// The query of a page: a token to sign in with, or the fragment to poll.
@@ -85,33 +88,6 @@ impl Page {
     }
 }
 
-async fn fleet_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Fleet, state, tls.is_some(), headers, query).await
-}
-
-async fn wall_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Wall, state, tls.is_some(), headers, query).await
-}
-
-async fn health_page(
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    serve(Page::Health, state, tls.is_some(), headers, query).await
-}
-
 fn html(status: StatusCode, body: String) -> Response {
     (
         status,
@@ -125,12 +101,13 @@ fn html(status: StatusCode, body: String) -> Response {
 }
 
 async fn serve(
-    page: Page,
-    state: AppState,
-    behind_tls: bool,
+    Extension(page): Extension<Page>,
+    State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
     headers: HeaderMap,
-    query: PageQuery,
+    Query(query): Query<PageQuery>,
 ) -> Response {
+    let behind_tls = tls.is_some();
     // Signing in: keep a value derived from the token in a cookie, and take the token out of the
     // address bar.
     if let Some(token) = query.token.as_deref().map(str::trim) {
@@ -309,88 +286,118 @@ fn fleet(out: &mut String, s: FleetSnapshot) {
 }
 
 fn wall(out: &mut String, s: WallSnapshot) {
-    notice(out, &s.sites, "sites", None);
-    if s.sites.items.is_empty() {
+    site_sections(out, &s.sites, |out, id, mowers| {
+        let _ = write!(out, "<ul class=\"cards\" aria-labelledby=\"site-{id}\">");
+        for m in mowers {
+            live_mower(out, m, "h3");
+        }
+        out.push_str("</ul>");
+    });
+}
+
+fn health(out: &mut String, s: HealthSnapshot) {
+    site_sections(out, &s.sites, |out, id, mowers| {
+        let _ = write!(
+            out,
+            "<table aria-labelledby=\"site-{id}\"><thead><tr><th scope=\"col\">Mower</th>\
+             <th scope=\"col\">Status</th><th scope=\"col\">Open alerts</th>\
+             <th scope=\"col\">Activity</th><th scope=\"col\">Blade</th>\
+             <th scope=\"col\">Operator on duty</th></tr></thead><tbody>"
+        );
+        for m in mowers {
+            let h = &m.health;
+            let blade = if h.blade_threshold_ms > 0 {
+                format!(
+                    "{:.0} % of its life",
+                    100.0 * h.blade_since_reset_ms as f64 / h.blade_threshold_ms as f64
+                )
+            } else {
+                "—".to_owned()
+            };
+            let _ = write!(
+                out,
+                "<tr><th scope=\"row\">{name}</th><td class=\"status-{status}\">{status}</td>\
+                 <td>{c} critical, {hi} high, {n} normal, {l} low</td><td>{activity}</td>\
+                 <td>{blade}</td><td>{operator}</td></tr>",
+                name = escape(&m.mower.name),
+                status = status_text(m.status),
+                c = h.critical,
+                hi = h.high,
+                n = h.normal,
+                l = h.low,
+                activity = activity_text(&m.mower),
+                operator = operator_text(&m.operator),
+            );
+        }
+        out.push_str("</tbody></table>");
+    });
+}
+
+/// The sites of the wall and the health page, which differ only in how a site's mowers are
+/// listed: the sites' overflow notice (or a line when no site is visible), then per site a
+/// section labelled by its heading, its mowers' notice, and a line when it has none, else what
+/// `list` writes (given the site's id, which labels the list).
+fn site_sections<S: SiteOf>(
+    out: &mut String,
+    sites: &Window<S>,
+    mut list: impl FnMut(&mut String, SiteId, &[S::Mower]),
+) {
+    notice(out, sites, "sites", None);
+    if sites.items.is_empty() {
         out.push_str("<p>No sites are visible to this token.</p>");
         return;
     }
-    for w in &s.sites.items {
-        let id = w.site.id;
+    for w in &sites.items {
+        let (site, window) = w.parts();
+        let id = site.id;
         let _ = write!(
             out,
             "<section class=\"site\" aria-labelledby=\"site-{id}\">\
              <h2 id=\"site-{id}\">{}</h2>",
-            escape(&w.site.name)
+            escape(&site.name)
         );
-        notice(out, &w.mowers, "mowers in the field", Some(&w.site.name));
-        if w.mowers.items.is_empty() {
-            out.push_str("<p>No mower is in the field.</p>");
+        notice(out, window, S::MOWERS, Some(&site.name));
+        if window.items.is_empty() {
+            out.push_str(S::NONE);
         } else {
-            let _ = write!(out, "<ul class=\"cards\" aria-labelledby=\"site-{id}\">");
-            for m in &w.mowers.items {
-                live_mower(out, m, "h3");
-            }
-            out.push_str("</ul>");
+            list(out, id, &window.items);
         }
         out.push_str("</section>");
     }
 }
 
-fn health(out: &mut String, s: HealthSnapshot) {
-    notice(out, &s.sites, "sites", None);
-    if s.sites.items.is_empty() {
-        out.push_str("<p>No sites are visible to this token.</p>");
-        return;
-    }
-    for w in &s.sites.items {
-        let id = w.site.id;
-        let _ = write!(
-            out,
-            "<section class=\"site\" aria-labelledby=\"site-{id}\">\
-             <h2 id=\"site-{id}\">{}</h2>",
-            escape(&w.site.name)
-        );
-        notice(out, &w.mowers, "mowers", Some(&w.site.name));
-        if w.mowers.items.is_empty() {
-            out.push_str("<p>No mowers.</p>");
-        } else {
-            let _ = write!(
-                out,
-                "<table aria-labelledby=\"site-{id}\"><thead><tr><th scope=\"col\">Mower</th>\
-                 <th scope=\"col\">Status</th><th scope=\"col\">Open alerts</th>\
-                 <th scope=\"col\">Activity</th><th scope=\"col\">Blade</th>\
-                 <th scope=\"col\">Operator on duty</th></tr></thead><tbody>"
-            );
-            for m in &w.mowers.items {
-                let h = &m.health;
-                let blade = if h.blade_threshold_ms > 0 {
-                    format!(
-                        "{:.0} % of its life",
-                        100.0 * h.blade_since_reset_ms as f64 / h.blade_threshold_ms as f64
-                    )
-                } else {
-                    "—".to_owned()
-                };
-                let _ = write!(
-                    out,
-                    "<tr><th scope=\"row\">{name}</th><td class=\"status-{status}\">{status}</td>\
-                     <td>{c} critical, {hi} high, {n} normal, {l} low</td><td>{activity}</td>\
-                     <td>{blade}</td><td>{operator}</td></tr>",
-                    name = escape(&m.mower.name),
-                    status = status_text(m.status),
-                    c = h.critical,
-                    hi = h.high,
-                    n = h.normal,
-                    l = h.low,
-                    activity = activity_text(&m.mower),
-                    operator = operator_text(&m.operator),
-                );
-            }
-            out.push_str("</tbody></table>");
-        }
-        out.push_str("</section>");
-    }
+/// A site of a page's snapshot: its card, its window of mowers, and how the page names them.
+trait SiteOf {
+    type Mower;
+    /// The mowers, in the overflow notice.
+    const MOWERS: &'static str;
+    /// The line of a site without mowers.
+    const NONE: &'static str;
+    fn parts(&self) -> (&SiteCard, &Window<Self::Mower>);
 }
+
+/// `SiteOf` for a snapshot's site type (fields `site` and `mowers`): its mowers' type and how
+/// the page names them.
+macro_rules! site_of {
+    ($site:ty, $mower:ty, $mowers:literal, $none:literal) => {
+        impl SiteOf for $site {
+            type Mower = $mower;
+            const MOWERS: &'static str = $mowers;
+            const NONE: &'static str = $none;
+            fn parts(&self) -> (&SiteCard, &Window<$mower>) {
+                (&self.site, &self.mowers)
+            }
+        }
+    };
+}
+
+site_of!(
+    WallSite,
+    LiveMower,
+    "mowers in the field",
+    "<p>No mower is in the field.</p>"
+);
+site_of!(HealthSite, HealthMower, "mowers", "<p>No mowers.</p>");
 
 fn status_text(s: HealthStatus) -> &'static str {
     s.as_str()

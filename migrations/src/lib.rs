@@ -17,6 +17,37 @@
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
 
+/// Declares a module's `Migration`: named `$name` (the version recorded in `seaql_migrations`, so
+/// never renamed), running the module's `UP` SQL text up and its `DOWN` text down. Every
+/// migration is plain SQL run unprepared, so only the texts and the name differ between modules.
+macro_rules! sql_migration {
+    ($name:literal) => {
+        use sea_orm_migration::prelude::*;
+        use sea_orm_migration::sea_orm::ConnectionTrait;
+
+        pub struct Migration;
+
+        impl MigrationName for Migration {
+            fn name(&self) -> &str {
+                $name
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl MigrationTrait for Migration {
+            async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+                manager.get_connection().execute_unprepared(UP).await?;
+                Ok(())
+            }
+
+            async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+                manager.get_connection().execute_unprepared(DOWN).await?;
+                Ok(())
+            }
+        }
+    };
+}
+
 mod m20261130_000001_initial;
 mod m20261130_000002_api;
 mod m20261130_000003_watch;

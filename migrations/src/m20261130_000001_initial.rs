@@ -6,16 +6,7 @@
 //! today, and the service calls it at start-up for the months ahead. Retention can then drop
 //! whole months instead of deleting rows (see docs/postgres.md).
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000001_initial"
-    }
-}
+sql_migration!("m20261130_000001_initial");
 
 const UP: &str = r#"
 CREATE TABLE accounts (
@@ -159,16 +150,3 @@ DROP FUNCTION IF EXISTS swath_ensure_partitions(date, date);
 DROP TABLE IF EXISTS day_totals, health_totals, positions, state_history, latest_states,
     api_tokens, mowers, sites, accounts CASCADE;
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

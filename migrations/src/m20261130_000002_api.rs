@@ -2,16 +2,7 @@
 //! revocation name a token by its id, never by its hash), and the directory lists get indexes in
 //! byte order of names (`COLLATE "C"`), the order every store uses (see docs/decisions.md).
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000002_api"
-    }
-}
+sql_migration!("m20261130_000002_api");
 
 const UP: &str = r#"
 -- Tokens stored before this migration get a random id and an empty name.
@@ -40,16 +31,3 @@ CREATE INDEX api_tokens_account ON api_tokens (account_id);
 DROP INDEX IF EXISTS api_tokens_id;
 ALTER TABLE api_tokens DROP COLUMN IF EXISTS name, DROP COLUMN IF EXISTS id;
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

@@ -11,16 +11,7 @@
 //! mower row while its cascade waits for the batch's watch row) would turn into a deadlock. A
 //! trigger removes them with the mower instead.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000003_watch"
-    }
-}
+sql_migration!("m20261130_000003_watch");
 
 const UP: &str = r#"
 -- One row per mower; watched_until NULL: never watched.
@@ -137,16 +128,3 @@ DROP FUNCTION IF EXISTS swath_create_watch_rows();
 DROP TABLE IF EXISTS busy_statuses, alerts, notification_events, zones, geofences, zone_watches,
     mower_watches;
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

@@ -7,16 +7,7 @@
 //! - `assignments_on_duty`: a mower's active assignments of an account in ranking order, so the
 //!   winner is the first index entry (`LIMIT 1`), whatever the number of assignments.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000004_projections"
-    }
-}
+sql_migration!("m20261130_000004_projections");
 
 const UP: &str = r#"
 CREATE INDEX mowers_site_order ON mowers (site_id, display_order, name COLLATE "C", id);
@@ -50,16 +41,3 @@ DROP TABLE IF EXISTS assignments;
 DROP INDEX IF EXISTS alerts_open_mower_order;
 DROP INDEX IF EXISTS mowers_site_order;
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

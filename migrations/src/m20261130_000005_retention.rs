@@ -3,16 +3,7 @@
 //! `swath_application::retention`). One row per kind of progress; written after every completed
 //! slice, so an interrupted run resumes at the slice it was in.
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000005_retention"
-    }
-}
+sql_migration!("m20261130_000005_retention");
 
 const UP: &str = r#"
 CREATE TABLE retention_progress (
@@ -22,16 +13,3 @@ CREATE TABLE retention_progress (
 "#;
 
 const DOWN: &str = "DROP TABLE IF EXISTS retention_progress;";
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

@@ -10,16 +10,7 @@
 //! the room as its rows move (or with `VACUUM FULL`, which this migration does not run: it would
 //! lock the table).
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000006_hot_watches"
-    }
-}
+sql_migration!("m20261130_000006_hot_watches");
 
 const UP: &str = r#"
 DROP INDEX IF EXISTS mower_watches_silent;
@@ -34,16 +25,3 @@ ALTER TABLE zone_watches RESET (fillfactor);
 ALTER TABLE mower_watches RESET (fillfactor);
 CREATE INDEX IF NOT EXISTS mower_watches_silent ON mower_watches (last_seen_at) WHERE NOT offline;
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

@@ -9,16 +9,7 @@
 //!   for a mower reset before this migration, blade time since the reset keeps what it had and
 //!   late states older than the reset may add to it).
 
-use sea_orm_migration::prelude::*;
-use sea_orm_migration::sea_orm::ConnectionTrait;
-
-pub struct Migration;
-
-impl MigrationName for Migration {
-    fn name(&self) -> &str {
-        "m20261130_000007_merged_totals"
-    }
-}
+sql_migration!("m20261130_000007_merged_totals");
 
 const UP: &str = r#"
 ALTER TABLE health_totals ADD COLUMN counted_from timestamptz,
@@ -34,16 +25,3 @@ ALTER TABLE health_totals DROP COLUMN IF EXISTS blade_reset_until,
     DROP COLUMN IF EXISTS counted_from;
 DELETE FROM retention_progress WHERE name IN ('history_floor', 'positions_floor');
 "#;
-
-#[async_trait::async_trait]
-impl MigrationTrait for Migration {
-    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(UP).await?;
-        Ok(())
-    }
-
-    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager.get_connection().execute_unprepared(DOWN).await?;
-        Ok(())
-    }
-}

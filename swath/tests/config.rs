@@ -262,20 +262,26 @@ fn a_dry_run_of_retention_on_memory_prints_a_summary() {
     assert!(stdout.contains("downsampled to one per minute"), "{stdout}");
 }
 
-/// Every default `swath --help` gives (`SWATH_X [default]`) is the one README's configuration
-/// table gives, so that raising a default (as `SWATH_MEMORY_HISTORY_PER_MOWER`'s, decision 52)
-/// cannot leave the README behind. Settings without a default (`[-]`) are described in words.
-#[test]
-fn the_readme_table_gives_the_defaults_of_the_help() {
+/// What `swath --help` prints (run without environment, so no default is overridden; it must
+/// succeed) and README.md, which the two tests below compare.
+fn help_and_readme() -> (String, String) {
     let help = Command::new(env!("CARGO_BIN_EXE_swath"))
         .arg("--help")
         .env_clear()
         .output()
         .expect("swath --help");
     assert!(help.status.success());
-    let help = String::from_utf8_lossy(&help.stdout).into_owned();
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
         .expect("README.md");
+    (String::from_utf8_lossy(&help.stdout).into_owned(), readme)
+}
+
+/// Every default `swath --help` gives (`SWATH_X [default]`) is the one README's configuration
+/// table gives, so that raising a default (as `SWATH_MEMORY_HISTORY_PER_MOWER`'s, decision 52)
+/// cannot leave the README behind. Settings without a default (`[-]`) are described in words.
+#[test]
+fn the_readme_table_gives_the_defaults_of_the_help() {
+    let (help, readme) = help_and_readme();
     let mut compared = 0;
     for line in help.lines() {
         let Some((name, default)) = line
@@ -321,16 +327,9 @@ fn variables(text: &str) -> BTreeSet<String> {
 
 #[test]
 fn every_setting_is_in_the_help_the_readme_table_and_this_test() {
-    let help = Command::new(env!("CARGO_BIN_EXE_swath"))
-        .arg("--help")
-        .env_clear()
-        .output()
-        .expect("swath --help");
-    assert!(help.status.success());
-    let in_help = variables(&String::from_utf8_lossy(&help.stdout));
+    let (help, readme) = help_and_readme();
+    let in_help = variables(&help);
 
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
     let table: String = readme
         .lines()
         .filter(|l| l.starts_with("| `SWATH_"))

@@ -12,10 +12,9 @@
 //! default deployment.
 
 use std::time::{Duration, Instant};
-use swath_tests::e2e::scenario::{database, plan, publisher, verify, Trickle};
-use swath_tests::e2e::{self, partition_counts, wait_every_partition_grows, NatsServer, Replicas};
-use swath_tests::load::Checked;
-use swath_tests::reference::WatchChecked;
+use swath_tests::e2e::scenario::{publisher, Trickle};
+use swath_tests::e2e::setup::{start_scenario, verify_everything};
+use swath_tests::e2e::{self, partition_counts, wait_every_partition_grows, Replicas};
 
 const SWATH: &str = env!("CARGO_BIN_EXE_swath");
 
@@ -53,9 +52,7 @@ async fn three_replicas_share_the_partitions_and_take_over_a_killed_ones() {
     let server = e2e::services();
     let started = Instant::now();
     // More states than the trickle publishes before it is stopped.
-    let plan = plan(800, 200, 200_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, nats, db, store) = start_scenario(&server, 800, 200, 200_000).await;
     let mut replicas = Replicas::start(SWATH, &db.url, &nats.url(), &[], 3)
         .await
         .expect("three replicas start");
@@ -100,14 +97,7 @@ async fn three_replicas_share_the_partitions_and_take_over_a_killed_ones() {
         states: published,
         ..plan
     };
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &replicas.all_services(),
-    )
-    .await;
+    verify_everything(&store, &plan, &replicas.all_services()).await;
     failovers.sort();
     eprintln!(
         "failover (kill -9 to every partition stored again), default settings: median {:.2} s \

@@ -12,10 +12,9 @@
 
 use std::time::{Duration, Instant};
 use swath_tests::cluster::{Cluster, Durability};
-use swath_tests::e2e::scenario::{database, plan, publish_in_background, verify, wait_for_count};
+use swath_tests::e2e::scenario::{database, plan, publish_in_background, wait_for_count};
+use swath_tests::e2e::setup::verify_everything;
 use swath_tests::e2e::{self, Service};
-use swath_tests::load::Checked;
-use swath_tests::reference::WatchChecked;
 
 const SWATH: &str = env!("CARGO_BIN_EXE_swath");
 
@@ -99,14 +98,7 @@ async fn a_three_node_cluster_losing_and_pausing_nodes_loses_and_reorders_nothin
         "the publisher left {} mowers' states out of order in the stream: {reordered:?}",
         reordered.len()
     );
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&a, &b, &a_again],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&a, &b, &a_again]).await;
     eprintln!("cluster scenario: {:.0} s", started.elapsed().as_secs_f64());
 }
 

@@ -14,11 +14,10 @@
 use rand::Rng;
 use std::time::Duration;
 use swath_tests::e2e::scenario::{
-    database, plan, publish_in_background, publisher, unsettled_ingest, verify, wait_for_count,
+    publish_in_background, publisher, unsettled_ingest, wait_for_count,
 };
-use swath_tests::e2e::{self, NatsServer, PgServer, Service};
-use swath_tests::load::Checked;
-use swath_tests::reference::WatchChecked;
+use swath_tests::e2e::setup::{start_scenario, verify_everything};
+use swath_tests::e2e::{self, PgServer, Service};
 use tokio::sync::Mutex;
 
 const SWATH: &str = env!("CARGO_BIN_EXE_swath");
@@ -37,9 +36,7 @@ const ACK_WAIT: &str = "5";
 async fn states_of_200_mowers_are_stored_exactly_once() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = plan(100, 200, 100_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (_db, store) = database(&server, &plan).await;
+    let (plan, nats, _db, store) = start_scenario(&server, 100, 200, 100_000).await;
     let service = Service::start(SWATH, &_db.url, &nats.url(), &[])
         .await
         .expect("swath starts");
@@ -48,14 +45,7 @@ async fn states_of_200_mowers_are_stored_exactly_once() {
     publish_in_background(bus, plan, 0..plan.states, None)
         .await
         .unwrap();
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&service],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&service]).await;
 
     // Exactly once, as the service counted it too.
     assert_eq!(
@@ -78,9 +68,7 @@ async fn states_of_200_mowers_are_stored_exactly_once() {
 async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = plan(200, 200, 40_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, nats, db, store) = start_scenario(&server, 200, 200, 40_000).await;
     let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ACK_WAIT)];
     let mut service = Service::start(SWATH, &db.url, &nats.url(), &env)
         .await
@@ -135,14 +123,7 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
         );
     }
     publishing.await.unwrap();
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&service],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&service]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -153,9 +134,7 @@ async fn kill_9_at_random_moments_loses_and_duplicates_nothing() {
 async fn a_nats_restart_during_ingestion_loses_nothing() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = plan(300, 200, 40_000);
-    let mut nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, mut nats, db, store) = start_scenario(&server, 300, 200, 40_000).await;
     let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ACK_WAIT)];
     let service = Service::start(SWATH, &db.url, &nats.url(), &env)
         .await
@@ -175,14 +154,7 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
     plan.publish(&bus, half..plan.states, None, 512, Duration::from_secs(60))
         .await
         .expect("publish the second half after the restart");
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&service],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&service]).await;
     let (status, _) = service.get("/readyz").await.unwrap();
     assert_eq!(status, 200, "ready again after the restart");
 }
@@ -195,10 +167,8 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
 async fn a_postgres_restart_during_ingestion_loses_nothing() {
     let _server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = plan(400, 200, 40_000);
-    let nats = NatsServer::start().expect("a private NATS server");
     let pg = PgServer::start().expect("a private PostgreSQL server");
-    let (db, store) = database(&pg.url(), &plan).await;
+    let (plan, nats, db, store) = start_scenario(&pg.url(), 400, 200, 40_000).await;
     let service = Service::start(SWATH, &db.url, &nats.url(), &[])
         .await
         .expect("swath starts");
@@ -217,14 +187,7 @@ async fn a_postgres_restart_during_ingestion_loses_nothing() {
     pg.restart_after("fast", Duration::ZERO)
         .expect("PostgreSQL restarts");
     publishing.await.unwrap();
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&service],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&service]).await;
     let (status, _) = service.get("/readyz").await.unwrap();
     assert_eq!(status, 200, "ready again after the restart");
 }
@@ -237,9 +200,7 @@ async fn a_postgres_restart_during_ingestion_loses_nothing() {
 async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
-    let plan = plan(500, 200, 40_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, nats, db, store) = start_scenario(&server, 500, 200, 40_000).await;
     let first = Service::start(SWATH, &db.url, &nats.url(), &[])
         .await
         .expect("the first replica starts");
@@ -252,14 +213,7 @@ async fn two_replicas_on_one_durable_consumer_end_with_the_rows_of_one() {
 
     // Every table exactly the reference, the watcher's events and alerts included: each
     // mower's partition is handled by one replica at a time, in publication order (docs/e2e.md).
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &[&first, &second],
-    )
-    .await;
+    verify_everything(&store, &plan, &[&first, &second]).await;
 
     // Both replicas did share the work, and together stored each state once.
     let a = first.metric("swath_states_stored_total").await.unwrap();

@@ -11,12 +11,9 @@
 //! the machine's pace.
 
 use std::time::{Duration, Instant};
-use swath_tests::e2e::scenario::{
-    database, plan, publish_in_background, publisher, verify, wait_for_count,
-};
-use swath_tests::e2e::{self, Dice, NatsServer, Replicas};
-use swath_tests::load::Checked;
-use swath_tests::reference::WatchChecked;
+use swath_tests::e2e::scenario::{publish_in_background, publisher, wait_for_count};
+use swath_tests::e2e::setup::{start_scenario, verify_everything};
+use swath_tests::e2e::{self, Dice, Replicas};
 use tokio::sync::Mutex;
 
 const SWATH: &str = env!("CARGO_BIN_EXE_swath");
@@ -47,9 +44,7 @@ async fn three_replicas_killed_at_random_moments_end_with_the_rows_of_one() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
     let mut dice = Dice::from_env("three replicas");
-    let plan = plan(600, 200, 40_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, nats, db, store) = start_scenario(&server, 600, 200, 40_000).await;
     let mut replicas = Replicas::start(SWATH, &db.url, &nats.url(), &[], 3)
         .await
         .expect("three replicas start");
@@ -85,14 +80,7 @@ async fn three_replicas_killed_at_random_moments_end_with_the_rows_of_one() {
     }
     all_ready(&mut replicas).await;
     publishing.await.expect("the publisher");
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &replicas.all_services(),
-    )
-    .await;
+    verify_everything(&store, &plan, &replicas.all_services()).await;
 
     // The schedule did what the scenario says.
     for i in 0..3 {
@@ -127,9 +115,7 @@ async fn a_replica_in_a_crash_loop_loses_and_reorders_nothing() {
     let _serial = SERIAL.lock().await;
     let started = Instant::now();
     let mut dice = Dice::from_env("crash loop");
-    let plan = plan(700, 200, 20_000);
-    let nats = NatsServer::start().expect("a private NATS server");
-    let (db, store) = database(&server, &plan).await;
+    let (plan, nats, db, store) = start_scenario(&server, 700, 200, 20_000).await;
     // One replica, as an orchestrator runs it: while it loops, nobody holds the partitions; each
     // start waits for the pins of the one before to time out, and takes the redeliveries first.
     let mut replicas = Replicas::start(SWATH, &db.url, &nats.url(), &[], 1)
@@ -152,14 +138,7 @@ async fn a_replica_in_a_crash_loop_loses_and_reorders_nothing() {
     }
     all_ready(&mut replicas).await;
     publishing.await.expect("the publisher");
-    verify(
-        &store,
-        &plan,
-        Checked::Everything,
-        WatchChecked::Everything,
-        &replicas.all_services(),
-    )
-    .await;
+    verify_everything(&store, &plan, &replicas.all_services()).await;
     assert_eq!(replicas.kills.len(), 8, "eight kills");
     eprintln!(
         "crash loop: 8 kills ({} before /readyz was 200), {} pins moved during a batch, {:.0} s",

@@ -29,6 +29,9 @@ use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSetting
 use swath_simulator::{replay, seed_demo_fleet, SimulatorSettings};
 use tower::ServiceExt;
 
+mod args;
+use args::Args;
+
 const TOKEN: &str = "bench-http-compression";
 const PATHS: [&str; 2] = ["/v1/mowers", "/v1/live/fleet"];
 
@@ -147,12 +150,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let seconds: f64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(2.0);
-    let rounds: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
+    let args = Args::new(|a| a != "--bench");
+    let seconds: f64 = args.get(0, 2.0);
+    let rounds: usize = args.get(1, 3);
     let app = app().await;
     let gzip = ("accept-encoding", "gzip");
 

@@ -4,16 +4,20 @@
 //!
 //! Run: `cargo bench -p swath-tests --bench ingest_memory` (optional args: states per run, runs).
 
-use chrono::Duration;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 use swath_application::ports::ManualClock;
 use swath_application::Ingest;
 use swath_domain::{InvalidReport, StateReport};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
-use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
+use swath_tests::support::{seed_account_with_mowers, RecordingBus};
 use swath_tests::traces::ingest_clock;
+
+mod common;
+use common::median;
+
+mod args;
+use args::Args;
 
 const MOWERS: usize = 200;
 const BATCH: usize = 64;
@@ -28,24 +32,7 @@ async fn setup(states: usize) -> Bench {
         history_per_mower: states / MOWERS + 1,
     }));
     let (account, mowers) = seed_account_with_mowers(store.as_ref(), MOWERS, i64::MAX).await;
-    // Mowers report in turn, each one state a second, mowing with a position: every rule runs.
-    let payloads = (0..states)
-        .map(|i| {
-            let mower = mowers[i % MOWERS];
-            let tick = (i / MOWERS) as i64;
-            serde_json::to_vec(&json!({
-                "mower_id": mower,
-                "account_id": account,
-                "observed_at": (trace_start() + Duration::seconds(tick)).to_rfc3339(),
-                "activity": "mowing",
-                "battery_percent": 80,
-                "blade_on": true,
-                "position": {"lat": 52.5 + tick as f64 * 1e-6, "lon": 13.4, "accuracy_m": 0.3},
-                "vendor_state": "MOWING",
-            }))
-            .unwrap()
-        })
-        .collect();
+    let payloads = common::mowing_payloads(account, &mowers, states);
     let bus = Arc::new(RecordingBus::default());
     let clock = Arc::new(ManualClock::new(ingest_clock()));
     Bench {
@@ -80,18 +67,10 @@ async fn run_bytes(states: usize, batch: usize) -> f64 {
     states as f64 / start.elapsed().as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(400_000);
-    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let args = Args::new(|a| !a.starts_with('-'));
+    let states: usize = args.get(0, 400_000);
+    let runs: usize = args.get(1, 5);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

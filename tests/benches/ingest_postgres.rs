@@ -8,39 +8,24 @@
 //! Each run uses a fresh database.
 
 use chrono::Duration;
-use serde_json::json;
 use sqlx::Row;
 use std::sync::Arc;
 use std::time::Instant;
 use swath_application::ports::ManualClock;
 use swath_application::Ingest;
-use swath_domain::{AccountId, MowerId};
 use swath_tests::postgres::{database_url_from_env, PostgresFactory};
 use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
+mod common;
+use common::median;
+
+mod args;
+use args::Args;
+
 const MOWERS: usize = 200;
 /// The default batch size (`SWATH_TELEMETRY_INGEST_BATCH_MAX`).
 const BATCH: usize = 64;
-
-fn payloads(account: AccountId, mowers: &[MowerId], states: usize) -> Vec<Vec<u8>> {
-    (0..states)
-        .map(|i| {
-            let tick = (i / MOWERS) as i64;
-            serde_json::to_vec(&json!({
-                "mower_id": mowers[i % MOWERS],
-                "account_id": account,
-                "observed_at": (trace_start() + Duration::seconds(tick)).to_rfc3339(),
-                "activity": "mowing",
-                "battery_percent": 80,
-                "blade_on": true,
-                "position": {"lat": 52.5 + tick as f64 * 1e-6, "lon": 13.4, "accuracy_m": 0.3},
-                "vendor_state": "MOWING",
-            }))
-            .unwrap()
-        })
-        .collect()
-}
 
 /// The arrival order of `states` states when `late_percent` of them arrive late: those are held
 /// back by 400 states (two reports of every mower), so that their mower has newer states stored
@@ -80,7 +65,7 @@ async fn run_ingest(
 ) -> Figures {
     let store = factory.fresh_store().await;
     let (account, mowers) = seed_account_with_mowers(&store, MOWERS, i64::MAX).await;
-    let mut payloads = payloads(account, &mowers, states);
+    let mut payloads = common::mowing_payloads(account, &mowers, states);
     if late_percent > 0 {
         let mut slots: Vec<Option<Vec<u8>>> = payloads.into_iter().map(Some).collect();
         payloads = arrival(states, late_percent)
@@ -154,23 +139,15 @@ async fn run_copy(factory: &PostgresFactory, states: usize) -> f64 {
     states as f64 / start.elapsed().as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() {
     let Some(url) = database_url_from_env() else {
         eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return;
     };
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let states: usize = args.first().and_then(|a| a.parse().ok()).unwrap_or(64_000);
-    let runs: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(3);
-    let batch: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(BATCH);
+    let args = Args::new(|a| !a.starts_with('-'));
+    let states: usize = args.get(0, 64_000);
+    let runs: usize = args.get(1, 3);
+    let batch: usize = args.get(2, BATCH);
     let single_states = (states / 16).max(MOWERS);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

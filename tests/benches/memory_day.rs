@@ -23,6 +23,9 @@ use swath_simulator::{replay, seed_demo_fleet, SimulatorSettings};
 use swath_tests::support::{trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
+mod args;
+use args::Args;
+
 const BATCH: usize = 64;
 
 /// The resident set of this process, in KiB.
@@ -40,12 +43,9 @@ fn mib(kib: u64) -> f64 {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let hours: i64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(24);
-    let mowers: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(20);
+    let args = Args::new(|a| !a.starts_with('-'));
+    let hours: i64 = args.get(0, 24);
+    let mowers: usize = args.get(1, 20);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -17,6 +17,9 @@ use swath_postgres::PostgresStore;
 use swath_tests::postgres::{database_url_from_env, PostgresFactory};
 use uuid::Uuid;
 
+mod args;
+use args::Args;
+
 /// Fills an account in a handful of statements: `mowers` mowers on `mowers / 500` sites, a
 /// latest state for each (a third docked or charging), an open alert on every 10th mower, an
 /// offline one on every 50th, and 3 active assignments on each of the first 2 000.
@@ -154,12 +157,9 @@ fn main() {
         eprintln!("SWATH_TEST_DATABASE_URL is not set: nothing to measure.");
         return;
     };
-    let args: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| a != "--bench")
-        .collect();
-    let mowers: i64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
-    let iterations: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(2_000);
+    let args = Args::new(|a| a != "--bench");
+    let mowers: i64 = args.get(0, 100_000);
+    let iterations: usize = args.get(1, 2_000);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -394,6 +394,7 @@ impl Drop for TestDatabase {
 mod replicas;
 pub mod scenario;
 mod service;
+pub mod setup;
 
 pub use replicas::{partition_counts, wait_every_partition_grows, Dice, Kill, Replicas};
 pub use service::{

@@ -26,7 +26,9 @@ use swath_application::ports::{
     Settle, Subscription,
 };
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec, StreamStorage};
+use swath_postgres::PostgresStore;
 use swath_tests::bus_contract::{settings, wait_until, DynBus, Recorder, Reply};
+use swath_tests::poison;
 use tokio::time::Instant;
 
 const URL_VAR: &str = "SWATH_TEST_NATS_URL";
@@ -797,18 +799,20 @@ fn settings_for_restart() -> BatchSettings {
 // constraint the test adds) is isolated and terminated, the 100 valid states behind it stored;
 // a store that is down drops nothing (issue 13; the same scenarios run on the memory bus).
 
-/// A NATS fixture and a fresh PostgreSQL store (its factory drops the database), or `None`
-/// (skipped) without both services' variables.
-async fn nats_and_postgres() -> (
-    Fixture,
-    swath_tests::postgres::PostgresFactory,
-    swath_postgres::PostgresStore,
+/// Runs one poison scenario (`swath_tests::poison`) on a NATS fixture and a fresh PostgreSQL
+/// store: the scenario is given the bus, its backlog, its root and the store (also the
+/// directory). The factory drops the database once the scenario is over.
+async fn on_nats_and_postgres(
+    scenario: impl AsyncFnOnce(DynBus, &dyn poison::Backlog, &str, Arc<PostgresStore>),
 ) {
     let fixture = Fixture::new().await;
     let factory =
         swath_tests::postgres::PostgresFactory::new(swath_tests::postgres::test_database_url());
-    let store = factory.fresh_store().await;
-    (fixture, factory, store)
+    let store = Arc::new(factory.fresh_store().await);
+    let backlog = NatsBacklog {
+        bus: fixture.bus.clone(),
+    };
+    scenario(fixture.dyn_bus(), &backlog, &fixture.root, store).await;
 }
 
 struct NatsBacklog {
@@ -816,7 +820,7 @@ struct NatsBacklog {
 }
 
 #[async_trait]
-impl swath_tests::poison::Backlog for NatsBacklog {
+impl poison::Backlog for NatsBacklog {
     async fn backlog(&self, consumer: &str) -> u64 {
         match self
             .bus
@@ -836,26 +840,26 @@ impl swath_tests::poison::Backlog for NatsBacklog {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn a_state_postgres_refuses_never_blocks_the_stream() {
-    let (fixture, _factory, store) = nats_and_postgres().await;
-    // What the store refuses, deterministically: SQLSTATE 23514 (check_violation).
-    sqlx::query(&format!(
-        "ALTER TABLE state_history ADD CONSTRAINT no_poison \
-         CHECK (error_code IS DISTINCT FROM '{}')",
-        swath_tests::poison::POISON
-    ))
-    .execute(store.pool())
-    .await
-    .expect("add the test's constraint");
-    let store = Arc::new(store);
-    swath_tests::poison::a_refused_state_never_blocks_the_stream(
-        fixture.dyn_bus(),
-        &NatsBacklog {
-            bus: fixture.bus.clone(),
-        },
-        &fixture.root,
-        store.clone(),
-        store.as_ref(),
-    )
+    on_nats_and_postgres(async |bus, backlog, root, store| {
+        // What the store refuses, deterministically: SQLSTATE 23514 (check_violation).
+        sqlx::query(&format!(
+            "ALTER TABLE state_history ADD CONSTRAINT no_poison \
+             CHECK (error_code IS DISTINCT FROM '{}')",
+            poison::POISON
+        ))
+        .execute(store.pool())
+        .await
+        .expect("add the test's constraint");
+        let directory = store.as_ref();
+        poison::a_refused_state_never_blocks_the_stream(
+            bus,
+            backlog,
+            root,
+            store.clone(),
+            directory,
+        )
+        .await;
+    })
     .await;
 }
 
@@ -865,17 +869,11 @@ async fn a_state_postgres_refuses_never_blocks_the_stream() {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn a_postgres_store_that_is_down_drops_nothing() {
-    let (fixture, _factory, store) = nats_and_postgres().await;
-    let store = Arc::new(store);
-    swath_tests::poison::a_store_that_is_down_drops_nothing(
-        fixture.dyn_bus(),
-        &NatsBacklog {
-            bus: fixture.bus.clone(),
-        },
-        &fixture.root,
-        swath_tests::poison::Faulty::new(store.clone()),
-        store.as_ref(),
-    )
+    on_nats_and_postgres(async |bus, backlog, root, store| {
+        let faulty = poison::Faulty::new(store.clone());
+        poison::a_store_that_is_down_drops_nothing(bus, backlog, root, faulty, store.as_ref())
+            .await;
+    })
     .await;
 }
 
@@ -885,16 +883,10 @@ async fn a_postgres_store_that_is_down_drops_nothing() {
     ignore = "needs PostgreSQL and NATS: set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_URL"
 )]
 async fn the_subject_is_the_gateways_identity_on_postgres() {
-    let (fixture, _factory, store) = nats_and_postgres().await;
-    let store = Arc::new(store);
-    swath_tests::poison::the_subject_is_the_gateways_identity(
-        fixture.dyn_bus(),
-        &NatsBacklog {
-            bus: fixture.bus.clone(),
-        },
-        &fixture.root,
-        store.clone(),
-        store.as_ref(),
-    )
+    on_nats_and_postgres(async |bus, backlog, root, store| {
+        let directory = store.as_ref();
+        poison::the_subject_is_the_gateways_identity(bus, backlog, root, store.clone(), directory)
+            .await;
+    })
     .await;
 }
