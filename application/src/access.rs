@@ -18,7 +18,7 @@
 //! at once ([`Revocations`]), one through another replica within that bound.
 
 use crate::ports::{
-    Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
+    Cause, Clock, DirectoryAdmin, DirectoryError, Mower, Principal, Site, TokenError, TokenHash,
     TokenStore,
 };
 use chrono::{DateTime, Utc};
@@ -79,7 +79,7 @@ pub enum AccessError {
     NotVisible(Hidden),
     /// The directory or the token store failed: visibility could not be decided.
     #[error("access could not be decided: {0}")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Unavailable(#[source] Cause),
 }
 
 impl From<DirectoryError> for AccessError {

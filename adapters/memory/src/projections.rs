@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use swath_application::access::sees_site;
 use swath_application::ports::{
-    list_order, AlertCard, AlertQuery, Assignment, AssignmentError, Assignments, Directory,
+    list_order, AlertCard, AlertQuery, Assignment, AssignmentError, Assignments, Cause, Directory,
     DirectoryAdmin, HealthCard, ListQuery, MowerCard, MowerFilter, ProjectionError,
     ProjectionStore, SiteCard, TelemetryStore, Visibility, WatchStore, MAX_ASSIGNMENTS_PER_MOWER,
 };
@@ -39,8 +39,8 @@ impl MemoryProjections {
     }
 }
 
-fn unavailable(e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Unavailable(e.to_string())
+fn unavailable(e: impl Into<Cause>) -> ProjectionError {
+    ProjectionError::Unavailable(e.into())
 }
 
 impl MemoryProjections {
@@ -333,7 +333,7 @@ impl Assignments for MemoryProjections {
     async fn create_assignment(&self, assignment: Assignment) -> Result<(), AssignmentError> {
         if Directory::mower(&self.store, assignment.mower_id)
             .await
-            .map_err(|e| AssignmentError::Unavailable(e.to_string()))?
+            .map_err(|e| AssignmentError::Unavailable(e.into()))?
             .is_none()
         {
             return Err(AssignmentError::NotFound(format!(
@@ -367,7 +367,7 @@ impl Assignments for MemoryProjections {
         // never shown: only a mower in the directory has any.
         if Directory::mower(&self.store, mower)
             .await
-            .map_err(|e| AssignmentError::Unavailable(e.to_string()))?
+            .map_err(|e| AssignmentError::Unavailable(e.into()))?
             .is_none()
         {
             return Ok(Vec::new());

@@ -16,8 +16,8 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
-    AlertCursor, AlertQuery, Directory, EventQuery, Geofence, WatchBatch, WatchError, WatchRead,
-    WatchRows, WatchStore, ZoneBatch, ZoneRows,
+    AlertCursor, AlertQuery, Cause, Directory, EventQuery, Geofence, WatchBatch, WatchError,
+    WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
@@ -170,8 +170,8 @@ impl ZoneBatch for MemoryZoneBatch {
     }
 }
 
-fn directory_error(e: impl std::fmt::Display) -> WatchError {
-    WatchError::Unavailable(e.to_string())
+fn directory_error(e: impl Into<Cause>) -> WatchError {
+    WatchError::Unavailable(e.into())
 }
 
 #[async_trait]

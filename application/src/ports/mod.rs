@@ -4,6 +4,7 @@
 
 mod bus;
 pub mod bus_rules;
+pub mod cause;
 mod clock;
 mod directory;
 mod partitions;
@@ -17,6 +18,7 @@ pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
     Message, Publication, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
+pub use cause::{chain, Cause};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{
     Account, Directory, DirectoryAdmin, DirectoryError, ListQuery, Mower, OrderKey, Site,

@@ -7,7 +7,7 @@ use async_nats::jetstream;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use swath_application::ports::MAX_IN_FLIGHT;
+use swath_application::ports::{chain, MAX_IN_FLIGHT};
 use tokio::time::Instant;
 
 /// How many `ack_wait`s a newly pinned worker waits at most for its predecessor's deliveries.
@@ -75,7 +75,7 @@ impl Worker {
             let others = match self.consumer.info().await {
                 Ok(info) => info.num_ack_pending.saturating_sub(mine),
                 Err(e) => {
-                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; retrying.");
+                    tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; retrying.");
                     1
                 }
             };
@@ -174,7 +174,7 @@ impl Worker {
                     }
                 }
                 Err(e) => {
-                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; retrying.");
+                    tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; retrying.");
                 }
             }
             if started.elapsed() >= expired {

@@ -13,6 +13,7 @@ use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 use swath_application::ports::bus_rules::{is_stopped, linger_left, stopped};
+use swath_application::ports::chain;
 use tokio::time::Instant;
 
 /// What to allow beyond two heartbeat intervals before a silent request counts as lost.
@@ -159,7 +160,7 @@ impl Worker {
             Err(e) => {
                 let gone = e.to_string().to_ascii_lowercase().contains("not found");
                 if !gone {
-                    tracing::debug!(consumer = %self.name, error = %e, "Could not read the consumer's state; pulling on.");
+                    tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; pulling on.");
                 }
                 gone
             }
@@ -446,7 +447,7 @@ impl Worker {
         match provision_consumer(&self.stream, self.wanted.clone()).await {
             Ok(consumer) => self.consumer = consumer,
             Err(e) => {
-                tracing::warn!(consumer = %self.name, error = %e, "Could not provision the durable consumer again; retrying.");
+                tracing::warn!(consumer = %self.name, error = %chain(&e), "Could not provision the durable consumer again; retrying.");
             }
         }
     }

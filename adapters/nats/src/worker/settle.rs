@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use swath_application::ports::bus_rules::{
     is_stopped, judge, warn_outlived_drain, HandlerResult, Settled, Verdict,
 };
-use swath_application::ports::{HandlerError, Settle};
+use swath_application::ports::{chain, HandlerError, Settle};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -68,7 +68,7 @@ impl Worker {
             let payload = Bytes::from(kind);
             if i < last {
                 if let Err(e) = self.client.publish(reply, payload).await {
-                    tracing::warn!(consumer = %self.name, error = %e, "Could not send a settlement; the message will be redelivered.");
+                    tracing::warn!(consumer = %self.name, error = %chain(&e), "Could not send a settlement; the message will be redelivered.");
                     self.recovering.store(true, Ordering::Relaxed);
                 }
                 continue;
