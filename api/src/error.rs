@@ -9,7 +9,7 @@ use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{DirectoryError, StoreError, TokenError};
+use swath_application::ports::{chain, DirectoryError, StoreError, TokenError};
 use swath_application::{AccessError, Hidden, SubmissionError};
 use utoipa::ToSchema;
 
@@ -340,10 +340,10 @@ impl From<DirectoryError> for ApiError {
     /// cause is mapped by that route, which knows what it means there.
     fn from(e: DirectoryError) -> Self {
         match e {
-            DirectoryError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            DirectoryError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
             DirectoryError::NotFound(_)
             | DirectoryError::Conflict(_)
-            | DirectoryError::InUse(_) => ApiError::Internal(e.to_string()),
+            | DirectoryError::InUse(_) => ApiError::Internal(chain(&e).to_string()),
         }
     }
 }
@@ -358,7 +358,7 @@ impl From<AccessError> for ApiError {
             AccessError::NotVisible(Hidden::ReferencedSite) => {
                 ApiError::Validation("`site_id` names no site visible to this token.".to_owned())
             }
-            AccessError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            AccessError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
         }
     }
 }
@@ -375,12 +375,12 @@ impl From<SubmissionError> for ApiError {
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
-            StoreError::Corrupt(_) => ApiError::Internal(e.to_string()),
+            StoreError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            StoreError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
             // Validation at the door keeps what a store cannot keep out; what still gets refused
             // would be refused again: not a "try again".
             StoreError::Rejected(_) => {
-                tracing::warn!(error = %e, "The store refused a request's data.");
+                tracing::warn!(error = %chain(&e), "The store refused a request's data.");
                 ApiError::Validation("The store refused a value of this request.".to_owned())
             }
         }
@@ -390,9 +390,9 @@ impl From<StoreError> for ApiError {
 impl From<TokenError> for ApiError {
     fn from(e: TokenError) -> Self {
         match e {
-            TokenError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            TokenError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
             TokenError::Conflict | TokenError::UnknownAccount(_) => {
-                ApiError::Internal(e.to_string())
+                ApiError::Internal(chain(&e).to_string())
             }
         }
     }

@@ -22,7 +22,9 @@
 
 mod cache;
 
-use crate::ports::{Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore};
+use crate::ports::{
+    Cause, Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore,
+};
 use cache::TtlCache;
 use std::collections::HashSet;
 use std::fmt;
@@ -88,7 +90,7 @@ pub enum AccessError {
     NotVisible(Hidden),
     /// The directory or the token store failed: visibility could not be decided.
     #[error("access could not be decided: {0}")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Unavailable(#[source] Cause),
 }
 
 impl From<DirectoryError> for AccessError {

@@ -23,7 +23,8 @@
 //! `track_full` since the previous one.
 
 use crate::ports::{
-    Clock, DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
+    chain, Clock, DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun,
+    RetentionStore,
 };
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use std::sync::Arc;
@@ -449,7 +450,7 @@ pub async fn run_every(
         };
         if let Err(e) = retention.run(options, &mut |_| {}).await {
             metrics::counter!("swath_retention_runs_total", "outcome" => "failed").increment(1);
-            tracing::warn!(error = %e, "Retention run failed; it will run again.");
+            tracing::warn!(error = %chain(&e), "Retention run failed; it will run again.");
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
-use crate::ports::{EventBus, StoreError};
+use crate::ports::{chain, EventBus, StoreError};
 use crate::subjects;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -134,7 +134,7 @@ impl Submissions {
             )
             .await
         {
-            tracing::warn!(mower_id = %report.mower_id, error = %e, "Could not publish a state report received over HTTP; the watcher and the live stream miss it.");
+            tracing::warn!(mower_id = %report.mower_id, error = %chain(&e), "Could not publish a state report received over HTTP; the watcher and the live stream miss it.");
         }
     }
 }

@@ -16,7 +16,7 @@
 //! the next batch on and never mistaken for none (decision 48).
 
 use crate::ports::{
-    BatchHandler, Clock, EventBus, HandlerError, Message, Publication, Settle, WatchError,
+    chain, BatchHandler, Clock, EventBus, HandlerError, Message, Publication, Settle, WatchError,
     WatchStore,
 };
 use crate::scheduler::SchedulerStatus;
@@ -165,10 +165,13 @@ impl Watcher {
                     found.insert(*mower, (version, fence));
                 }
                 _ => {
-                    return Err(WatchError::Corrupt(format!(
-                        "the store named geofence version {version} of mower {mower} without \
-                         its polygon"
-                    )))
+                    return Err(WatchError::Corrupt(
+                        format!(
+                            "the store named geofence version {version} of mower {mower} \
+                             without its polygon"
+                        )
+                        .into(),
+                    ))
                 }
             }
         }
@@ -253,7 +256,7 @@ pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
     }
     for (event, result) in sent.into_iter().zip(bus.publish_all(publications).await) {
         if let Err(e) = result {
-            tracing::error!(mower_id = %event.mower_id, kind = event.kind().as_str(), error = %e, "Could not publish an event after its commit.");
+            tracing::error!(mower_id = %event.mower_id, kind = event.kind().as_str(), error = %chain(&e), "Could not publish an event after its commit.");
         }
     }
 }
@@ -277,8 +280,8 @@ impl WatcherHandler {
         reports: Vec<Result<StateReport, InvalidReport>>,
     ) -> Result<Vec<StateOutcome>, HandlerError> {
         let outcomes = self.watcher.on_states(&reports).await.map_err(|e| {
-            tracing::error!(error = %e, states = reports.len(), "Could not watch a batch of states; it will be redelivered.");
-            HandlerError(e.to_string())
+            tracing::error!(error = %chain(&e), states = reports.len(), "Could not watch a batch of states; it will be redelivered.");
+            HandlerError(e.into())
         })?;
         if let Some(scheduler) = &self.scheduler {
             let states = reports.len();
@@ -289,8 +292,8 @@ impl WatcherHandler {
                 .filter_map(|(r, _)| r.ok())
                 .collect();
             scheduler.record(&accepted).await.map_err(|e| {
-                tracing::error!(error = %e, states, "Could not write the busy status of a batch; it will be redelivered.");
-                HandlerError(e.to_string())
+                tracing::error!(error = %chain(&e), states, "Could not write the busy status of a batch; it will be redelivered.");
+                HandlerError(e.into())
             })?;
         }
         Ok(outcomes)

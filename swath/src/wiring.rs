@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{AppState, NotificationPorts};
 use swath_application::ports::{
-    Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
+    chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
     TelemetryStore, TokenStore, WatchStore, ZoneStore,
 };
@@ -394,7 +394,9 @@ async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, mut stop: watch:
         match watcher.sweep_offline().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(mowers = n, "Marked silent mowers offline."),
-            Err(e) => tracing::warn!(error = %e, "The offline sweep failed; it will run again."),
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "The offline sweep failed; it will run again.")
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use chrono::Duration;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_application::ports::TelemetryStore;
+use swath_application::ports::{StoreError, TelemetryStore};
 use swath_domain::{apply_states, AccountId, MowerId, StateOutcome};
 use swath_memory::MemoryStore;
 use swath_tests::postgres::{test_database_url, PostgresFactory};
@@ -331,6 +331,12 @@ async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once
         .await
         .expect_err("the batch fails");
     assert!(error.to_string().contains("injected failure"), "{error}");
+    // The database's own error is still there under the port's (decision 98), SQLSTATE and all.
+    let database = sources(&error)
+        .find_map(|e| e.downcast_ref::<sqlx::Error>())
+        .and_then(|e| e.as_database_error())
+        .expect("the database's error among the sources");
+    assert_eq!(database.code().as_deref(), Some("P0001"), "{database}");
     assert_eq!(
         h.rows().await,
         before,
@@ -385,4 +391,43 @@ async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once() {
 
     h.ingest(&batches[1]).await; // the redelivery
     assert_eq!(h.rows().await, reference_rows(&batches).await);
+}
+
+/// `error` and every `source()` under it.
+fn sources<'a>(
+    error: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(error), |e| e.source())
+}
+
+/// A port error carries the adapter's error as its `source()` (decision 98): a closed pool answers
+/// `Unavailable` whose source is sqlx's `PoolClosed`, and the text is the one it always was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+async fn a_store_error_keeps_the_database_error_as_its_source() {
+    let factory = PostgresFactory::new(test_database_url());
+    let store = factory.fresh_store().await;
+    TelemetryStore::ping(&store)
+        .await
+        .expect("an open pool answers");
+    store.close().await;
+    let error = TelemetryStore::ping(&store)
+        .await
+        .expect_err("a closed pool fails");
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    let source = std::error::Error::source(&error).expect("the error keeps its source");
+    assert!(
+        matches!(
+            source.downcast_ref::<sqlx::Error>(),
+            Some(sqlx::Error::PoolClosed)
+        ),
+        "{source:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("store unavailable: {}", sqlx::Error::PoolClosed)
+    );
 }

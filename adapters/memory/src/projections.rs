@@ -14,9 +14,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use swath_application::access::sees_site;
 use swath_application::ports::{
-    AlertCard, AlertQuery, AssignmentError, Assignments, Directory, DirectoryAdmin, HealthCard,
-    ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError, ProjectionStore,
-    SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
+    AlertCard, AlertQuery, AssignmentError, Assignments, Cause, Directory, DirectoryAdmin,
+    HealthCard, ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError,
+    ProjectionStore, SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 use swath_domain::watch::{AlertKind, Severity};
 use swath_domain::{list_order, AccountId, Assignment, MowerId, SiteId};
@@ -39,8 +39,8 @@ impl MemoryProjections {
     }
 }
 
-fn unavailable(e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Unavailable(e.to_string())
+fn unavailable(e: impl Into<Cause>) -> ProjectionError {
+    ProjectionError::Unavailable(e.into())
 }
 
 impl MemoryProjections {
@@ -333,7 +333,7 @@ impl Assignments for MemoryProjections {
     async fn create_assignment(&self, assignment: Assignment) -> Result<(), AssignmentError> {
         if Directory::mower(&self.store, assignment.mower_id)
             .await
-            .map_err(|e| AssignmentError::Unavailable(e.to_string()))?
+            .map_err(|e| AssignmentError::Unavailable(e.into()))?
             .is_none()
         {
             return Err(AssignmentError::NotFound(format!(
@@ -367,7 +367,7 @@ impl Assignments for MemoryProjections {
         // never shown: only a mower in the directory has any.
         if Directory::mower(&self.store, mower)
             .await
-            .map_err(|e| AssignmentError::Unavailable(e.to_string()))?
+            .map_err(|e| AssignmentError::Unavailable(e.into()))?
             .is_none()
         {
             return Ok(Vec::new());

@@ -17,8 +17,8 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{
-    AlertCursor, AlertQuery, Directory, EventQuery, GeofenceStore, NotificationFeed, WatchBatch,
-    WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
+    AlertCursor, AlertQuery, Cause, Directory, EventQuery, GeofenceStore, NotificationFeed,
+    WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch, MAX_ZONES_PER_MOWER};
@@ -172,8 +172,8 @@ impl ZoneBatch for MemoryZoneBatch {
     }
 }
 
-fn directory_error(e: impl std::fmt::Display) -> WatchError {
-    WatchError::Unavailable(e.to_string())
+fn directory_error(e: impl Into<Cause>) -> WatchError {
+    WatchError::Unavailable(e.into())
 }
 
 #[async_trait]

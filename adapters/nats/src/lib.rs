@@ -85,8 +85,8 @@ use bytes::Bytes;
 use std::sync::Arc;
 use swath_application::ports::bus_rules;
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Publication,
-    Subscription,
+    cause, chain, BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription,
+    Publication, Subscription,
 };
 use tokio::sync::watch;
 
@@ -147,7 +147,9 @@ impl NatsBus {
             .event_callback(|event| async move { log_event(event) })
             .connect(servers)
             .await
-            .map_err(|e| BusError::Unavailable(format!("connecting to NATS at {url}: {e}")))?;
+            .map_err(|e| {
+                BusError::Unavailable(cause::context(format!("connecting to NATS at {url}"), e))
+            })?;
         let partitioned = settings.streams.iter().any(|s| s.partitions.is_some());
         if partitioned {
             provision::check_server_version(&client.server_info().version)?;
@@ -163,7 +165,7 @@ impl NatsBus {
                 match provision::provision_stream(&js, spec, settings.replicas).await {
                     Ok(()) => break,
                     Err(BusError::Unavailable(why)) if started.elapsed() < STARTUP_PATIENCE => {
-                        tracing::warn!(stream = %spec.name, %why, "JetStream is not answering yet; retrying.");
+                        tracing::warn!(stream = %spec.name, why = %chain(&*why), "JetStream is not answering yet; retrying.");
                         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                     }
                     Err(e) => return Err(e),
@@ -253,7 +255,7 @@ impl NatsBus {
         )
         .await
         .map_err(|_| BusError::Unavailable("flushing the NATS connection timed out".into()))?
-        .map_err(|e| BusError::Unavailable(format!("flushing the NATS connection: {e}")))
+        .map_err(|e| BusError::Unavailable(cause::context("flushing the NATS connection", e)))
     }
 }
 
@@ -321,7 +323,7 @@ impl EventBus for NatsBus {
                 .await
             {
                 Err(BusError::Unavailable(why)) if started.elapsed() < STARTUP_PATIENCE => {
-                    tracing::warn!(consumer, %why, "JetStream is not answering yet; retrying.");
+                    tracing::warn!(consumer, why = %chain(&*why), "JetStream is not answering yet; retrying.");
                     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                 }
                 other => return other,
@@ -426,12 +428,12 @@ impl NatsBus {
         let answer = tokio::time::timeout(self.inner.settings.request_timeout, request)
             .await
             .map_err(|_| BusError::Unavailable("JetStream did not answer in time".into()))?
-            .map_err(|e| BusError::Unavailable(format!("JetStream: {e}")))?;
+            .map_err(|e| BusError::Unavailable(cause::context("JetStream", e)))?;
         let info: serde_json::Value = serde_json::from_slice(&answer.payload)
-            .map_err(|e| BusError::Unavailable(format!("JetStream answered nonsense: {e}")))?;
+            .map_err(|e| BusError::Unavailable(cause::context("JetStream answered nonsense", e)))?;
         match info.get("error") {
             None => Ok(()),
-            Some(error) => Err(BusError::Unavailable(format!("JetStream: {error}"))),
+            Some(error) => Err(BusError::Unavailable(format!("JetStream: {error}").into())),
         }
     }
 }

@@ -17,7 +17,7 @@ use async_nats::jetstream;
 use async_nats::jetstream::consumer::{pull::OrderedConfig, DeliverPolicy};
 use futures::StreamExt;
 use std::time::Duration;
-use swath_application::ports::{BusError, LiveSubscription, Message};
+use swath_application::ports::{cause, chain, BusError, LiveSubscription, Message};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -50,10 +50,16 @@ pub(crate) async fn subscribe(
         })
         .await
         .map_err(|e| {
-            BusError::Unavailable(format!("creating a live consumer for {filter}: {e}"))
+            BusError::Unavailable(cause::context(
+                format!("creating a live consumer for {filter}"),
+                e,
+            ))
         })?;
     let mut messages = consumer.messages().await.map_err(|e| {
-        BusError::Unavailable(format!("starting a live consumer for {filter}: {e}"))
+        BusError::Unavailable(cause::context(
+            format!("starting a live consumer for {filter}"),
+            e,
+        ))
     })?;
     let (sender, receiver) = mpsc::channel(buffer.max(1));
     let filter = filter.to_owned();
@@ -84,7 +90,7 @@ pub(crate) async fn subscribe(
                 Ok(Some(Err(e))) => {
                     // The ordered consumer recreates itself; log an outage once.
                     if !failing {
-                        tracing::warn!(%filter, error = %e, "A live subscription lost its consumer; it is being recreated.");
+                        tracing::warn!(%filter, error = %chain(&e), "A live subscription lost its consumer; it is being recreated.");
                         failing = true;
                     }
                     continue;

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use std::time::Duration;
 use swath_application::ports::bus_rules::{is_stopped, stopped};
-use swath_application::ports::BusError;
+use swath_application::ports::{cause, chain, BusError};
 use tokio::sync::watch;
 
 /// The key-value bucket of replicas' heartbeats.
@@ -46,7 +46,7 @@ async fn bucket(
         Ok(store) => Ok(store),
         // Another replica may have created it meanwhile.
         Err(create) => js.get_key_value(MEMBERSHIP_BUCKET).await.map_err(|_| {
-            BusError::Unavailable(format!("creating the membership bucket: {create}"))
+            BusError::Unavailable(cause::context("creating the membership bucket", create))
         }),
     }
 }
@@ -78,7 +78,7 @@ pub(crate) async fn join(
                     tx.send_if_modified(|members| std::mem::replace(members, n) != n);
                 }
                 Err(e) => {
-                    tracing::debug!(consumer = %prefix.trim_end_matches('.'), error = %e, "Could not renew the replica's membership; retrying.");
+                    tracing::debug!(consumer = %prefix.trim_end_matches('.'), error = %chain(&e), "Could not renew the replica's membership; retrying.");
                     // A NATS restart may have lost the (memory) bucket.
                     if let Ok(again) = bucket(&js, heartbeat, replicas).await {
                         store = again;
@@ -97,14 +97,13 @@ pub(crate) async fn join(
 
 /// Renews `key` and counts the live keys under `prefix` (at least this replica).
 async fn count(store: &kv::Store, key: &str, prefix: &str) -> Result<usize, BusError> {
-    store
-        .put(key, Bytes::new())
-        .await
-        .map_err(|e| BusError::Unavailable(format!("renewing membership {key}: {e}")))?;
+    store.put(key, Bytes::new()).await.map_err(|e| {
+        BusError::Unavailable(cause::context(format!("renewing membership {key}"), e))
+    })?;
     let mut keys = store
         .keys()
         .await
-        .map_err(|e| BusError::Unavailable(format!("listing members: {e}")))?;
+        .map_err(|e| BusError::Unavailable(cause::context("listing members", e)))?;
     let mut n = 0;
     while let Some(k) = keys.next().await {
         if k.map(|k| k.starts_with(prefix)).unwrap_or(false) {

@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use swath_application::ports::bus_rules::is_stopped;
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, Partitioning, StartAt, Subscription,
+    chain, BatchHandler, BatchSettings, BusError, Partitioning, StartAt, Subscription,
 };
 use tokio::sync::watch;
 
@@ -178,10 +178,10 @@ async fn retire(js: &jetstream::Context, stream: &str, consumer: &str) {
                 if e.to_string().to_ascii_lowercase().contains("not found") {
                     Ok(())
                 } else {
-                    Err(e.to_string())
+                    Err(chain(&e).to_string())
                 }
             }),
-        Err(e) => Err(e.to_string()),
+        Err(e) => Err(chain(&e).to_string()),
     };
     match deleted {
         Ok(()) => tracing::info!(consumer, "Handled everything the unpartitioned consumer held and deleted it; the partitions take over."),

@@ -21,11 +21,11 @@
 //! most the pull expiry, kept alive at most until its last pull) is due for redelivery, and the
 //! server serves due redeliveries before new messages. It serves them *rotated* when only standby
 //! pulls were waiting (5..10 then 1..4), so the worker gathers every leading redelivery and sorts
-//! them by stream sequence before handling them (`worker.rs`, "Pulling a batch").
+//! them by stream sequence before handling them (`worker/mod.rs`, "Pulling a batch").
 //!
 //! In a cluster the pin can move sooner, when the consumer's leader changes while the holder is
 //! at work: a worker that gets a new pin therefore first waits until the consumer has nothing
-//! unsettled but its own deliveries (`worker.rs`, "Order when a pin moves").
+//! unsettled but its own deliveries (`worker/mod.rs`, "Order when a pin moves").
 //!
 //! # Balance
 //!
@@ -112,7 +112,7 @@ impl Pinning {
     /// Records the pin a delivery carried. Returns `true` when it is a new pin: the partition was
     /// not held before, or was held with another pin (the server pinned this worker again, and
     /// another may have held the partition in between). The worker then waits for whatever the
-    /// consumer has delivered elsewhere (`worker.rs`, "Order when a pin moves").
+    /// consumer has delivered elsewhere (`worker/mod.rs`, "Order when a pin moves").
     pub(crate) fn delivered_with(&mut self, pin: Option<&str>) -> bool {
         let Some(pin) = pin else {
             return false;

@@ -17,7 +17,7 @@ use async_nats::jetstream::context::{
 use async_nats::jetstream::stream::{self, ConsumerErrorKind};
 use async_nats::jetstream::{self, ErrorCode};
 use std::time::Duration;
-use swath_application::ports::{BusError, Partitioning, StartAt, MAX_IN_FLIGHT};
+use swath_application::ports::{cause, BusError, Cause, Partitioning, StartAt, MAX_IN_FLIGHT};
 
 /// The priority group every pull on a partition's consumer names.
 pub(crate) const PIN_GROUP: &str = "swath";
@@ -204,10 +204,9 @@ pub(crate) async fn provision_stream(
             Err(e) => return Err(unavailable("looking up stream", &spec.name, e)),
         }
     }
-    Err(BusError::Unavailable(format!(
-        "stream {} could neither be created nor found",
-        spec.name
-    )))
+    Err(BusError::Unavailable(
+        format!("stream {} could neither be created nor found", spec.name).into(),
+    ))
 }
 
 fn is_not_found(e: &async_nats::error::Error<GetStreamErrorKind>) -> bool {
@@ -362,8 +361,8 @@ fn consumer_error(
     }
 }
 
-pub(crate) fn unavailable(what: &str, name: &str, e: impl std::fmt::Display) -> BusError {
-    BusError::Unavailable(format!("{what} {name}: {e}"))
+pub(crate) fn unavailable(what: &str, name: &str, e: impl Into<Cause>) -> BusError {
+    BusError::Unavailable(cause::context(format!("{what} {name}"), e))
 }
 
 #[cfg(test)]

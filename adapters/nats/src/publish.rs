@@ -8,7 +8,7 @@ use async_nats::jetstream::{self, ErrorCode};
 use async_nats::HeaderMap;
 use bytes::Bytes;
 use swath_application::ports::bus_rules;
-use swath_application::ports::{BusError, Publication};
+use swath_application::ports::{cause, BusError, Publication};
 
 /// Messages [`EventBus::publish_all`](swath_application::ports::EventBus::publish_all) sends
 /// before awaiting the oldest one's acknowledgement: a unit of work's events go out without a
@@ -120,9 +120,9 @@ impl NatsBus {
         let js = &self.inner.js;
         let patience = self.inner.settings.request_timeout;
         let timed_out = |subject: &str| {
-            BusError::Unavailable(format!(
-                "no acknowledgement of a publish to {subject} within {patience:?}"
-            ))
+            BusError::Unavailable(
+                format!("no acknowledgement of a publish to {subject} within {patience:?}").into(),
+            )
         };
         // The acknowledgement's result, and whether it timed out.
         let settle = |(_, subject, deadline, ack): Pending| async move {
@@ -206,10 +206,13 @@ fn publish_error(subject: &str, e: async_nats::error::Error<PublishErrorKind>) -
         (_, Some(err)) if err.error_code() == ErrorCode::STREAM_MESSAGE_EXCEEDS_MAXIMUM => {
             BusError::Refused(format!("message to {subject} is too large: {err}"))
         }
-        (PublishErrorKind::StreamNotFound, _) => BusError::Unavailable(format!(
-            "no JetStream stream answered for {subject} (none holds it, or JetStream is down)"
-        )),
-        _ => BusError::Unavailable(format!("publishing to {subject}: {e}")),
+        (PublishErrorKind::StreamNotFound, _) => BusError::Unavailable(
+            format!(
+                "no JetStream stream answered for {subject} (none holds it, or JetStream is down)"
+            )
+            .into(),
+        ),
+        _ => BusError::Unavailable(cause::context(format!("publishing to {subject}"), e)),
     }
 }
 

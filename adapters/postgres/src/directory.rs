@@ -47,20 +47,23 @@ fn directory_error(e: DbErr, what: String) -> DirectoryError {
     match e.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(_)) => DirectoryError::Conflict(what),
         Some(SqlErr::ForeignKeyConstraintViolation(_)) => DirectoryError::NotFound(what),
-        _ => DirectoryError::Unavailable(e.to_string()),
+        _ => DirectoryError::Unavailable(e.into()),
     }
 }
 
 fn unavailable(e: DbErr) -> DirectoryError {
-    DirectoryError::Unavailable(e.to_string())
+    DirectoryError::Unavailable(e.into())
 }
 
 fn site_from(model: site::Model) -> Result<Site, DirectoryError> {
     let time_zone: Tz = model.time_zone.parse().map_err(|_| {
-        DirectoryError::Unavailable(format!(
-            "site {} has an unknown time zone {:?}",
-            model.id, model.time_zone
-        ))
+        DirectoryError::Unavailable(
+            format!(
+                "site {} has an unknown time zone {:?}",
+                model.id, model.time_zone
+            )
+            .into(),
+        )
     })?;
     Ok(Site {
         id: SiteId(model.id),
@@ -394,12 +397,12 @@ fn token_error(e: DbErr, account: AccountId) -> TokenError {
     match e.sql_err() {
         Some(SqlErr::UniqueConstraintViolation(_)) => TokenError::Conflict,
         Some(SqlErr::ForeignKeyConstraintViolation(_)) => TokenError::UnknownAccount(account),
-        _ => TokenError::Unavailable(e.to_string()),
+        _ => TokenError::Unavailable(e.into()),
     }
 }
 
 fn token_unavailable(e: DbErr) -> TokenError {
-    TokenError::Unavailable(e.to_string())
+    TokenError::Unavailable(e.into())
 }
 
 fn principal_from(token: &api_token::Model) -> Principal {

@@ -29,7 +29,7 @@ use sqlx::postgres::{PgPool, PgPoolOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::StoreError;
+use swath_application::ports::{cause, Cause, StoreError};
 
 /// Counts of what the telemetry path sent to PostgreSQL: the figures behind "one statement per
 /// table per batch" and "commits per state" (tests and benchmarks read them).
@@ -72,8 +72,8 @@ pub struct PostgresStore {
 }
 
 /// Turns any database error into the port's "unavailable": the caller redelivers.
-pub(crate) fn unavailable(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Unavailable(e.to_string())
+pub(crate) fn unavailable(e: impl Into<Cause>) -> StoreError {
+    StoreError::Unavailable(e.into())
 }
 
 /// How long [`probe`] waits for the server to answer.
@@ -90,11 +90,10 @@ pub async fn probe(database_url: &str) -> Result<(), StoreError> {
             let _ = connection.close().await;
             Ok(())
         }
-        Ok(Err(e)) => Err(StoreError::Unavailable(format!("{shown}: {e}"))),
-        Err(_) => Err(StoreError::Unavailable(format!(
-            "{shown}: no answer within {} s",
-            PROBE_TIMEOUT.as_secs()
-        ))),
+        Ok(Err(e)) => Err(StoreError::Unavailable(cause::context(shown, e))),
+        Err(_) => Err(StoreError::Unavailable(
+            format!("{shown}: no answer within {} s", PROBE_TIMEOUT.as_secs()).into(),
+        )),
     }
 }
 
@@ -131,9 +130,9 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
         _ => false,
     };
     if rejected {
-        StoreError::Rejected(e.to_string())
+        StoreError::Rejected(e.into())
     } else {
-        StoreError::Unavailable(e.to_string())
+        StoreError::Unavailable(e.into())
     }
 }
 

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use swath_application::access::sees_site;
+use swath_application::ports::Cause;
 use swath_application::ports::{
     AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
     ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
@@ -162,12 +163,12 @@ const UPDATE_ASSIGNMENT: &str = "UPDATE assignments SET operator = $4, priority 
 const DELETE_ASSIGNMENT: &str =
     "DELETE FROM assignments WHERE id = $1 AND mower_id = $2 AND account_id = $3";
 
-fn unavailable(e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Unavailable(e.to_string())
+fn unavailable(e: impl Into<Cause>) -> ProjectionError {
+    ProjectionError::Unavailable(e.into())
 }
 
-fn corrupt(e: impl std::fmt::Display) -> ProjectionError {
-    ProjectionError::Corrupt(e.to_string())
+fn corrupt(e: impl Into<Cause>) -> ProjectionError {
+    ProjectionError::Corrupt(e.into())
 }
 
 fn mower_card(row: &PgRow) -> Result<MowerCard, ProjectionError> {
@@ -230,16 +231,16 @@ fn health_card(row: &PgRow) -> Result<HealthCard, ProjectionError> {
     })
 }
 
-fn assignment(row: &PgRow) -> Result<Assignment, String> {
-    let priority: String = row.try_get("priority").map_err(|e| e.to_string())?;
+fn assignment(row: &PgRow) -> Result<Assignment, Cause> {
+    let priority: String = row.try_get("priority")?;
     Ok(Assignment {
-        id: row.try_get("id").map_err(|e| e.to_string())?,
-        mower_id: MowerId(row.try_get("mower_id").map_err(|e| e.to_string())?),
-        account_id: AccountId(row.try_get("account_id").map_err(|e| e.to_string())?),
-        operator: row.try_get("operator").map_err(|e| e.to_string())?,
+        id: row.try_get("id")?,
+        mower_id: MowerId(row.try_get("mower_id")?),
+        account_id: AccountId(row.try_get("account_id")?),
+        operator: row.try_get("operator")?,
         priority: Priority::parse(&priority).ok_or_else(|| format!("priority {priority:?}"))?,
-        active: row.try_get("active").map_err(|e| e.to_string())?,
-        updated_at: row.try_get("updated_at").map_err(|e| e.to_string())?,
+        active: row.try_get("active")?,
+        updated_at: row.try_get("updated_at")?,
     })
 }
 
@@ -376,8 +377,8 @@ impl ProjectionStore for PostgresStore {
     }
 }
 
-fn store_failed(e: impl std::fmt::Display) -> AssignmentError {
-    AssignmentError::Unavailable(e.to_string())
+fn store_failed(e: impl Into<Cause>) -> AssignmentError {
+    AssignmentError::Unavailable(e.into())
 }
 
 #[async_trait]

@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Months, NaiveDate, TimeZone, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::{Connection, Postgres, Row};
+use swath_application::ports::Cause;
 use swath_application::ports::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
@@ -55,8 +56,8 @@ fn parent(table: RetainedTable) -> &'static str {
     }
 }
 
-fn failed(e: impl std::fmt::Display) -> RetentionError {
-    RetentionError::Unavailable(e.to_string())
+fn failed(e: impl Into<Cause>) -> RetentionError {
+    RetentionError::Unavailable(e.into())
 }
 
 /// A table name as an SQL identifier.

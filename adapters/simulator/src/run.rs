@@ -9,7 +9,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::{Clock, EventBus};
+use swath_application::ports::{chain, Clock, EventBus};
 use swath_application::subjects;
 use swath_domain::{Mower, StateReport};
 use tokio::sync::watch;
@@ -192,7 +192,7 @@ async fn publish(bus: &dyn EventBus, report: &StateReport, failing: &mut bool) {
             *failing = true;
             tracing::warn!(
                 %mower_id,
-                error = %e,
+                error = %chain(&e),
                 "A simulated state of mower {mower_id} could not be published; the simulator \
                  carries on."
             );
@@ -200,7 +200,7 @@ async fn publish(bus: &dyn EventBus, report: &StateReport, failing: &mut bool) {
         Err(e) => {
             tracing::debug!(
                 %mower_id,
-                error = %e,
+                error = %chain(&e),
                 "A simulated state of mower {mower_id} could not be published."
             );
         }

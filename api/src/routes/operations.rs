@@ -127,14 +127,14 @@ pub async fn readyz(
     let store = async {
         match tokio::time::timeout(PING_TIMEOUT, state.telemetry.ping()).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
             Err(_) => Err("no answer within 2 s".to_owned()),
         }
     };
     let bus = async {
         match tokio::time::timeout(PING_TIMEOUT, state.bus.ping()).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
             Err(_) => Err("no answer within 2 s".to_owned()),
         }
     };

@@ -2,7 +2,7 @@
 //! outcome settled, and the ingest consumer's batch handler.
 
 use super::{Ingest, IngestError, Write, ISOLATE_AFTER_FAILED_DELIVERIES};
-use crate::ports::{BatchHandler, HandlerError, Message, Settle};
+use crate::ports::{chain, BatchHandler, HandlerError, Message, Settle};
 use crate::subjects;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -98,13 +98,13 @@ impl BatchHandler for IngestHandler {
                 // Stored: ingestion made progress; the redelivery completes W7 and stores
                 // nothing twice.
                 self.ingest.progress.succeeded();
-                tracing::error!(error = %e, states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
-                Err(HandlerError(e.to_string()))
+                tracing::error!(error = %chain(&e), states = batch.len(), "Stored a batch of states but could not evaluate its virtual zones; it will be redelivered.");
+                Err(HandlerError(e.into()))
             }
             Err(e) => {
                 self.ingest.progress.failed();
-                tracing::error!(error = %e, states = batch.len(), deliveries, "Could not store a batch of states; it will be redelivered.");
-                Err(HandlerError(e.to_string()))
+                tracing::error!(error = %chain(&e), states = batch.len(), deliveries, "Could not store a batch of states; it will be redelivered.");
+                Err(HandlerError(e.into()))
             }
         }
     }

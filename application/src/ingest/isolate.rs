@@ -2,6 +2,7 @@
 //! [`Ingest::record_states_isolating`]).
 
 use super::{Ingest, IngestError};
+use crate::ports::chain;
 use chrono::{DateTime, Utc};
 use std::collections::VecDeque;
 use std::ops::Range;
@@ -26,7 +27,7 @@ impl Ingest {
         let mut refused: Vec<(usize, String)> = Vec::new();
         // A range with the refusal it is known to fail with, or `None` when not tried yet.
         let mut pending: VecDeque<(Range<usize>, Option<String>)> = VecDeque::new();
-        pending.push_back((0..valid.len(), Some(first.to_string())));
+        pending.push_back((0..valid.len(), Some(chain(&first).to_string())));
         while let Some((range, failed)) = pending.pop_front() {
             match failed {
                 Some(error) if range.len() == 1 => refused.push((range.start, error)),
@@ -45,7 +46,9 @@ impl Ingest {
                             outcomes[i] = Some(outcome);
                         }
                     }
-                    Err(e) if e.is_rejection() => pending.push_front((range, Some(e.to_string()))),
+                    Err(e) if e.is_rejection() => {
+                        pending.push_front((range, Some(chain(&e).to_string())))
+                    }
                     Err(e) => return Err(e),
                 },
             }
@@ -53,7 +56,7 @@ impl Ingest {
         if refused.len() > 1 && outcomes.iter().all(Option::is_none) {
             tracing::error!(
                 states = valid.len(),
-                error = %first,
+                error = %chain(&first),
                 "The store refused every state of a batch, each alone: a fault of the store, not of the states; nothing is dropped and the batch will be redelivered."
             );
             return Err(first);

@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -76,7 +77,7 @@ impl Default for BatchSettings {
 /// A handler failed as a whole (e.g. the store is down): the whole batch is redelivered.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct HandlerError(pub String);
+pub struct HandlerError(#[source] pub Cause);
 
 /// Handles the batches of a [`EventBus::subscribe_batch`] subscription.
 #[async_trait]
@@ -108,7 +109,7 @@ pub enum BusError {
     Full(String),
     /// The bus could not be reached; the caller may retry.
     #[error("bus unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 }
 
 /// A running batch subscription. [`Subscription::unsubscribe`] stops it.

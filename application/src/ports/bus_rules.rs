@@ -10,7 +10,7 @@
 //! suite would pass on one bus for reasons the other does not share. Both call these functions.
 
 use super::{
-    BatchHandler, BatchSettings, BusError, HandlerError, LiveOptions, Message, Partitioning,
+    chain, BatchHandler, BatchSettings, BusError, HandlerError, LiveOptions, Message, Partitioning,
     Settle, MAX_IN_FLIGHT,
 };
 use std::sync::Arc;
@@ -246,7 +246,7 @@ pub fn judge<'a>(
             return Verdict::Failed;
         }
         Ok(Err(e)) => {
-            tracing::warn!(consumer, batch, error = %e, "A batch handler failed; the batch will be redelivered.");
+            tracing::warn!(consumer, batch, error = %chain(&e), "A batch handler failed; the batch will be redelivered.");
             return Verdict::Failed;
         }
         Err(e) => {

@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Site, SiteId};
 
@@ -15,7 +16,7 @@ pub enum DirectoryError {
     InUse(String),
     /// The backing store could not be reached or failed; the caller may retry.
     #[error("directory unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 }
 
 /// Accounts, sites and mowers.

@@ -7,6 +7,7 @@
 
 mod bus;
 pub mod bus_rules;
+pub mod cause;
 mod clock;
 mod directory;
 mod partitions;
@@ -20,6 +21,7 @@ pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
     Message, Publication, Settle, StartAt, Subscription, MAX_IN_FLIGHT,
 };
+pub use cause::{chain, Cause};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
 pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};

@@ -7,6 +7,7 @@
 //! ([`crate::projections::Projections`]) asks for one row beyond each ceiling (the sentinel) and
 //! cuts; the store never counts to say that a list was cut.
 
+use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use swath_domain::watch::{AlertKind, Severity};
@@ -18,10 +19,10 @@ use uuid::Uuid;
 pub enum ProjectionError {
     /// The store could not be reached or a statement failed; the caller may retry.
     #[error("projection store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     /// A stored row could not be read back (a bug or a manual edit).
     #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] Cause),
 }
 
 /// Who is looking: an account, optionally limited to some of its sites. Applied by every read
@@ -202,7 +203,7 @@ pub enum AssignmentError {
     Limit(String),
     /// The store could not be reached or failed; the caller may retry.
     #[error("assignment store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 }
 
 /// Operator assignments.

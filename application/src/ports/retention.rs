@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use swath_domain::MowerId;
@@ -8,7 +9,7 @@ pub enum RetentionError {
     /// The store could not be reached or a statement failed. What the failed step did not
     /// commit, it did not do; the next run does it.
     #[error("store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 }
 
 /// The two tables retention trims. Latest rows, health totals and day totals are kept forever.

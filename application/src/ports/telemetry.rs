@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
@@ -12,16 +13,16 @@ pub enum StoreError {
     /// The store could not be reached or a statement failed. Nothing of the batch is stored; the
     /// caller redelivers it.
     #[error("store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     /// A stored row could not be read back (a bug or a manual edit).
     #[error("stored data is corrupt: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] Cause),
     /// The store refused the data itself (a value it cannot keep, a constraint or trigger that
     /// refused it): trying the same data again fails the same way, unlike
     /// [`StoreError::Unavailable`]. Nothing of the batch is stored. The ingest path isolates the
     /// state that causes it (`Ingest::record_states_isolating`).
     #[error("the store refused the data: {0}")]
-    Rejected(String),
+    Rejected(#[source] Cause),
 }
 
 impl StoreError {

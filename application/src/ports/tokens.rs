@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -90,7 +91,7 @@ pub enum TokenError {
     #[error("account {0} does not exist")]
     UnknownAccount(AccountId),
     #[error("token store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
 }
 
 /// Bearer API tokens, stored hashed.

@@ -1,3 +1,4 @@
+use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
@@ -15,10 +16,10 @@ pub enum WatchError {
     /// The store could not be reached or a statement failed. Nothing of the unit of work is
     /// stored; the caller retries (a watcher batch is redelivered).
     #[error("watch store unavailable: {0}")]
-    Unavailable(String),
+    Unavailable(#[source] Cause),
     /// A stored row could not be read back (a bug or a manual edit).
     #[error("stored watch data is corrupt: {0}")]
-    Corrupt(String),
+    Corrupt(#[source] Cause),
     /// A limit of the store was reached (e.g. zones per mower); nothing was stored.
     #[error("{0}")]
     Limit(String),

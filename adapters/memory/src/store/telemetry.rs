@@ -134,10 +134,13 @@ impl TelemetryStore for MemoryStore {
                 continue;
             };
             let Some(site) = directory.sites.get(&mower.site_id) else {
-                return Err(StoreError::Corrupt(format!(
-                    "mower {mower_id} names site {} which does not exist",
-                    mower.site_id
-                )));
+                return Err(StoreError::Corrupt(
+                    format!(
+                        "mower {mower_id} names site {} which does not exist",
+                        mower.site_id
+                    )
+                    .into(),
+                ));
             };
             let rows = telemetry.get(mower_id);
             snapshots.insert(

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
+use swath_application::ports::Cause;
 use swath_application::ports::StoreError;
 use swath_domain::{
     AccountId, Activity, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, PositionRow,
@@ -48,8 +49,8 @@ pub(super) fn day_from(row: &PgRow) -> Result<DayTotals, StoreError> {
     })
 }
 
-pub(super) fn corrupt(what: impl std::fmt::Display) -> StoreError {
-    StoreError::Corrupt(what.to_string())
+pub(super) fn corrupt(what: impl Into<Cause>) -> StoreError {
+    StoreError::Corrupt(what.into())
 }
 
 pub(super) fn activity(name: &str) -> Result<Activity, StoreError> {

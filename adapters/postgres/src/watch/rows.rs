@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
+use swath_application::ports::Cause;
 use swath_application::ports::WatchError;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Occupancy, Zone, ZoneWatch};
@@ -19,12 +20,12 @@ pub(super) const WATCH_COLUMNS: &str =
 pub(super) const ALERT_COLUMNS: &str =
     "id, mower_id, account_id, kind, severity, raised_at, cleared_at, code";
 
-pub(super) fn unavailable(e: impl std::fmt::Display) -> WatchError {
-    WatchError::Unavailable(e.to_string())
+pub(super) fn unavailable(e: impl Into<Cause>) -> WatchError {
+    WatchError::Unavailable(e.into())
 }
 
-pub(super) fn corrupt(e: impl std::fmt::Display) -> WatchError {
-    WatchError::Corrupt(e.to_string())
+pub(super) fn corrupt(e: impl Into<Cause>) -> WatchError {
+    WatchError::Corrupt(e.into())
 }
 
 pub(super) fn activity(name: &str) -> Result<Activity, WatchError> {

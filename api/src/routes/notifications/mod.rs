@@ -23,7 +23,7 @@ pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
 
 use crate::error::ApiError;
 use crate::state::{AppState, NotificationPorts};
-use swath_application::ports::WatchError;
+use swath_application::ports::{chain, WatchError};
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
@@ -31,8 +31,8 @@ pub const TAG: &str = "notifications";
 impl From<WatchError> for ApiError {
     fn from(e: WatchError) -> Self {
         match e {
-            WatchError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
-            WatchError::Corrupt(_) => ApiError::Internal(e.to_string()),
+            WatchError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            WatchError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
             WatchError::Limit(detail) => ApiError::Conflict(detail),
         }
     }

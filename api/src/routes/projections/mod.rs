@@ -28,7 +28,7 @@ use crate::error::{ApiError, Resource};
 use crate::state::{AppState, LiveViews};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{AssignmentError, MowerCard, ProjectionError, SiteCard};
+use swath_application::ports::{chain, AssignmentError, MowerCard, ProjectionError, SiteCard};
 use swath_domain::{Assignment, Priority};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -39,8 +39,8 @@ pub const TAG: &str = "projections";
 impl From<ProjectionError> for ApiError {
     fn from(e: ProjectionError) -> Self {
         match e {
-            ProjectionError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
-            ProjectionError::Corrupt(_) => ApiError::Internal(e.to_string()),
+            ProjectionError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            ProjectionError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
         }
     }
 }
@@ -48,7 +48,7 @@ impl From<ProjectionError> for ApiError {
 impl From<AssignmentError> for ApiError {
     fn from(e: AssignmentError) -> Self {
         match e {
-            AssignmentError::Unavailable(_) => ApiError::Unavailable(e.to_string()),
+            AssignmentError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
             AssignmentError::Limit(detail) => ApiError::Conflict(detail),
             AssignmentError::Conflict(_) => ApiError::Conflict(
                 "An assignment with this id exists already; try again.".to_owned(),

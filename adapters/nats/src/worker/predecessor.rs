@@ -1,0 +1,196 @@
+//! The order of redeliveries: an unpartitioned consumer's earlier deliveries, a partition's
+//! leading redeliveries gathered and sorted, and a new pin's wait for its predecessor (see
+//! "Order after a crash" and "Order when a pin moves" in the module documentation of `worker`).
+
+use super::{delivery_count, stream_sequence, Kept, PullEnd, Worker};
+use async_nats::jetstream;
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use swath_application::ports::{chain, MAX_IN_FLIGHT};
+use tokio::time::Instant;
+
+/// How many `ack_wait`s a newly pinned worker waits at most for its predecessor's deliveries.
+const PREDECESSOR_PATIENCE: u32 = 4;
+
+impl Worker {
+    /// When a batch holds redeliveries: pulls on until a first delivery or nothing comes, so
+    /// that every redelivery served ahead of newer messages is in hand, and sorts them all by
+    /// stream sequence (a moved pin gets them rotated, `pinning.rs`). What exceeds one batch is
+    /// held, in order, for the next ones. `false` when stopped meanwhile.
+    pub(super) async fn gather_redeliveries(
+        &mut self,
+        batch: &mut Vec<jetstream::Message>,
+    ) -> bool {
+        if batch.iter().all(|m| delivery_count(m) <= 1) {
+            return true;
+        }
+        loop {
+            let mut more = Vec::new();
+            // A batch at a time: enough to reach the first newer message behind them.
+            let room = MAX_IN_FLIGHT
+                .saturating_sub(batch.len())
+                .clamp(1, self.max_batch);
+            let end = self.pull(self.no_wait(room), &mut more).await;
+            let lost = matches!(end, PullEnd::Lost { .. });
+            if !self.carry_on(end, &mut more).await {
+                self.give_back(batch).await;
+                return false;
+            }
+            let done = lost || more.is_empty() || more.iter().any(|m| delivery_count(m) <= 1);
+            batch.append(&mut more);
+            if done || batch.len() >= MAX_IN_FLIGHT {
+                break;
+            }
+        }
+        batch.sort_by_key(stream_sequence);
+        if batch.len() > self.max_batch {
+            self.held = batch.split_off(self.max_batch);
+        }
+        true
+    }
+
+    /// After a new pin, before the first batch under it is handled: waits until the consumer
+    /// has nothing unsettled but what this worker holds, taking the redeliveries that come due
+    /// meanwhile, and sorts it all by stream sequence. `false` when stopped meanwhile.
+    ///
+    /// The pin can move before the previous holder's deliveries are due, which decision 63's
+    /// timing does not cover: the consumer's leader changed (its node was killed or paused: the
+    /// new leader pins the oldest waiting pull) while the holder was handling a batch, or the
+    /// holder's renewals were lost during an election. The previous holder, alive, still
+    /// settles what it holds (a settlement needs no pin); dead, its deliveries come due within
+    /// `ack_wait` and are served before newer messages. Either way this worker must not handle
+    /// newer messages of the partition first. A wait longer than `PREDECESSOR_PATIENCE` times
+    /// `ack_wait` (a holder still at work on one batch after that long) is given up with a
+    /// warning: a partition must not stall for good.
+    pub(super) async fn await_predecessor(&mut self, batch: &mut Vec<jetstream::Message>) -> bool {
+        if !std::mem::take(&mut self.newly_pinned) {
+            return true;
+        }
+        let started = Instant::now();
+        let mut last_pull = Instant::now();
+        let mut logged = false;
+        loop {
+            let mine = batch.len() + self.held.len();
+            let others = match self.consumer.info().await {
+                Ok(info) => info.num_ack_pending.saturating_sub(mine),
+                Err(e) => {
+                    tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; retrying.");
+                    1
+                }
+            };
+            if others == 0 {
+                break;
+            }
+            if started.elapsed() >= self.timings.ack_wait * PREDECESSOR_PATIENCE {
+                tracing::warn!(consumer = %self.name, unsettled = others, "Deliveries of the partition's previous holder are still unsettled; handling newer messages now, so their order may not hold.");
+                break;
+            }
+            if !logged {
+                tracing::info!(consumer = %self.name, unsettled = others, "The partition's previous holder has deliveries unsettled; waiting for them to be settled or due.");
+                logged = true;
+            }
+            // Due redeliveries are served before newer messages: ask for as many as are
+            // missing, once they may be due (a pull sooner would bring newer messages only).
+            let room = MAX_IN_FLIGHT.saturating_sub(mine).min(others);
+            if room > 0 && last_pull.elapsed() >= self.timings.ack_wait {
+                let mut more = Vec::new();
+                let end = self.pull(self.no_wait(room), &mut more).await;
+                last_pull = Instant::now();
+                if !self.carry_on(end, &mut more).await {
+                    self.give_back(batch).await;
+                    return false;
+                }
+                batch.append(&mut more);
+                continue;
+            }
+            let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
+            if let Kept::Stopped = self.keep_alive(&mut sleep, batch, None, true).await {
+                self.give_back(batch).await;
+                return false;
+            }
+        }
+        if logged {
+            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling the partition after its previous holder's deliveries.");
+        }
+        batch.append(&mut self.held);
+        batch.sort_by_key(stream_sequence);
+        if batch.len() > self.max_batch {
+            self.held = batch.split_off(self.max_batch);
+        }
+        true
+    }
+
+    /// Before pulling (at start, after a lost pull or unconfirmed settlements): when the
+    /// consumer has deliveries still unsettled, makes sure they come before anything newer.
+    /// `false` when stopped meanwhile (what it took was handed back).
+    ///
+    /// Unsettled deliveries are either given back already (`-NAK`: JetStream serves them at
+    /// once, before new messages), in another replica's hands, or orphaned (a dead process's,
+    /// or lost with a connection: served again only once `ack_wait` expired). So: while the ack
+    /// floor is below the last delivered sequence seen at the start and `ack_wait` (plus a
+    /// margin) has not passed, one message is probed. A redelivery (sequence up to that last
+    /// delivered one) means they are being served: pull as usual. A newer message means some
+    /// are orphaned: it is kept (alive, unhandled) and the wait goes on, until they are settled
+    /// by their holder or due; it is then handled after them (see `next_batch`).
+    pub(super) async fn await_earlier_deliveries(&mut self) -> bool {
+        let started = Instant::now();
+        let expired =
+            self.timings.ack_wait + (self.timings.ack_wait / 10).max(Duration::from_secs(1));
+        let mut target = None;
+        let mut held: Vec<jetstream::Message> = Vec::new();
+        let mut logged = false;
+        loop {
+            match self.consumer.get_info().await {
+                Ok(info) if info.num_ack_pending <= held.len() => break,
+                Ok(info) => {
+                    let target = *target.get_or_insert(info.delivered.stream_sequence);
+                    if info.ack_floor.stream_sequence >= target {
+                        break;
+                    }
+                    if held.is_empty() {
+                        let mut probe = Vec::new();
+                        let end = self.pull(self.no_wait(1), &mut probe).await;
+                        if let PullEnd::Stopped = end {
+                            self.give_back(&probe).await;
+                            return false;
+                        }
+                        if let Some(message) = probe.pop() {
+                            let redelivery = stream_sequence(&message) <= target;
+                            held.push(message);
+                            if redelivery {
+                                break;
+                            }
+                        }
+                    }
+                    if !logged {
+                        tracing::info!(
+                            consumer = %self.name,
+                            unsettled = info.num_ack_pending,
+                            ack_wait = ?self.timings.ack_wait,
+                            "Earlier deliveries are unsettled; waiting for them to be settled or due before handling newer messages."
+                        );
+                        logged = true;
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; retrying.");
+                }
+            }
+            if started.elapsed() >= expired {
+                break;
+            }
+            let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
+            if let Kept::Stopped = self.keep_alive(&mut sleep, &held, None, true).await {
+                self.give_back(&held).await;
+                return false;
+            }
+        }
+        if logged {
+            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling messages again after earlier deliveries.");
+        }
+        self.recovering.store(false, Ordering::Relaxed);
+        self.held = held;
+        true
+    }
+}
