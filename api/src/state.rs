@@ -4,7 +4,7 @@ use std::sync::Arc;
 use swath_application::ports::{
     Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore, WatchStore,
 };
-use swath_application::{Access, Ingest, Submissions};
+use swath_application::{Access, Imports, Ingest, Submissions};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
@@ -42,6 +42,8 @@ pub struct AppState {
     pub access: Access,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
+    /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
+    pub imports: Imports,
 }
 
 /// The live projections' use case and the assignments it ranks.
@@ -70,6 +72,7 @@ impl AppState {
             revocations.clone(),
         );
         let submissions = Submissions::new(access.clone(), ingest.clone(), bus.clone());
+        let imports = Imports::new(access.clone(), telemetry.clone(), clock.clone());
         Self {
             directory,
             tokens,
@@ -82,6 +85,7 @@ impl AppState {
             revocations,
             access,
             submissions,
+            imports,
         }
     }
 
@@ -90,6 +94,7 @@ impl AppState {
         self.access = self.access.with_principal_ttl(ttl);
         self.submissions =
             Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
+        self.imports = self.imports.with_access(self.access.clone());
         self
     }
 
