@@ -127,19 +127,30 @@ pub async fn import_lines<R: AsyncBufRead + Unpin>(
     // (the outcome says only the reason).
     let mut lines: Vec<(u64, Option<String>)> = Vec::with_capacity(IMPORT_BATCH);
     loop {
-        let read = read_line(&mut input, &mut line).await?;
+        // On a failure to read, the lines read whole before it are stored all the same (their
+        // batch is written below), never the line it interrupted; then the import stops.
+        let (read, failed) = match read_line(&mut input, &mut line).await {
+            Ok(read) => (read, None),
+            Err(e) => (
+                LineRead {
+                    bytes: 0,
+                    cut: false,
+                },
+                Some(e),
+            ),
+        };
         bytes_read += read.bytes;
         if read.bytes > 0 {
             summary.lines += 1;
         }
-        if read.cut {
+        if failed.is_none() && read.cut {
             let invalid = InvalidReport::new(
                 DropReason::TooLarge,
                 format!("the line is longer than the {MAX_LINE_BYTES} bytes an import reads"),
             );
             lines.push((summary.lines, Some(invalid.detail.clone())));
             batch.push(Err(invalid));
-        } else {
+        } else if failed.is_none() {
             let text = line.trim_ascii();
             if !text.is_empty() {
                 let report = ingest.parse(text);
@@ -173,6 +184,9 @@ pub async fn import_lines<R: AsyncBufRead + Unpin>(
                 }
             }
             progress(&summary, bytes_read);
+        }
+        if let Some(e) = failed {
+            return Err(e.into());
         }
         if end {
             return Ok(summary);
