@@ -293,6 +293,33 @@ fn within_line(detail: &str) -> String {
 mod tests {
     use super::*;
 
+    /// Lines split across the reader's buffer, a line past the bound cut (and the rest of it
+    /// skipped, not read as lines), and a last line without its newline.
+    #[tokio::test]
+    async fn lines_are_read_one_at_a_time_and_cut_past_the_bound() {
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        let input = format!("ab\n{long}\n\ncd");
+        let mut reader = tokio::io::BufReader::with_capacity(3, input.as_bytes());
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let read = read_line(&mut reader, &mut line).await.unwrap();
+            if read.bytes == 0 {
+                break;
+            }
+            seen.push((read.bytes, read.cut, line.len()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (3, false, 3),
+                (long.len() as u64 + 1, true, MAX_LINE_BYTES),
+                (1, false, 1),
+                (2, false, 2),
+            ]
+        );
+    }
+
     #[test]
     fn a_parse_error_is_placed_within_its_line() {
         assert_eq!(

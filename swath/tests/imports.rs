@@ -459,3 +459,27 @@ async fn an_import_is_polled_only_by_its_account_and_sites() {
         StatusCode::BAD_REQUEST
     );
 }
+
+#[tokio::test]
+async fn a_replica_keeps_the_records_of_its_last_100_imports() {
+    let app = TestApp::spawn().await;
+    let mut ids = Vec::new();
+    for _ in 0..101 {
+        let response = import(&app, TOKEN_A_WRITE_ONLY, "").await;
+        assert_eq!(response.status, StatusCode::ACCEPTED);
+        ids.push(response.json()["id"].as_str().unwrap().to_owned());
+    }
+    for (id, expected) in [
+        (&ids[0], StatusCode::NOT_FOUND),
+        (&ids[1], StatusCode::OK),
+        (&ids[100], StatusCode::OK),
+    ] {
+        let response = app
+            .get(&format!("/v1/imports/{id}"), Some(TOKEN_A_WRITE_ONLY))
+            .await;
+        assert_eq!(
+            response.status, expected,
+            "the oldest only is forgotten: {id}"
+        );
+    }
+}
