@@ -1,6 +1,7 @@
 //! Imports made over the API (`POST /v1/imports`): the same NDJSON import as `swath import`
 //! ([`import_lines`]) on behalf of a token's principal, with a record of each import that its
-//! importer can poll while it runs and read once it is done.
+//! importer can read once it is done (it is updated after each batch, and its id is logged when
+//! it starts).
 //!
 //! Like `swath import`, an import stores history: the events W6 raises are stored (the events
 //! feed) but not published on the bus, and virtual zones (W7) are not evaluated, so an import of
@@ -108,14 +109,13 @@ impl Imports {
         self
     }
 
-    /// Imports `input` on behalf of `principal`: a record is made at once (`started` is told its
-    /// id before the first line is read), updated after each batch, and answered when the input
-    /// is read to its end or the import failed.
+    /// Imports `input` on behalf of `principal`: a record is made at once (its id logged),
+    /// updated after each batch, and answered when the input is read to its end or the import
+    /// failed.
     pub async fn run<R: AsyncBufRead + Unpin>(
         &self,
         principal: &Principal,
         input: R,
-        started: impl FnOnce(Uuid),
     ) -> ImportRecord {
         let id = Uuid::now_v7();
         self.keep(ImportRecord {
@@ -128,7 +128,7 @@ impl Imports {
             account_id: principal.account_id,
             sites: principal.sites.clone(),
         });
-        started(id);
+        tracing::info!(import_id = %id, account_id = %principal.account_id, "Import started.");
         let importer = Importer::Principal {
             access: &self.access,
             principal,

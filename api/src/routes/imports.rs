@@ -115,9 +115,9 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
         Empty lines are skipped (and counted as lines). A line may have at most 64 KiB (a \
         longer one is refused as `too_large`); the body at most 256 MiB.\n\n\
         The answer comes once the body is read and stored: `202` with the import's document \
-        and its `Location`, `GET /v1/imports/{id}`, where the import can also be followed \
-        while it runs (from another request). Check `status` and the counts: an import whose \
-        every line was refused is `done` too, with `stored` 0.",
+        and its `Location`, `GET /v1/imports/{id}`, which answers the same document afterwards \
+        (on this replica). Check `status` and the counts: an import whose every line was \
+        refused is `done` too, with `stored` 0.",
     security(("bearer" = ["write"]), ("bearer" = ["admin"])),
     request_body(content = String, description = "State reports, one JSON object per line \
         (NDJSON).", content_type = "application/x-ndjson", example = json!(IMPORT_EXAMPLE)),
@@ -165,7 +165,7 @@ pub async fn create_import(
         read: 0,
         over_limit: Arc::clone(&over_limit),
     };
-    let record = state.imports.run(&principal, input, |_| {}).await;
+    let record = state.imports.run(&principal, input).await;
     let id = record.id;
     let at = location(format!("/v1/imports/{id}"))?;
     let lines = record.summary.lines;
