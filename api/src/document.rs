@@ -53,6 +53,11 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
         .as_str()
         .map(str::to_owned);
     let has_body = operation.get("requestBody").is_some();
+    // The refusals of `ApiJson` (and their texts) are those of JSON bodies; an operation that
+    // reads another media type states its own.
+    let has_json_body = operation["requestBody"]["content"]
+        .get("application/json")
+        .is_some();
     let has_parameters = operation["parameters"]
         .as_array()
         .is_some_and(|p| p.iter().any(|p| p["in"] == "path" || p["in"] == "query"));
@@ -83,7 +88,7 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
             )
         });
     }
-    if path.starts_with("/v1/") && has_body {
+    if path.starts_with("/v1/") && has_json_body {
         responses.entry("413").or_insert_with(|| {
             problem_response("The body is larger than the 2 MiB this service accepts.")
         });
@@ -141,7 +146,11 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
 
 /// The problem the service answers with this status on this path.
 fn problem_example(path: &str, status: &str) -> Option<Value> {
-    let resource = match path.split('/').nth(2) {
+    let collection = path.split('/').nth(2);
+    if collection == Some("imports") {
+        return import_problem_example(path, status);
+    }
+    let resource = match collection {
         Some("sites") => Resource::Site,
         Some("tokens") => Resource::Token,
         Some("accounts") => Resource::Account,
@@ -169,6 +178,28 @@ fn problem_example(path: &str, status: &str) -> Option<Value> {
              `Europe/Berlin`)."
                 .into(),
         ),
+        "500" => ApiError::Internal(String::new()),
+        "503" => ApiError::Unavailable(String::new()),
+        _ => return None,
+    };
+    serde_json::to_value(error.problem()).ok()
+}
+
+/// The problem the import routes answer with this status (their scope, media type and limit
+/// are their own).
+fn import_problem_example(path: &str, status: &str) -> Option<Value> {
+    use crate::routes::imports;
+    let error = match status {
+        "400" if path == "/v1/imports" => ApiError::BadRequest(crate::dto::imports::input_failure(
+            5000,
+            "connection closed before message completed",
+        )),
+        "400" => ApiError::BadRequest("A path parameter is not valid: UUID parsing failed.".into()),
+        "401" => ApiError::InvalidToken,
+        "403" => imports::scope_error(),
+        "404" => ApiError::NotFound(Resource::Import),
+        "413" => imports::too_large_error(None),
+        "415" => imports::media_type_error(),
         "500" => ApiError::Internal(String::new()),
         "503" => ApiError::Unavailable(String::new()),
         _ => return None,

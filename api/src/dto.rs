@@ -10,8 +10,10 @@
 //! - [`directory`]: accounts, sites, mowers' requests, tokens.
 //! - [`reads`]: history, track (JSON and GeoJSON), day totals.
 //! - [`ingest`]: `POST /v1/states`.
+//! - [`imports`]: `POST /v1/imports` and the import's document.
 
 pub mod directory;
+pub mod imports;
 pub mod ingest;
 pub mod reads;
 

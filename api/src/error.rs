@@ -58,6 +58,7 @@ pub enum Resource {
     Geofence,
     Zone,
     Assignment,
+    Import,
 }
 
 impl Resource {
@@ -70,6 +71,7 @@ impl Resource {
             Resource::Geofence => "geofence",
             Resource::Zone => "zone",
             Resource::Assignment => "assignment",
+            Resource::Import => "import",
         }
     }
 }

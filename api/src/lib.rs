@@ -87,7 +87,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
             ingestion over HTTP, API tokens, and the operations endpoints.\n\n\
             Authenticate with an API token of your account: `Authorization: Bearer <token>`. \
             Scopes: `read` for every `GET`, `write` for ingestion and directory changes, `admin` \
-            for accounts and tokens. A token sees its account only (and only some of its sites, \
+            for accounts and tokens; imports take `write` or `admin`. A token sees its account only (and only some of its sites, \
             when it is limited to them); an id of another account answers `404`, exactly like an \
             unknown id.\n\n\
             Lists are paged with `limit` (1 to 1000, default 100) and an opaque `cursor`: each \
@@ -106,6 +106,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
         (name = routes::mowers::TAG, description = "The mowers of the directory, with their latest states."),
         (name = routes::telemetry::TAG, description = "A mower's latest state, health totals, history, track and day totals."),
         (name = routes::states::TAG, description = "State reports over HTTP, through the same path as the bus."),
+        (name = routes::imports::TAG, description = "History in bulk: NDJSON state reports, imported as `swath import` imports a file, and the import's progress and result. Scope `write` or `admin`."),
         (name = routes::sites::TAG, description = "The sites of the account and their time zones."),
         (name = routes::tokens::TAG, description = "API tokens of the account. Scope `admin`."),
         (name = routes::accounts::TAG, description = "The token's account, and new accounts. Scope `admin`."),
@@ -158,6 +159,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_track))
         .routes(routes!(routes::telemetry::get_mower_days))
         .routes(routes!(routes::states::record_states))
+        .routes(routes!(routes::imports::create_import))
+        .routes(routes!(routes::imports::get_import))
         .routes(routes!(
             routes::sites::list_sites,
             routes::sites::create_site

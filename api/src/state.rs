@@ -5,7 +5,7 @@ use swath_application::ports::{
     Clock, DirectoryAdmin, EventBus, GeofenceStore, NotificationFeed, TelemetryStore, TokenStore,
     WatchStore, ZoneStore,
 };
-use swath_application::{Access, Ingest, Submissions};
+use swath_application::{Access, Imports, Ingest, Submissions};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
@@ -43,6 +43,8 @@ pub struct AppState {
     pub access: Access,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
+    /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
+    pub imports: Imports,
 }
 
 /// The notification side's ports, one per concern (decision 95): each route takes the one it
@@ -100,6 +102,7 @@ impl AppState {
             revocations.clone(),
         );
         let submissions = Submissions::new(access.clone(), ingest.clone(), bus.clone());
+        let imports = Imports::new(access.clone(), telemetry.clone(), clock.clone());
         Self {
             directory,
             tokens,
@@ -112,6 +115,7 @@ impl AppState {
             revocations,
             access,
             submissions,
+            imports,
         }
     }
 
@@ -120,6 +124,7 @@ impl AppState {
         self.access = self.access.with_cache_ttl(ttl);
         self.submissions =
             Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
+        self.imports = self.imports.with_access(self.access.clone());
         self
     }
 

@@ -3,9 +3,11 @@
 //! would have given. A backfill of states older than a mower's live ones counts: they are merged
 //! into the health and day totals (W4, W5), and the summary says how many were.
 
+use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
 use std::collections::BTreeMap;
-use swath_domain::{DropReason, StateCounts, StateOutcome};
+use swath_domain::Principal;
+use swath_domain::{DropReason, InvalidReport, StateCounts, StateOutcome, StateReport};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// States per transaction.
@@ -14,9 +16,17 @@ pub const IMPORT_BATCH: usize = 200;
 /// The most refused lines an [`ImportSummary`] names one by one (all are counted in `dropped`).
 pub const NAMED_REFUSALS: usize = 100;
 
+/// The longest line an import reads (64 KiB). A state report has at most 16 KiB
+/// (docs/rules.md §2), so a longer line is refused as `too_large` all the same; past this bound
+/// the rest of the line is skipped as it is read, never held, so that an input without newlines
+/// cannot fill the memory.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
 /// What an import did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportSummary {
+    /// Lines read, empty ones included: the number of the last line read.
+    pub lines: u64,
     /// Non-empty lines read.
     pub reports: u64,
     /// Reports stored or already stored (`counts.new_states() + counts.duplicates`).
@@ -60,48 +70,103 @@ pub enum ImportError {
         #[source]
         source: IngestError,
     },
+    /// The tenant filter could not read the directory (an import for a principal).
+    #[error("could not read the directory (after {stored} stored states): {source}")]
+    Directory {
+        stored: u64,
+        #[source]
+        source: AccessError,
+    },
 }
 
-/// Imports NDJSON reports from `input`. `progress` is called after each batch with the number of
-/// bytes read so far.
+/// On whose behalf an import stores its lines.
+#[derive(Clone, Copy)]
+pub enum Importer<'a> {
+    /// An operator of the deployment (`swath import`): any account's mowers; the write rules
+    /// (W0) refuse the unknown ones, naming `unknown_mower` or `account_mismatch`.
+    Operator,
+    /// A token's principal (`POST /v1/imports`): the tenant filter of
+    /// [`Access::filter_states`] first (a report of another account is `account_mismatch`, a
+    /// mower the principal cannot see `unknown_mower`), then W0, whose refusals are answered as
+    /// an unknown mower (as `POST /v1/states` answers them), which does not tell that another
+    /// account's mower exists.
+    Principal {
+        access: &'a Access,
+        principal: &'a Principal,
+    },
+}
+
+/// Imports NDJSON reports from `input` as an operator. `progress` is called after each batch
+/// with the number of bytes read so far.
 pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
     ingest: &Ingest,
-    mut input: R,
+    input: R,
     mut progress: impl FnMut(u64),
+) -> Result<ImportSummary, ImportError> {
+    import_lines(ingest, Importer::Operator, input, |_, bytes| {
+        progress(bytes)
+    })
+    .await
+}
+
+/// Imports NDJSON reports from `input` on behalf of `importer`, [`IMPORT_BATCH`] per unit of
+/// work, reading one line at a time (a line longer than [`MAX_LINE_BYTES`] is refused as
+/// `too_large` without being held whole). `progress` is called after each batch with the
+/// summary so far and the number of bytes read.
+pub async fn import_lines<R: AsyncBufRead + Unpin>(
+    ingest: &Ingest,
+    importer: Importer<'_>,
+    mut input: R,
+    mut progress: impl FnMut(&ImportSummary, u64),
 ) -> Result<ImportSummary, ImportError> {
     let mut summary = ImportSummary::default();
     let mut bytes_read = 0u64;
     let mut line = Vec::new();
-    let mut line_no = 0u64;
     let mut batch = Vec::with_capacity(IMPORT_BATCH);
     // The line number of each report of `batch`, and why a report that failed validation did
     // (the outcome says only the reason).
     let mut lines: Vec<(u64, Option<String>)> = Vec::with_capacity(IMPORT_BATCH);
     loop {
-        line.clear();
-        let n = input.read_until(b'\n', &mut line).await?;
-        bytes_read += n as u64;
-        if n > 0 {
-            line_no += 1;
+        // On a failure to read, the lines read whole before it are stored all the same (their
+        // batch is written below), never the line it interrupted; then the import stops.
+        let (read, failed) = match read_line(&mut input, &mut line).await {
+            Ok(read) => (read, None),
+            Err(e) => (
+                LineRead {
+                    bytes: 0,
+                    cut: false,
+                },
+                Some(e),
+            ),
+        };
+        bytes_read += read.bytes;
+        if read.bytes > 0 {
+            summary.lines += 1;
         }
-        let text = line.trim_ascii();
-        if !text.is_empty() {
-            let report = ingest.parse(text);
-            lines.push((
-                line_no,
-                report.as_ref().err().map(|e| within_line(&e.detail)),
-            ));
-            batch.push(report);
+        if failed.is_none() && read.cut {
+            let invalid = InvalidReport::new(
+                DropReason::TooLarge,
+                format!("the line is longer than the {MAX_LINE_BYTES} bytes an import reads"),
+            );
+            lines.push((summary.lines, Some(invalid.detail.clone())));
+            batch.push(Err(invalid));
+        } else if failed.is_none() {
+            let text = line.trim_ascii();
+            if !text.is_empty() {
+                let report = ingest.parse(text);
+                lines.push((
+                    summary.lines,
+                    report.as_ref().err().map(|e| within_line(&e.detail)),
+                ));
+                batch.push(report);
+            }
         }
-        if batch.len() == IMPORT_BATCH || (n == 0 && !batch.is_empty()) {
+        let end = read.bytes == 0;
+        if batch.len() == IMPORT_BATCH || (end && !batch.is_empty()) {
             summary.reports += batch.len() as u64;
-            let (outcomes, counts) = ingest
-                .record_counted(std::mem::take(&mut batch))
-                .await
-                .map_err(|source| ImportError::Store {
-                    stored: summary.stored,
-                    source,
-                })?;
+            let batch = std::mem::take(&mut batch);
+            let (outcomes, counts) =
+                store(ingest, importer, batch, &mut lines, summary.stored).await?;
             summary.counts.add(&counts);
             for (outcome, (line, detail)) in outcomes.into_iter().zip(lines.drain(..)) {
                 match outcome {
@@ -118,10 +183,99 @@ pub async fn import_ndjson<R: AsyncBufRead + Unpin>(
                     }
                 }
             }
-            progress(bytes_read);
+            progress(&summary, bytes_read);
         }
-        if n == 0 {
+        if let Some(e) = failed {
+            return Err(e.into());
+        }
+        if end {
             return Ok(summary);
+        }
+    }
+}
+
+/// Records one batch for `importer`. For a principal, the tenant filter's refusals get their
+/// detail in `lines`, and W0's refusals become `unknown_mower` (see [`Importer::Principal`]).
+async fn store(
+    ingest: &Ingest,
+    importer: Importer<'_>,
+    mut batch: Vec<Result<StateReport, InvalidReport>>,
+    lines: &mut [(u64, Option<String>)],
+    stored: u64,
+) -> Result<(Vec<StateOutcome>, StateCounts), ImportError> {
+    let filtered = match importer {
+        Importer::Operator => None,
+        Importer::Principal { access, principal } => {
+            let valid_before: Vec<bool> = batch.iter().map(Result::is_ok).collect();
+            access
+                .filter_states(principal, &mut batch)
+                .await
+                .map_err(|source| ImportError::Directory { stored, source })?;
+            for ((report, was_valid), (_, detail)) in
+                batch.iter().zip(&valid_before).zip(lines.iter_mut())
+            {
+                if let (Err(refusal), true) = (report, was_valid) {
+                    *detail = Some(refusal.detail.clone());
+                }
+            }
+            Some(batch.iter().map(Result::is_ok).collect::<Vec<bool>>())
+        }
+    };
+    let (mut outcomes, counts) = ingest
+        .record_counted(batch)
+        .await
+        .map_err(|source| ImportError::Store { stored, source })?;
+    if let Some(valid) = filtered {
+        for ((outcome, valid), (_, detail)) in outcomes.iter_mut().zip(valid).zip(lines) {
+            if let (StateOutcome::Dropped(reason), true) = (*outcome, valid) {
+                if reason != DropReason::RejectedByStore {
+                    *outcome = StateOutcome::Dropped(DropReason::UnknownMower);
+                    *detail = Some(MOWER_NOT_VISIBLE.to_owned());
+                }
+            }
+        }
+    }
+    Ok((outcomes, counts))
+}
+
+/// What [`read_line`] read.
+struct LineRead {
+    /// Bytes consumed from the input, the newline included; 0 at the end of the input.
+    bytes: u64,
+    /// The line was longer than [`MAX_LINE_BYTES`]: `line` holds only its beginning.
+    cut: bool,
+}
+
+/// Reads the next line into `line` (without keeping more than [`MAX_LINE_BYTES`] of it), so
+/// that an input without newlines is never held whole.
+async fn read_line<R: AsyncBufRead + Unpin>(
+    input: &mut R,
+    line: &mut Vec<u8>,
+) -> std::io::Result<LineRead> {
+    line.clear();
+    let mut read = LineRead {
+        bytes: 0,
+        cut: false,
+    };
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(read);
+        }
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(i) => (&available[..=i], true),
+            None => (available, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(line.len());
+        if chunk.len() > room {
+            read.cut = true;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let n = chunk.len();
+        input.consume(n);
+        read.bytes += n as u64;
+        if done {
+            return Ok(read);
         }
     }
 }
@@ -138,6 +292,33 @@ fn within_line(detail: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines split across the reader's buffer, a line past the bound cut (and the rest of it
+    /// skipped, not read as lines), and a last line without its newline.
+    #[tokio::test]
+    async fn lines_are_read_one_at_a_time_and_cut_past_the_bound() {
+        let long = "x".repeat(MAX_LINE_BYTES + 10);
+        let input = format!("ab\n{long}\n\ncd");
+        let mut reader = tokio::io::BufReader::with_capacity(3, input.as_bytes());
+        let mut line = Vec::new();
+        let mut seen = Vec::new();
+        loop {
+            let read = read_line(&mut reader, &mut line).await.unwrap();
+            if read.bytes == 0 {
+                break;
+            }
+            seen.push((read.bytes, read.cut, line.len()));
+        }
+        assert_eq!(
+            seen,
+            [
+                (3, false, 3),
+                (long.len() as u64 + 1, true, MAX_LINE_BYTES),
+                (1, false, 1),
+                (2, false, 2),
+            ]
+        );
+    }
 
     #[test]
     fn a_parse_error_is_placed_within_its_line() {

@@ -14,7 +14,9 @@
 //!   work (the ingest consumer's handler).
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
-//! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
+//! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
+//!   operator (`swath import`) or a token's principal.
+//! - [`imports`]: the imports made over the API, and the records their importers poll.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
 //!   sweep (docs/rules.md §4).
@@ -29,6 +31,7 @@
 pub mod access;
 pub mod group_commit;
 pub mod import;
+pub mod imports;
 pub mod ingest;
 pub mod ports;
 pub mod projections;
@@ -40,6 +43,7 @@ pub mod submissions;
 pub mod watcher;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
+pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};

@@ -16,9 +16,10 @@ use helpers::{TestApp, TOKEN_A_ADMIN, TOKEN_B};
 use serde_json::Value;
 use uuid::Uuid;
 
-/// B's resource of each collection a path may name.
-fn foreign_id(app: &TestApp, collection: &str) -> Option<Uuid> {
+/// B's resource of each collection a path may name (`b_import`: an import B made).
+fn foreign_id(app: &TestApp, collection: &str, b_import: Uuid) -> Option<Uuid> {
     Some(match collection {
+        "imports" => b_import,
         "mowers" => app.b.mowers[0].0,
         "sites" => app.b.sites[0].0,
         "accounts" => app.b.account_id.0,
@@ -36,7 +37,7 @@ struct Call {
 
 /// Every operation of the document with an id in its path, once with B's ids and once with
 /// unknown ones.
-fn calls(app: &TestApp, doc: &Value) -> Vec<(String, Call, Call)> {
+fn calls(app: &TestApp, doc: &Value, b_import: Uuid) -> Vec<(String, Call, Call)> {
     let mut calls = Vec::new();
     for (template, item) in doc["paths"].as_object().unwrap() {
         if !template.contains('{') {
@@ -61,7 +62,7 @@ fn calls(app: &TestApp, doc: &Value) -> Vec<(String, Call, Call)> {
                 };
                 let collection = segments[i - 1];
                 let nested = segments[..i - 1].iter().any(|s| s.starts_with('{'));
-                let id = match foreign_id(app, collection) {
+                let id = match foreign_id(app, collection, b_import) {
                     Some(id) => id,
                     None if nested => Uuid::now_v7(),
                     None => panic!(
@@ -125,7 +126,19 @@ async fn send(app: &TestApp, call: &Call) -> helpers::TestResponse {
 async fn another_accounts_ids_answer_exactly_like_unknown_ids_on_every_documented_route() {
     let app = TestApp::spawn().await;
     let doc = serde_json::to_value(swath_api::openapi()).unwrap();
-    let calls = calls(&app, &doc);
+    // An import of B's (an empty one: its record is what the sweep asks for).
+    let b_import = app
+        .send_body(
+            Method::POST,
+            "/v1/imports",
+            Some(TOKEN_B),
+            &[("content-type", "application/x-ndjson")],
+            "",
+        )
+        .await;
+    assert_eq!(b_import.status, StatusCode::ACCEPTED);
+    let b_import: Uuid = b_import.json()["id"].as_str().unwrap().parse().unwrap();
+    let calls = calls(&app, &doc, b_import);
     assert!(
         calls.len() >= 15,
         "the sweep found only {} operations",
@@ -161,6 +174,7 @@ async fn another_accounts_ids_answer_exactly_like_unknown_ids_on_every_documente
         format!("/v1/sites/{}", app.b.sites[0]),
         format!("/v1/accounts/{}", app.b.account_id),
         format!("/v1/tokens/{}", app.token_ids[TOKEN_B]),
+        format!("/v1/imports/{b_import}"),
     ] {
         let response = app.get(&path, Some(TOKEN_B)).await;
         assert_eq!(response.status, StatusCode::OK, "{path}");

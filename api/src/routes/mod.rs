@@ -8,6 +8,7 @@
 //! the page's limit.
 
 pub mod accounts;
+pub mod imports;
 pub mod live;
 pub mod mowers;
 pub mod notifications;

@@ -1,0 +1,256 @@
+//! Imports made over the API (`POST /v1/imports`): the same NDJSON import as `swath import`
+//! ([`import_lines`]) on behalf of a token's principal, with a record of each import that its
+//! importer can read once it is done (it is updated after each batch, and its id is logged when
+//! it starts).
+//!
+//! Like `swath import`, an import stores history: the events W6 raises are stored (the events
+//! feed) but not published on the bus, and virtual zones (W7) are not evaluated, so an import of
+//! the past pages no one (decision 105). The records are kept in this process's memory, the last
+//! [`KEPT_IMPORTS`] of them (decision 106).
+
+use crate::access::Access;
+use crate::import::{import_lines, ImportError, ImportSummary, Importer};
+use crate::ingest::Ingest;
+use crate::ports::{
+    BatchHandler, BatchSettings, BusError, Clock, EventBus, LiveOptions, LiveSubscription,
+    Subscription, TelemetryStore,
+};
+use async_trait::async_trait;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use swath_domain::Principal;
+use swath_domain::{AccountId, SiteId};
+use tokio::io::AsyncBufRead;
+use uuid::Uuid;
+
+/// The import records a process keeps: the newest, finished ones evicted first.
+pub const KEPT_IMPORTS: usize = 100;
+
+/// Where an import is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ImportStatus {
+    /// Lines are being read and stored; the counts grow after each batch.
+    Running,
+    /// Every line was read; the counts are final.
+    Done,
+    /// The import stopped (`error` says why); what it stored before stays stored, and importing
+    /// the same lines again is safe.
+    Failed,
+}
+
+/// Why an import stopped, for people (the causes are logged, never shown: a store's error may
+/// name its internals).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImportFailure {
+    /// The input could not be read to its end (the client went away, or sent more than
+    /// allowed): the reader's error.
+    Input(String),
+    /// The store or the directory failed; nothing of the failed batch is stored.
+    Store,
+}
+
+/// One import, as its importer sees it.
+#[derive(Clone, Debug)]
+pub struct ImportRecord {
+    pub id: Uuid,
+    pub status: ImportStatus,
+    pub started_at: DateTime<Utc>,
+    /// When it ended (done or failed).
+    pub finished_at: Option<DateTime<Utc>>,
+    /// The counts and the first refused lines, so far.
+    pub summary: ImportSummary,
+    /// Why it failed.
+    pub failure: Option<ImportFailure>,
+    account_id: AccountId,
+    /// The importer's sites (`None`: every site of the account).
+    sites: Option<Vec<SiteId>>,
+}
+
+impl ImportRecord {
+    /// Whether `principal` may read this record: a principal of the same account that sees at
+    /// least every site the importer saw (its refused lines may name what those sites hold).
+    fn visible_to(&self, principal: &Principal) -> bool {
+        principal.account_id == self.account_id
+            && match (&principal.sites, &self.sites) {
+                (None, _) => true,
+                (Some(_), None) => false,
+                (Some(theirs), Some(ours)) => ours.iter().all(|s| theirs.contains(s)),
+            }
+    }
+}
+
+/// The import use case of the API.
+#[derive(Clone)]
+pub struct Imports {
+    access: Access,
+    ingest: Arc<Ingest>,
+    clock: Arc<dyn Clock>,
+    records: Arc<Mutex<VecDeque<ImportRecord>>>,
+}
+
+impl Imports {
+    /// Imports into `telemetry` through an ingest use case of their own, whose bus publishes
+    /// nothing (see the module).
+    pub fn new(access: Access, telemetry: Arc<dyn TelemetryStore>, clock: Arc<dyn Clock>) -> Self {
+        let ingest = Ingest::new(telemetry, Arc::new(Unpublished), Arc::clone(&clock));
+        Self {
+            access,
+            ingest: Arc::new(ingest),
+            clock,
+            records: Arc::default(),
+        }
+    }
+
+    /// The same imports with another access service (a principal cache of another bound); the
+    /// records are shared.
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Imports `input` on behalf of `principal`: a record is made at once (its id logged),
+    /// updated after each batch, and answered when the input is read to its end or the import
+    /// failed.
+    pub async fn run<R: AsyncBufRead + Unpin>(
+        &self,
+        principal: &Principal,
+        input: R,
+    ) -> ImportRecord {
+        let id = Uuid::now_v7();
+        self.keep(ImportRecord {
+            id,
+            status: ImportStatus::Running,
+            started_at: self.clock.now(),
+            finished_at: None,
+            summary: ImportSummary::default(),
+            failure: None,
+            account_id: principal.account_id,
+            sites: principal.sites.clone(),
+        });
+        tracing::info!(import_id = %id, account_id = %principal.account_id, "Import started.");
+        let importer = Importer::Principal {
+            access: &self.access,
+            principal,
+        };
+        let result = import_lines(&self.ingest, importer, input, |summary, _| {
+            self.update(id, |r| r.summary = summary.clone());
+        })
+        .await;
+        let finished_at = self.clock.now();
+        let (status, failure) = match &result {
+            Ok(summary) => {
+                tracing::info!(import_id = %id, account_id = %principal.account_id, reports = summary.reports, stored = summary.stored, "Import done.");
+                (ImportStatus::Done, None)
+            }
+            Err(e) => {
+                tracing::warn!(import_id = %id, account_id = %principal.account_id, error = %e, "Import failed; what it stored before stays stored.");
+                let failure = match e {
+                    ImportError::Read(e) => ImportFailure::Input(e.to_string()),
+                    ImportError::Store { .. } | ImportError::Directory { .. } => {
+                        ImportFailure::Store
+                    }
+                };
+                (ImportStatus::Failed, Some(failure))
+            }
+        };
+        let mut record = None;
+        self.update(id, |r| {
+            if let Ok(summary) = result {
+                r.summary = summary;
+            }
+            r.status = status;
+            r.failure = failure.clone();
+            r.finished_at = Some(finished_at);
+            record = Some(r.clone());
+        });
+        // Evicted while it ran (more than `KEPT_IMPORTS` imports running at once): what it had
+        // counted is answered all the same.
+        record.unwrap_or_else(|| ImportRecord {
+            id,
+            status,
+            started_at: finished_at,
+            finished_at: Some(finished_at),
+            summary: ImportSummary::default(),
+            failure,
+            account_id: principal.account_id,
+            sites: principal.sites.clone(),
+        })
+    }
+
+    /// The record of import `id`, when `principal` may read it; `None` for an unknown id, one
+    /// evicted, one made by another replica, another account's, or one of sites the principal
+    /// does not see, alike.
+    pub fn get(&self, principal: &Principal, id: Uuid) -> Option<ImportRecord> {
+        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        records
+            .iter()
+            .find(|r| r.id == id)
+            .filter(|r| r.visible_to(principal))
+            .cloned()
+    }
+
+    /// Keeps `record`, evicting the oldest finished record (or, when all run, the oldest) beyond
+    /// [`KEPT_IMPORTS`].
+    fn keep(&self, record: ImportRecord) {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        if records.len() >= KEPT_IMPORTS {
+            let oldest_finished = records
+                .iter()
+                .position(|r| r.status != ImportStatus::Running)
+                .unwrap_or(0);
+            records.remove(oldest_finished);
+        }
+        records.push_back(record);
+    }
+
+    fn update(&self, id: Uuid, change: impl FnOnce(&mut ImportRecord)) {
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(record) = records.iter_mut().find(|r| r.id == id) {
+            change(record);
+        }
+    }
+}
+
+/// The bus of an import's ingest: a publication goes nowhere (an import of history pages no
+/// one); subscriptions are refused, nothing subscribes to it.
+struct Unpublished;
+
+#[async_trait]
+impl EventBus for Unpublished {
+    async fn publish(
+        &self,
+        _subject: &str,
+        _payload: Bytes,
+        _dedup_id: Option<String>,
+    ) -> Result<(), BusError> {
+        Ok(())
+    }
+
+    async fn subscribe_batch(
+        &self,
+        _subject: &str,
+        _consumer: &str,
+        _settings: BatchSettings,
+        _handler: Arc<dyn BatchHandler>,
+    ) -> Result<Subscription, BusError> {
+        Err(BusError::Refused(
+            "an import's bus publishes nothing to subscribe to".to_owned(),
+        ))
+    }
+
+    async fn subscribe(
+        &self,
+        _subject: &str,
+        _options: LiveOptions,
+    ) -> Result<LiveSubscription, BusError> {
+        Err(BusError::Refused(
+            "an import's bus publishes nothing to subscribe to".to_owned(),
+        ))
+    }
+
+    async fn ping(&self) -> Result<(), BusError> {
+        Ok(())
+    }
+}
