@@ -295,6 +295,21 @@ impl Access {
             .collect())
     }
 
+    /// The principal's visible mowers with their sites (the live stream's site filter).
+    pub async fn visible_mower_sites(
+        &self,
+        principal: &Principal,
+    ) -> Result<HashMap<MowerId, SiteId>, AccessError> {
+        Ok(self
+            .directory
+            .mowers(principal.account_id)
+            .await?
+            .into_iter()
+            .filter(|m| sees(principal, m.account_id, m.site_id))
+            .map(|m| (m.id, m.site_id))
+            .collect())
+    }
+
     /// The mowers a feed (events, alerts) may show: `None` (the whole account) for an unlimited
     /// principal without a filter; otherwise the visible ones, narrowed to `only`. A filter naming
     /// an invisible mower gives an empty list, exactly like an unknown one.

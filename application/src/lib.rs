@@ -12,6 +12,8 @@
 //!   the bus handler that feeds it.
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
 //!   work (the ingest consumer's handler).
+//! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
+//!   from, and each stream's visibility and filters.
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path.
@@ -30,6 +32,7 @@ pub mod access;
 pub mod group_commit;
 pub mod import;
 pub mod ingest;
+pub mod live_feed;
 pub mod ports;
 pub mod projections;
 pub mod retention;
