@@ -1,6 +1,7 @@
 //! What every handler can reach: the ports, chosen once by `main` (or a test), behind `Arc<dyn _>`.
 
 use std::sync::Arc;
+use swath_application::live_feed::LiveFeed;
 use swath_application::ports::{
     Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore, WatchStore,
 };
@@ -42,6 +43,9 @@ pub struct AppState {
     pub access: Access,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
+    /// The numbered feed the live stream sends and resumes from, one per process, started by
+    /// the first stream (decision 101).
+    pub live_feed: Arc<tokio::sync::OnceCell<LiveFeed>>,
 }
 
 /// The live projections' use case and the assignments it ranks.
@@ -82,6 +86,7 @@ impl AppState {
             revocations,
             access,
             submissions,
+            live_feed: Arc::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! # Layout
 //! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
 //!   short-lived cache of token principals.
+//! - [`availability`]: whether a mower is online, the live views' rule, for every mower read.
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
@@ -29,6 +30,7 @@
 //!   HTTP lists' pages) whether it was cut.
 
 pub mod access;
+pub mod availability;
 pub mod group_commit;
 pub mod import;
 pub mod ingest;
