@@ -200,7 +200,7 @@ pub struct MowerSummary {
     /// Whether the mower is online: it has reported, and has not been silent for the offline
     /// period (`SWATH_OFFLINE_AFTER_SECONDS`, default 600 s; docs/rules.md §4). The same rule as
     /// the live views' `offline`.
-    #[schema(example = true)]
+    #[schema(example = false)]
     pub online: bool,
     /// When Swath last received a state of the mower (UTC, to the microsecond); `null` while it
     /// has not reported.
@@ -208,11 +208,11 @@ pub struct MowerSummary {
     pub last_seen_at: Option<DateTime<Utc>>,
     /// Why the mower is not online: `never_reported`, or `silent` (no state for the offline
     /// period: its `offline` alert is open); `null` while online.
-    #[schema(required = true, example = json!(null))]
+    #[schema(required = true)]
     pub offline_reason: Option<OfflineReason>,
     /// When the mower went offline (its `offline` alert was raised); `null` unless
     /// `offline_reason` is `silent`.
-    #[schema(required = true, example = json!(null))]
+    #[schema(required = true, example = "2026-05-01T10:25:30.123456Z")]
     pub offline_since: Option<DateTime<Utc>>,
     /// The latest state, or `null` while the mower has not reported yet.
     #[schema(required = true)]
@@ -223,10 +223,10 @@ pub struct MowerSummary {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OfflineReason {
-    /// No state was ever received.
-    NeverReported,
     /// Silent for the offline period.
     Silent,
+    /// No state was ever received.
+    NeverReported,
 }
 
 impl MowerSummary {

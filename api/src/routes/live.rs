@@ -97,6 +97,7 @@ pub enum AlertChangeKind {
 pub struct StreamAlert {
     /// The alert's kind (one is open per kind and mower until cleared).
     pub kind: AlertKindDto,
+    /// Whether the event raised the alert or cleared it.
     pub change: AlertChangeKind,
 }
 
@@ -107,6 +108,7 @@ pub struct StreamEvent {
     #[serde(flatten)]
     pub event: EventDto,
     /// `null`: the event raises or clears no alert (`mowing_*`, `zone_*`).
+    #[schema(required = true, nullable, inline)]
     pub alert: Option<StreamAlert>,
 }
 
