@@ -20,6 +20,7 @@ pub mod reads;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use swath_application::availability::{self, Availability};
 use swath_domain::{self as domain, HealthTotals, LatestRow, Mower};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -194,16 +195,60 @@ pub struct MowerSummary {
     /// Blade time after which the blade is due for replacement, in seconds.
     #[schema(example = 360000.0)]
     pub blade_threshold_seconds: f64,
+    /// The name of the mower's site.
+    #[schema(example = "Park North")]
+    pub site_name: String,
+    /// Whether the mower is online: it has reported, and has not been silent for the offline
+    /// period (`SWATH_OFFLINE_AFTER_SECONDS`, default 600 s; docs/rules.md §4). The same rule as
+    /// the live views' `offline`.
+    #[schema(example = false)]
+    pub online: bool,
+    /// When Swath last received a state of the mower (UTC, to the microsecond); `null` while it
+    /// has not reported.
+    #[schema(required = true, example = "2026-05-01T10:15:30.123456Z")]
+    pub last_seen_at: Option<DateTime<Utc>>,
+    /// Why the mower is not online: `never_reported`, or `silent` (no state for the offline
+    /// period: its `offline` alert is open); `null` while online.
+    #[schema(required = true)]
+    pub offline_reason: Option<OfflineReason>,
+    /// When the mower went offline (its `offline` alert was raised); `null` unless
+    /// `offline_reason` is `silent`.
+    #[schema(required = true, example = "2026-05-01T10:25:30.123456Z")]
+    pub offline_since: Option<DateTime<Utc>>,
     /// The latest state, or `null` while the mower has not reported yet.
     #[schema(required = true)]
     pub state: Option<MowerState>,
 }
 
+/// Why a mower is not online.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OfflineReason {
+    /// Silent for the offline period.
+    Silent,
+    /// No state was ever received.
+    NeverReported,
+}
+
 impl MowerSummary {
-    pub fn new(mower: &Mower, latest: Option<&LatestRow>) -> Self {
+    /// A mower as every read shows it: its site's name, its availability and its latest state.
+    pub fn new(
+        mower: &Mower,
+        site_name: String,
+        latest: Option<&LatestRow>,
+        availability: &Availability,
+    ) -> Self {
         Self {
             id: mower.id.0,
             site_id: mower.site_id.0,
+            site_name,
+            online: availability.online,
+            last_seen_at: availability.last_seen_at,
+            offline_reason: availability.offline_reason.map(|r| match r {
+                availability::OfflineReason::NeverReported => OfflineReason::NeverReported,
+                availability::OfflineReason::Silent => OfflineReason::Silent,
+            }),
+            offline_since: availability.offline_since,
             name: mower.name.clone(),
             model: mower.model.clone(),
             serial: mower.serial.clone(),

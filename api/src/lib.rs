@@ -112,10 +112,10 @@ fn compression() -> CompressionLayer<impl Predicate> {
         (name = routes::accounts::TAG, description = "The token's account, and new accounts. Scope `admin`."),
         (name = routes::notifications::TAG, description = "Geofences, virtual zones and blade resets; the events feed, open alerts and the busy check."),
         (name = routes::projections::TAG, description = "Bounded live projections (fleet dashboard, site wall, health wall) and the operator assignments they show."),
-        (name = routes::live::TAG, description = "Live views: the states of your mowers as they arrive (Server-Sent Events)."),
+        (name = routes::live::TAG, description = "Live views: the states and events of your mowers as they arrive (Server-Sent Events), resumable with `Last-Event-ID`."),
         (name = routes::operations::TAG, description = "Liveness, readiness, metrics and this document. No token needed."),
     ),
-    components(schemas(Problem)),
+    components(schemas(Problem, routes::live::StreamEvent)),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;

@@ -1,6 +1,7 @@
 //! What every handler can reach: the ports, chosen once by `main` (or a test), behind `Arc<dyn _>`.
 
 use std::sync::Arc;
+use swath_application::live_feed::LiveFeed;
 use swath_application::ports::{
     Clock, DirectoryAdmin, EventBus, GeofenceStore, NotificationFeed, TelemetryStore, TokenStore,
     WatchStore, ZoneStore,
@@ -45,6 +46,9 @@ pub struct AppState {
     pub submissions: Submissions,
     /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
     pub imports: Imports,
+    /// The numbered feed the live stream sends and resumes from, one per process, started by
+    /// the first stream (decision 101).
+    pub live_feed: Arc<tokio::sync::OnceCell<LiveFeed>>,
 }
 
 /// The notification side's ports, one per concern (decision 95): each route takes the one it
@@ -116,6 +120,7 @@ impl AppState {
             access,
             submissions,
             imports,
+            live_feed: Arc::default(),
         }
     }
 

@@ -26,7 +26,7 @@ use crate::ports::{
     Cause, Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore,
 };
 use cache::TtlCache;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -302,6 +302,21 @@ impl Access {
             .into_iter()
             .filter(|m| sees(principal, m.account_id, m.site_id))
             .map(|m| m.id)
+            .collect())
+    }
+
+    /// The principal's visible mowers with their sites (the live stream's site filter).
+    pub async fn visible_mower_sites(
+        &self,
+        principal: &Principal,
+    ) -> Result<HashMap<MowerId, SiteId>, AccessError> {
+        Ok(self
+            .directory
+            .mowers(principal.account_id)
+            .await?
+            .into_iter()
+            .filter(|m| sees(principal, m.account_id, m.site_id))
+            .map(|m| (m.id, m.site_id))
             .collect())
     }
 

@@ -6,12 +6,15 @@
 //! # Layout
 //! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
 //!   short-lived cache of token principals.
+//! - [`availability`]: whether a mower is online, the live views' rule, for every mower read.
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
 //!   [`ports::TelemetryStore`] (a batch unit of work plus the reads) and [`ports::EventBus`].
 //! - [`ingest`]: `Ingest::record_states`, the batched ingestion of state reports (docs/rules.md §3), and
 //!   the bus handler that feeds it.
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
 //!   work (the ingest consumer's handler).
+//! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
+//!   from, and each stream's visibility and filters.
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
@@ -29,10 +32,12 @@
 //!   HTTP lists' pages) whether it was cut.
 
 pub mod access;
+pub mod availability;
 pub mod group_commit;
 pub mod import;
 pub mod imports;
 pub mod ingest;
+pub mod live_feed;
 pub mod ports;
 pub mod projections;
 pub mod retention;

@@ -13,6 +13,7 @@
 //! - [`text`]: what every store can keep (no NUL in strings, instants in a four-digit-year
 //!   range), checked at the door.
 //! - [`events`]: events raised by the write rules, published after the commit.
+//! - [`live`]: the live stream's "changes only" rule.
 //! - [`watch`]: notification rules (events, alerts, geofences), virtual zones (W7) and the
 //!   scheduler's busy check.
 //!
@@ -24,6 +25,7 @@ pub mod assignment;
 pub mod directory;
 pub mod events;
 pub mod ids;
+pub mod live;
 pub mod report;
 pub mod rows;
 pub mod rules;

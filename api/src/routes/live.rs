@@ -1,32 +1,42 @@
 //! The live stream: `GET /v1/live/stream`, Server-Sent Events with the principal's mowers' states
-//! as they arrive on the bus.
+//! and events as they arrive on the bus, numbered so that a client can resume.
 //!
-//! Each connection has an ack-less live subscription of its own on `telemetry.mower.*`
-//! (`EventBus::subscribe`: no acknowledgements, no redelivery, from the moment of connecting).
-//! Visibility is decided per connection by the access service (`Access::visible_mowers`), from
-//! the directory, never from the report alone: the principal's mowers (its account's, limited to
-//! its sites when the token is) are resolved at connect and again every [`MOWER_REFRESH`], and a
-//! state is sent only when its mower is one of them *and* the report names the principal's
-//! account. Reports that fail validation are never
-//! sent, nor a report published on another mower's subject. A client that reads too slowly loses states (the live subscription's buffer is bounded);
-//! it never slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from
-//! closing an idle stream.
+//! The states and events come from the replica's [`LiveFeed`] (one live subscription per process,
+//! started by the first stream): every event has an `id:`, and a client that reconnects with
+//! `Last-Event-ID` gets what it missed while it is in the feed's window, or an event `reset`
+//! telling it to reload through REST (decisions 101 and 102). Visibility is decided per connection
+//! by the access service (`Access::visible_mower_sites`), from the directory, never from the
+//! item alone: the principal's mowers (its account's, limited to its sites when the token is)
+//! are resolved at connect and again every [`MOWER_REFRESH`], and an item is sent only when its
+//! mower is one of them *and* it names the principal's account. The client's filters and
+//! "changes only" are the application's ([`StreamView`], decision 103); this route only parses
+//! them. Reports that fail validation are never sent, nor a report published on another mower's
+//! subject. A client that reads too slowly catches up from the window or gets `reset`; it never
+//! slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from closing an
+//! idle stream.
 
 use crate::auth::{bearer_token, Reader};
 use crate::dto::MowerState;
 use crate::error::ApiError;
+use crate::extract::ApiQuery;
+use crate::routes::notifications::{AlertKindDto, EventDto};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use futures::Stream;
+use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
-use swath_application::ports::{hash_token, LiveOptions, LiveSubscription, TokenHash};
-use swath_application::subjects;
-use swath_domain::{LatestRow, MowerId, Principal, StateReport};
+use swath_application::live_feed::filter::{StreamFilter, StreamKind, StreamView};
+use swath_application::live_feed::{Cursor, Delivery, FeedBody, FeedItem, LiveFeed, RESUME_WINDOW};
+use swath_application::ports::{hash_token, TokenHash};
+use swath_domain::live::{alert_change, AlertChange};
+use swath_domain::watch::AlertKind;
+use swath_domain::Principal;
 use tokio::time::Instant;
+use utoipa::{IntoParams, ToSchema};
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "live";
@@ -41,6 +51,13 @@ pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The SSE event name of a state.
 pub const STATE_EVENT: &str = "state";
 
+/// The SSE event name of a derived event (`went_offline`, `error_raised`, …).
+pub const EVENT_EVENT: &str = "event";
+
+/// The SSE event name that tells a client it may have missed items: its `data` is
+/// `{"reason": "unknown_id" | "window_exceeded"}`; reload through REST, then keep reading.
+pub const RESET_EVENT: &str = "reset";
+
 /// The SSE event name of the last event of a stream that Swath ends: its `data` is
 /// `{"reason": "token_revoked"}` when the token was revoked (or lost the `read` scope or the
 /// mowers it was given).
@@ -50,58 +67,132 @@ pub const END_EVENT: &str = "end";
 /// its mowers again); a revocation in the same process is noticed at once.
 pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
 
-/// Stream the states of your mowers
+/// The stream's filters, all optional; lists are comma-separated.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StreamParams {
+    /// Only these mowers (ids, comma-separated); ids the token cannot see match nothing.
+    pub mowers: Option<String>,
+    /// Only mowers of these sites (ids, comma-separated); sites the token cannot see match
+    /// nothing.
+    pub sites: Option<String>,
+    /// Only these kinds of items, comma-separated: `state`, or event kinds (`went_offline`,
+    /// `came_online`, `error_raised`, …, as in `GET /v1/events`).
+    pub kinds: Option<String>,
+    /// `true`: a mower's state is sent only when, against the last one this stream sent of it,
+    /// its activity, error code, battery band (10 points), blade or availability changed, or it
+    /// moved more than 10 m. Events are always sent.
+    pub changes_only: Option<bool>,
+}
+
+/// What an event raises or clears.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertChangeKind {
+    Raised,
+    Cleared,
+}
+
+/// The alert an event raised or cleared.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct StreamAlert {
+    /// The alert's kind (one is open per kind and mower until cleared).
+    pub kind: AlertKindDto,
+    /// Whether the event raised the alert or cleared it.
+    pub change: AlertChangeKind,
+}
+
+/// The `data` of an SSE event `event`: the event as `GET /v1/events` lists it, and the alert it
+/// raised or cleared.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct StreamEvent {
+    #[serde(flatten)]
+    pub event: EventDto,
+    /// `null`: the event raises or clears no alert (`mowing_*`, `zone_*`).
+    #[schema(required = true, nullable, inline)]
+    pub alert: Option<StreamAlert>,
+}
+
+/// Stream the states and events of your mowers
 #[utoipa::path(
     get,
     path = "/v1/live/stream",
     tag = TAG,
     operation_id = "live_stream",
-    summary = "Stream the states of your mowers (Server-Sent Events)",
+    summary = "Stream the states and events of your mowers (Server-Sent Events)",
     description = "A `text/event-stream` of the states your mowers report, as they arrive \
-        (before they are stored), from the moment you connect: one event `state` per report, \
-        whose `data` is the same document as `GET /v1/mowers/{id}/state` answers (with \
-        `last_seen_at` the time Swath relayed it). Only the mowers of the token's account are \
-        streamed, and only those of its sites when the token is limited to some; the list is \
-        read at connect and refreshed every 30 s. The stream ends when its token is revoked: at \
-        once when it is revoked through this replica, within 30 s otherwise, with a last event \
-        `end` whose `data` is `{\"reason\": \"token_revoked\"}`. A comment line (`: keep-alive`) is sent every \
-        15 s while no state arrives. Nothing is replayed: reconnect and read the latest states \
-        with `GET /v1/mowers` to catch up. A client that reads too slowly loses states rather \
-        than slowing the service.",
+        (before they are stored), and of the events the watcher derives, from the moment you \
+        connect. An event `state` per report, whose `data` is the same document as \
+        `GET /v1/mowers/{id}/state` answers (with `last_seen_at` the time Swath relayed it); an \
+        event `event` per derived event (`went_offline`, `came_online`, `error_raised`, …), whose \
+        `data` is the event as `GET /v1/events` lists it plus `alert`, the alert it raised or \
+        cleared (`null` for none). Every instant is UTC RFC 3339 to the microsecond, as in every \
+        REST answer. Every event but `end` has an `id:`. Reconnect with `Last-Event-ID` (browsers' \
+        `EventSource` does) and the stream first sends what you missed, in order: the replica \
+        that gave the id keeps its last 10 000 items (states and events of every tenant; minutes \
+        at a typical load). When it cannot (the id is older than that window, or was given by \
+        another replica or before a restart), the first event is `reset`, `data` \
+        `{\"reason\": \"window_exceeded\"}` or `{\"reason\": \"unknown_id\"}`: reload the mowers \
+        and events through REST, then keep reading: nothing is skipped silently. Filters: \
+        `mowers`, `sites`, `kinds`, and `changes_only`. Only the mowers of the token's account \
+        are streamed, and only those of its sites when the token is limited to some; the list \
+        is read at connect and refreshed every 30 s. The stream ends when its token is revoked: \
+        at once when it is revoked through this replica, within 30 s otherwise, with a last \
+        event `end` whose `data` is `{\"reason\": \"token_revoked\"}`. A comment line \
+        (`: keep-alive`) is sent every 15 s while nothing else is. A client that reads too \
+        slowly catches up from the window, or gets `reset`; it never slows the service.",
     security(("bearer" = ["read"])),
+    params(
+        StreamParams,
+        ("Last-Event-ID" = Option<String>, Header, description = "The `id` of the last event \
+            received: the stream resumes after it (or starts with `reset`, see above)."),
+    ),
     responses(
-        (status = 200, description = "The stream: events `state`, each with a state document as \
-            `data`; a last event `end` when the token is revoked.", body = MowerState,
-            content_type = "text/event-stream"),
+        (status = 200, description = "The stream: events `state` (a state document as `data`), \
+            `event` (a `StreamEvent` as `data`), `reset`, and a last event `end` when the token \
+            is revoked.", body = MowerState, content_type = "text/event-stream"),
+        (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
+            unknown kind.", body = crate::error::Problem,
+            content_type = "application/problem+json"),
     ),
 )]
 pub async fn live_stream(
     Reader(principal): Reader,
     State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<StreamParams>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
+    let filter = stream_filter(&params)?;
     // Subscribed before the mowers are read: a revocation from now on is seen.
     let revocations = state.revocations.subscribe();
     let token = hash_token(bearer_token(&headers)?);
-    let mowers = state.access.visible_mowers(&principal).await?;
-    let subscription = state
-        .bus
-        .subscribe(subjects::TELEMETRY_ALL, LiveOptions::default())
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let feed = state
+        .live_feed
+        .get_or_try_init(|| LiveFeed::start(state.bus.clone(), state.clock.clone(), RESUME_WINDOW))
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?
+        .clone();
+    let visible = state.access.visible_mower_sites(&principal).await?;
     tracing::debug!(
         account_id = %principal.account_id,
-        mowers = mowers.len(),
+        mowers = visible.len(),
+        resuming = last_event_id.is_some(),
         "A live stream connected."
     );
+    let cursor = feed.cursor(last_event_id.as_deref());
     let live = Live {
+        view: StreamView::new(principal.account_id, visible, filter),
         state,
         principal,
         token,
         revocations,
         ended: false,
-        mowers,
-        subscription,
+        feed,
+        cursor,
         refresh_at: Instant::now() + MOWER_REFRESH,
     };
     let stream = futures::stream::unfold(live, |mut live| async move {
@@ -109,6 +200,43 @@ pub async fn live_stream(
         Some((Ok(event), live))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+/// The filters of the query, checked: a malformed id or an unknown kind is a `400`.
+fn stream_filter(params: &StreamParams) -> Result<StreamFilter, ApiError> {
+    fn list<T>(
+        name: &str,
+        value: Option<&str>,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<Option<HashSet<T>>, ApiError>
+    where
+        T: Eq + std::hash::Hash,
+    {
+        let Some(value) = value else {
+            return Ok(None);
+        };
+        value
+            .split(',')
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(|v| {
+                parse(v).ok_or_else(|| {
+                    ApiError::BadRequest(format!("`{name}` holds `{v}`, which is not valid."))
+                })
+            })
+            .collect::<Result<HashSet<T>, ApiError>>()
+            .map(Some)
+    }
+    Ok(StreamFilter {
+        mowers: list("mowers", params.mowers.as_deref(), |v| {
+            v.parse().ok().map(swath_domain::MowerId)
+        })?,
+        sites: list("sites", params.sites.as_deref(), |v| {
+            v.parse().ok().map(swath_domain::SiteId)
+        })?,
+        kinds: list("kinds", params.kinds.as_deref(), StreamKind::parse)?,
+        changes_only: params.changes_only.unwrap_or(false),
+    })
 }
 
 /// One connection's state.
@@ -121,21 +249,22 @@ struct Live {
     revocations: tokio::sync::watch::Receiver<u64>,
     /// The `end` event was sent: the stream is over.
     ended: bool,
-    mowers: HashSet<MowerId>,
-    subscription: LiveSubscription,
+    feed: LiveFeed,
+    cursor: Cursor,
+    view: StreamView,
     refresh_at: Instant,
 }
 
 impl Live {
-    /// The next state the principal may see; the `end` event once its token is no longer
-    /// valid; `None` after that, or once the bus ended the subscription.
+    /// The next item the principal may see (or a `reset`); the `end` event once its token is no
+    /// longer valid; `None` after that, or once the feed ended.
     async fn next_event(&mut self) -> Option<Event> {
         if self.ended {
             return None;
         }
         loop {
-            // A refresh that is due runs before the next message is looked at.
-            let message = tokio::select! {
+            // A refresh that is due runs before the next item is looked at.
+            let delivery = tokio::select! {
                 biased;
                 Ok(()) = self.revocations.changed() => {
                     if !self.token_valid().await {
@@ -150,31 +279,52 @@ impl Live {
                     self.refresh().await;
                     continue;
                 }
-                message = self.subscription.messages.recv() => message?,
+                delivery = self.cursor.next() => delivery?,
             };
-            let now = self.state.clock.now();
-            // Invalid reports are never relayed, nor those whose subject names another mower
-            // (the subject is the gateway's identity); ingestion logs and counts them.
-            let Ok(report) = swath_application::parse_message(&message, now) else {
-                continue;
+            let item = match delivery {
+                Delivery::Reset { reason, head } => {
+                    tracing::debug!(
+                        account_id = %self.principal.account_id,
+                        reason = reason.as_str(),
+                        "A live stream could not resume; the client is told to reload."
+                    );
+                    return Some(
+                        Event::default()
+                            .event(RESET_EVENT)
+                            .id(self.feed.event_id(head))
+                            .data(format!(r#"{{"reason":"{}"}}"#, reason.as_str())),
+                    );
+                }
+                Delivery::Item(item) => item,
             };
-            if !self.visible(&report) {
+            if !self.view.admits(&item) {
                 continue;
             }
-            let row = LatestRow {
-                mower_id: report.mower_id,
-                account_id: report.account_id,
-                observed_at: report.observed_at,
-                last_seen_at: now,
-                state: report,
-            };
-            match Event::default()
+            match self.encode(&item) {
+                Ok(event) => return Some(event.id(self.feed.event_id(item.seq))),
+                Err(e) => tracing::warn!(error = %e, "Could not serialise a live item."),
+            }
+        }
+    }
+
+    fn encode(&self, item: &FeedItem) -> Result<Event, axum::Error> {
+        match &item.body {
+            FeedBody::State(row) => Event::default()
                 .event(STATE_EVENT)
-                .json_data(MowerState::from(&row))
-            {
-                Ok(event) => return Some(event),
-                Err(e) => tracing::warn!(error = %e, "Could not serialise a live state."),
-            }
+                .json_data(MowerState::from(row.as_ref())),
+            FeedBody::Event(event) => Event::default().event(EVENT_EVENT).json_data(StreamEvent {
+                alert: alert_change(event.kind()).map(|change| {
+                    let (kind, change) = match change {
+                        AlertChange::Raised(k) => (k, AlertChangeKind::Raised),
+                        AlertChange::Cleared(k) => (k, AlertChangeKind::Cleared),
+                    };
+                    StreamAlert {
+                        kind: alert_kind(kind),
+                        change,
+                    }
+                }),
+                event: EventDto::from(event.clone()),
+            }),
         }
     }
 
@@ -205,19 +355,25 @@ impl Live {
             .data(r#"{"reason":"token_revoked"}"#)
     }
 
-    fn visible(&self, report: &StateReport) -> bool {
-        report.account_id == self.principal.account_id && self.mowers.contains(&report.mower_id)
-    }
-
     /// Resolves the principal's mowers again; on failure keeps the previous list (and logs).
     async fn refresh(&mut self) {
         self.refresh_at = Instant::now() + MOWER_REFRESH;
-        match self.state.access.visible_mowers(&self.principal).await {
-            Ok(mowers) => self.mowers = mowers,
+        match self.state.access.visible_mower_sites(&self.principal).await {
+            Ok(mowers) => self.view.set_visible(mowers),
             Err(e) => tracing::warn!(
                 error = %e,
                 "Could not refresh a live stream's mowers; keeping the previous list."
             ),
         }
+    }
+}
+
+fn alert_kind(kind: AlertKind) -> AlertKindDto {
+    match kind {
+        AlertKind::Error => AlertKindDto::Error,
+        AlertKind::Geofence => AlertKindDto::Geofence,
+        AlertKind::BatteryLow => AlertKindDto::BatteryLow,
+        AlertKind::BladeDue => AlertKindDto::BladeDue,
+        AlertKind::Offline => AlertKindDto::Offline,
     }
 }

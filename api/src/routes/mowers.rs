@@ -16,9 +16,11 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
+use swath_application::availability::{availability, Availability, OfflineReason};
 use swath_application::ports::{DirectoryError, ListQuery};
-use swath_domain::{LatestRow, Mower, MowerId, SiteId};
+use swath_domain::{AccountId, LatestRow, Mower, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -74,22 +76,9 @@ pub async fn list_mowers(
     let page = page::cut(rows, limit, |m| {
         page::order_cursor(List::Mowers, &m.order_key())
     });
-    let mowers = page.rows;
-    let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
-    // One read for the whole page: the store answers it with one statement.
-    let latest: HashMap<MowerId, LatestRow> = state
-        .telemetry
-        .latest(&ids)
-        .await?
-        .into_iter()
-        .map(|row| (row.mower_id, row))
-        .collect();
     let list = MowerList {
         next_cursor: page.next_cursor,
-        items: mowers
-            .iter()
-            .map(|m| MowerSummary::new(m, latest.get(&m.id)))
-            .collect(),
+        items: summaries(&state, principal.account_id, &page.rows).await?,
         limit: limit as u32,
         truncated: page.truncated,
     };
@@ -136,14 +125,14 @@ pub async fn create_mower(
         Some(id) => MowerId(id),
         None => MowerId::new(),
     };
+    let site = state
+        .access
+        .referenced_site(&principal, SiteId(body.site_id))
+        .await?;
     let mower = Mower {
         id,
         account_id: principal.account_id,
-        site_id: state
-            .access
-            .referenced_site(&principal, SiteId(body.site_id))
-            .await?
-            .id,
+        site_id: site.id,
         name: text("name", body.name)?,
         model: text("model", body.model)?,
         serial: text("serial", body.serial)?,
@@ -172,7 +161,17 @@ pub async fn create_mower(
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/mowers/{id}"))?,
-        Json(MowerSummary::new(&mower, None)),
+        Json(MowerSummary::new(
+            &mower,
+            site.name,
+            None,
+            &Availability {
+                online: false,
+                last_seen_at: None,
+                offline_reason: Some(OfflineReason::NeverReported),
+                offline_since: None,
+            },
+        )),
     )
         .into_response())
 }
@@ -214,8 +213,8 @@ pub async fn get_mower(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let latest = state.telemetry.latest(&[mower.id]).await?;
-    json_with_etag(&headers, &MowerSummary::new(&mower, latest.first()))
+    let summary = summaries(&state, principal.account_id, std::slice::from_ref(&mower)).await?;
+    json_with_etag(&headers, &summary[0])
 }
 
 /// Change a mower
@@ -285,8 +284,8 @@ pub async fn update_mower(
         Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
         Err(e) => return Err(e.into()),
     }
-    let latest = state.telemetry.latest(&[mower.id]).await?;
-    Ok(Json(MowerSummary::new(&mower, latest.first())))
+    let mut summary = summaries(&state, principal.account_id, std::slice::from_ref(&mower)).await?;
+    Ok(Json(summary.remove(0)))
 }
 
 /// Delete a mower and its telemetry
@@ -330,4 +329,49 @@ pub async fn delete_mower(
     }
     tracing::info!(mower_id = %mower.id, account_id = %principal.account_id, "Deleted a mower and its telemetry.");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The mowers as every read shows them: one read of their latest states, one of the account's
+/// sites (their names) and one of their open `offline` alerts, whatever the number of mowers.
+async fn summaries(
+    state: &AppState,
+    account: AccountId,
+    mowers: &[Mower],
+) -> Result<Vec<MowerSummary>, ApiError> {
+    let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
+    let latest: HashMap<MowerId, LatestRow> = state
+        .telemetry
+        .latest(&ids)
+        .await?
+        .into_iter()
+        .map(|row| (row.mower_id, row))
+        .collect();
+    let sites: HashMap<SiteId, String> = state
+        .directory
+        .sites(account)
+        .await?
+        .into_iter()
+        .map(|s| (s.id, s.name))
+        .collect();
+    let seen: Vec<(MowerId, Option<DateTime<Utc>>)> = ids
+        .iter()
+        .map(|m| (*m, latest.get(m).map(|row| row.last_seen_at)))
+        .collect();
+    let available = availability(
+        state.notifications.as_ref().map(|n| n.feed.as_ref()),
+        account,
+        &seen,
+    )
+    .await?;
+    Ok(mowers
+        .iter()
+        .map(|m| {
+            MowerSummary::new(
+                m,
+                sites.get(&m.site_id).cloned().unwrap_or_default(),
+                latest.get(&m.id),
+                &available[&m.id],
+            )
+        })
+        .collect())
 }
