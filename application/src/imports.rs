@@ -12,7 +12,7 @@ use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
 use crate::ports::{
-    BatchHandler, BatchSettings, BusError, Clock, EventBus, LiveOptions, LiveSubscription,
+    chain, BatchHandler, BatchSettings, BusError, Clock, EventBus, LiveOptions, LiveSubscription,
     Subscription, TelemetryStore,
 };
 use async_trait::async_trait;
@@ -145,7 +145,7 @@ impl Imports {
                 (ImportStatus::Done, None)
             }
             Err(e) => {
-                tracing::warn!(import_id = %id, account_id = %principal.account_id, error = %e, "Import failed; what it stored before stays stored.");
+                tracing::warn!(import_id = %id, account_id = %principal.account_id, error = %chain(e), "Import failed; what it stored before stays stored.");
                 let failure = match e {
                     ImportError::Read(e) => ImportFailure::Input(e.to_string()),
                     ImportError::Store { .. } | ImportError::Directory { .. } => {

@@ -31,7 +31,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 use swath_application::live_feed::filter::{StreamFilter, StreamKind, StreamView};
 use swath_application::live_feed::{Cursor, Delivery, FeedBody, FeedItem, LiveFeed, RESUME_WINDOW};
-use swath_application::ports::{hash_token, TokenHash};
+use swath_application::ports::{chain, hash_token, TokenHash};
 use swath_domain::live::{alert_change, AlertChange};
 use swath_domain::watch::AlertKind;
 use swath_domain::Principal;
@@ -337,7 +337,7 @@ impl Live {
             Ok(Some(principal)) => principal == self.principal,
             Ok(None) => false,
             Err(e) => {
-                tracing::warn!(error = %e, "Could not check a live stream's token; checking again later.");
+                tracing::warn!(error = %chain(&e), "Could not check a live stream's token; checking again later.");
                 true
             }
         }
@@ -361,7 +361,7 @@ impl Live {
         match self.state.access.visible_mower_sites(&self.principal).await {
             Ok(mowers) => self.view.set_visible(mowers),
             Err(e) => tracing::warn!(
-                error = %e,
+                error = %chain(&e),
                 "Could not refresh a live stream's mowers; keeping the previous list."
             ),
         }
