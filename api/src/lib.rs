@@ -157,6 +157,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_health))
         .routes(routes!(routes::telemetry::get_mower_history))
         .routes(routes!(routes::telemetry::get_mower_track))
+        .routes(routes!(routes::telemetry::get_mower_track_geojson))
         .routes(routes!(routes::telemetry::get_mower_days))
         .routes(routes!(routes::states::record_states))
         .routes(routes!(routes::imports::create_import))
