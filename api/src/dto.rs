@@ -142,12 +142,12 @@ pub struct MowerState {
     #[schema(required = true, example = "MOWING_LANE")]
     pub vendor_state: Option<String>,
     /// The report's free-form `extra` object, if it had one.
-    #[schema(required = true, value_type = Option<Object>, example = json!({"zone": "front lawn"}))]
+    #[schema(required = true, value_type = Option<Extra>, example = json!({"zone": "front lawn"}))]
     pub extra: Option<Map<String, Value>>,
     /// Top-level fields of the report that Swath does not know, kept as they came (an empty
     /// object when there were none). Kept apart from the known fields so that no gateway field can
     /// shadow one of them.
-    #[schema(value_type = Object, example = json!({"firmware": "4.2.1"}))]
+    #[schema(value_type = UnknownFields)]
     pub unknown_fields: Map<String, Value>,
 }
 
@@ -336,3 +336,16 @@ impl MowerHealth {
 fn seconds(ms: i64) -> f64 {
     ms as f64 / 1000.0
 }
+
+// Only a schema: a named one, so that generated clients call its model `Extra` instead of a name
+// made from where it appears (`MowerStateExtraType0`, decision 112).
+/// A state report's free-form `extra` object, kept as it came.
+#[derive(Debug, ToSchema)]
+#[schema(value_type = Object, example = json!({"zone": "front lawn"}))]
+pub struct Extra(pub Map<String, Value>);
+
+// Named for the same reason as `Extra` (otherwise `MowerStateUnknownFields`).
+/// The top-level fields of a state report that Swath does not know, kept as they came.
+#[derive(Debug, ToSchema)]
+#[schema(value_type = Object, example = json!({"firmware": "4.2.1"}))]
+pub struct UnknownFields(pub Map<String, Value>);

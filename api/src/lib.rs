@@ -157,6 +157,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_health))
         .routes(routes!(routes::telemetry::get_mower_history))
         .routes(routes!(routes::telemetry::get_mower_track))
+        .routes(routes!(routes::telemetry::get_mower_track_geojson))
         .routes(routes!(routes::telemetry::get_mower_days))
         .routes(routes!(routes::states::record_states))
         .routes(routes!(routes::imports::create_import))
@@ -237,21 +238,36 @@ fn describe_nullable_refs(doc: &mut utoipa::openapi::OpenApi) {
         return;
     };
     for schema in components.schemas.values_mut() {
-        let RefOr::T(Schema::Object(object)) = schema else {
+        match schema {
+            RefOr::T(Schema::Object(object)) => describe_nullable_properties(object),
+            // A struct with a flattened member (`StreamEvent`) is an `allOf` whose own properties
+            // are one of its items.
+            RefOr::T(Schema::AllOf(all_of)) => {
+                for item in &mut all_of.items {
+                    if let RefOr::T(Schema::Object(object)) = item {
+                        describe_nullable_properties(object);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// [`describe_nullable_refs`] for the properties of one object.
+fn describe_nullable_properties(object: &mut utoipa::openapi::schema::Object) {
+    use utoipa::openapi::{RefOr, Schema};
+    for property in object.properties.values_mut() {
+        let RefOr::T(Schema::OneOf(one_of)) = property else {
             continue;
         };
-        for property in object.properties.values_mut() {
-            let RefOr::T(Schema::OneOf(one_of)) = property else {
-                continue;
-            };
-            if one_of.description.is_some() {
-                continue;
-            }
-            for item in &mut one_of.items {
-                if let RefOr::Ref(reference) = item {
-                    if !reference.description.is_empty() {
-                        one_of.description = Some(std::mem::take(&mut reference.description));
-                    }
+        if one_of.description.is_some() {
+            continue;
+        }
+        for item in &mut one_of.items {
+            if let RefOr::Ref(reference) = item {
+                if !reference.description.is_empty() {
+                    one_of.description = Some(std::mem::take(&mut reference.description));
                 }
             }
         }

@@ -195,6 +195,70 @@ async fn the_track_is_json_or_a_geojson_line_string() {
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
 }
 
+/// The GeoJSON track has its own operation (decision 111): same page, same cursors, one media
+/// type; the old `format=geojson` query still answers the same document.
+#[tokio::test]
+async fn the_geojson_track_is_its_own_operation() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0];
+    let geo = app
+        .get(&format!("/v1/mowers/{bravo}/track.geojson"), Some(TOKEN_A))
+        .await;
+    assert_eq!(geo.status, StatusCode::OK);
+    assert_eq!(geo.content_type(), Some("application/geo+json"));
+    let geo = geo.json();
+    assert_eq!(geo["type"], "FeatureCollection");
+    assert_eq!(geo["features"][0]["geometry"]["type"], "LineString");
+    assert_eq!(
+        geo["features"][0]["geometry"]["coordinates"],
+        json!([[13.4, 52.5], [13.4001, 52.5]]),
+        "[longitude, latitude]"
+    );
+    let old = app
+        .get(
+            &format!("/v1/mowers/{bravo}/track?format=geojson"),
+            Some(TOKEN_A),
+        )
+        .await
+        .json();
+    assert_eq!(geo, old, "the old query answers the same document");
+
+    // Paged like the JSON track, with its cursors.
+    let first = app
+        .get(&format!("/v1/mowers/{bravo}/track?limit=1"), Some(TOKEN_A))
+        .await
+        .json();
+    let cursor = first["next_cursor"].as_str().expect("a next page");
+    let second = app
+        .get(
+            &format!("/v1/mowers/{bravo}/track.geojson?limit=1&cursor={cursor}"),
+            Some(TOKEN_A),
+        )
+        .await
+        .json();
+    assert_eq!(second["features"][0]["geometry"]["type"], "Point");
+    assert_eq!(
+        second["features"][0]["geometry"]["coordinates"],
+        json!([13.4001, 52.5])
+    );
+    assert_eq!(second["truncated"], false);
+
+    let bad = app
+        .get(
+            &format!("/v1/mowers/{bravo}/track.geojson?limit=0"),
+            Some(TOKEN_A),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    let unseen = app
+        .get(
+            &format!("/v1/mowers/{}/track.geojson", app.b.mowers[0]),
+            Some(TOKEN_A),
+        )
+        .await;
+    assert_eq!(unseen.status, StatusCode::NOT_FOUND);
+}
+
 #[tokio::test]
 async fn the_track_pages_like_the_history() {
     let app = TestApp::spawn().await;

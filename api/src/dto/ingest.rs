@@ -58,7 +58,7 @@ pub struct StateReportIn {
     #[schema(example = "MOWING_LANE", max_length = 64)]
     pub vendor_state: Option<String>,
     /// Anything else, kept in the state document.
-    #[schema(value_type = Option<Object>, example = json!({"zone": "front lawn"}))]
+    #[schema(value_type = Option<super::Extra>, example = json!({"zone": "front lawn"}))]
     pub extra: Option<Map<String, Value>>,
 }
 

@@ -109,7 +109,8 @@ pub struct StreamEvent {
     #[serde(flatten)]
     pub event: EventDto,
     /// `null`: the event raises or clears no alert (`mowing_*`, `zone_*`).
-    #[schema(required = true, nullable, inline)]
+    // Not inlined: generated clients would name the inline object `StreamEventAlertType1`.
+    #[schema(required = true)]
     pub alert: Option<StreamAlert>,
 }
 

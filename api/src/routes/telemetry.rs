@@ -22,8 +22,8 @@ use axum::Json;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 use swath_application::ports::TimeWindow;
-use swath_domain::MowerId;
-use utoipa::{IntoParams, ToSchema};
+use swath_domain::{MowerId, Principal};
+use utoipa::IntoParams;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -220,8 +220,9 @@ pub async fn get_mower_history(
     }))
 }
 
-/// How to answer a track.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, ToSchema)]
+/// How to answer a track on the JSON operation (an undocumented compatibility query: see
+/// `get_mower_track`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TrackFormat {
     /// `application/json`: a page of positions.
@@ -231,7 +232,7 @@ pub enum TrackFormat {
     Geojson,
 }
 
-/// The window and page of a track request, and its format.
+/// The window and page of a track request.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct TrackParams {
@@ -246,13 +247,26 @@ pub struct TrackParams {
     #[param(minimum = 1, maximum = 1000, example = 100)]
     pub limit: Option<u32>,
     /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
-    /// `from`, `to` and `format`). Absent (or empty) for the first page.
+    /// `from` and `to`). Absent (or empty) for the first page. A cursor of the JSON track is a
+    /// cursor of the GeoJSON track and back.
     #[param(example = "dHJhY2s6MTc4MDMxNTIzMDAwMDAwMA")]
     pub cursor: Option<String>,
-    /// `json` (default): a page of positions; `geojson`: a GeoJSON `FeatureCollection`
-    /// (`application/geo+json`) whose feature is a `LineString` through the page's positions.
-    #[param(inline, example = "geojson")]
+    /// Kept for clients written before the GeoJSON track had its own operation (decision 111),
+    /// and left out of the document: one operation answering two schemas by a query parameter
+    /// is what generated clients could not read.
+    #[param(ignore)]
     pub format: Option<TrackFormat>,
+}
+
+impl TrackParams {
+    fn window(&self) -> WindowParams {
+        WindowParams {
+            from: self.from,
+            to: self.to,
+            limit: self.limit,
+            cursor: self.cursor.clone(),
+        }
+    }
 }
 
 /// Read a mower's track
@@ -263,26 +277,18 @@ pub struct TrackParams {
     operation_id = "get_mower_track",
     summary = "Read a mower's track",
     description = "The positions the mower reported in `[from, to)`, oldest first, paged like the \
-        history. With `format=geojson` the page is a GeoJSON `FeatureCollection` \
-        (`application/geo+json`, RFC 7946) with one `Feature`: a `LineString` through the page's \
-        positions (a `Point` when the page has one, no feature when it has none), the time of each \
-        coordinate in its properties, and the paging members next to `features`. The embedded \
+        history. The same page as GeoJSON is `GET /v1/mowers/{id}/track.geojson`. The embedded \
         memory store keeps the newest `SWATH_MEMORY_HISTORY_PER_MOWER` positions per mower \
         (100 000 by default); once it has dropped older ones, every page says where the kept \
-        track begins (`oldest_kept`, in both formats). PostgreSQL keeps every position until \
-        retention removes it by age (`oldest_kept` is then always `null`).",
+        track begins (`oldest_kept`). PostgreSQL keeps every position until retention removes it \
+        by age (`oldest_kept` is then always `null`).",
     security(("bearer" = ["read"])),
     params(
         ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
         TrackParams,
     ),
     responses(
-        (status = 200, description = "A page of the mower's track: positions (`format=json`) or a \
-            GeoJSON `FeatureCollection` (`format=geojson`).",
-            content(
-                (TrackPage = "application/json"),
-                (TrackFeatureCollection = "application/geo+json"),
-            )),
+        (status = 200, description = "A page of the mower's track.", body = TrackPage),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
             after `to`, or `cursor` is not a cursor of this list.", body = Problem,
             content_type = "application/problem+json"),
@@ -296,39 +302,85 @@ pub async fn get_mower_track(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<TrackParams>,
 ) -> Result<Response, ApiError> {
-    let window = WindowParams {
-        from: params.from,
-        to: params.to,
-        limit: params.limit,
-        cursor: params.cursor,
-    };
-    let (window, limit) = window.window(List::Track)?;
+    let track = track_page(&principal, &state, id, &params).await?;
+    Ok(match params.format.unwrap_or_default() {
+        TrackFormat::Json => Json(track).into_response(),
+        TrackFormat::Geojson => geo_json(track),
+    })
+}
+
+/// Read a mower's track as GeoJSON
+#[utoipa::path(
+    get,
+    path = "/v1/mowers/{id}/track.geojson",
+    tag = TAG,
+    operation_id = "get_mower_track_geojson",
+    summary = "Read a mower's track as GeoJSON",
+    description = "The page `GET /v1/mowers/{id}/track` answers, as a GeoJSON `FeatureCollection` \
+        (`application/geo+json`, RFC 7946) with one `Feature`: a `LineString` through the page's \
+        positions (a `Point` when the page has one, no feature when it has none), the time of each \
+        coordinate in its properties, and the paging members (`next_cursor`, `truncated`, \
+        `limit`, `oldest_kept`) next to `features`. Same window, limit and cursor as the JSON \
+        track; the cursors of the two are interchangeable.",
+    security(("bearer" = ["read"])),
+    params(
+        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
+        TrackParams,
+    ),
+    responses(
+        (status = 200, description = "A page of the mower's track as a GeoJSON \
+            `FeatureCollection`.", body = TrackFeatureCollection,
+            content_type = "application/geo+json"),
+        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
+            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token.", body = Problem,
+            content_type = "application/problem+json"),
+    ),
+)]
+pub async fn get_mower_track_geojson(
+    Reader(principal): Reader,
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<Uuid>,
+    ApiQuery(params): ApiQuery<TrackParams>,
+) -> Result<Response, ApiError> {
+    let track = track_page(&principal, &state, id, &params).await?;
+    Ok(geo_json(track))
+}
+
+/// One page of a mower's track, the body of both track operations.
+async fn track_page(
+    principal: &Principal,
+    state: &AppState,
+    id: Uuid,
+    params: &TrackParams,
+) -> Result<TrackPage, ApiError> {
+    let (window, limit) = params.window().window(List::Track)?;
     let mower = state
         .access
-        .visible_mower_id(&principal, MowerId(id))
+        .visible_mower_id(principal, MowerId(id))
         .await?;
     let answer = state.telemetry.track(mower, &window).await?;
     let page = page::cut(answer.rows, limit, |r| {
         page::time_cursor(List::Track, r.observed_at)
     });
-    let track = TrackPage {
+    Ok(TrackPage {
         mower_id: mower.0,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(TrackPoint::from).collect(),
         limit: limit as u32,
         truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
-    };
-    Ok(match params.format.unwrap_or_default() {
-        TrackFormat::Json => Json(track).into_response(),
-        TrackFormat::Geojson => {
-            let mut response = Json(TrackFeatureCollection::new(track)).into_response();
-            response
-                .headers_mut()
-                .insert(header::CONTENT_TYPE, HeaderValue::from_static(GEO_JSON));
-            response
-        }
     })
+}
+
+/// A track page as `application/geo+json`.
+fn geo_json(track: TrackPage) -> Response {
+    let mut response = Json(TrackFeatureCollection::new(track)).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(GEO_JSON));
+    response
 }
 
 /// The range of a day totals request.

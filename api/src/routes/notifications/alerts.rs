@@ -19,6 +19,7 @@ use uuid::Uuid;
 /// What an alert is about. One alert of a kind may be open per mower.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = AlertKind)]
 pub enum AlertKindDto {
     Error,
     Geofence,
@@ -53,6 +54,7 @@ impl AlertKindDto {
 /// `normal` (battery low), `low` (blade due).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = Severity)]
 pub enum SeverityDto {
     Critical,
     High,
@@ -62,6 +64,7 @@ pub enum SeverityDto {
 
 /// An open alert: raised by an event, open until the condition clears.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Alert)]
 pub struct AlertDto {
     /// The id of the event that raised it.
     pub id: Uuid,

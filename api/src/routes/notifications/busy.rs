@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 /// The scheduler's view of a mower: busy (on a run or in error) or free to start one.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Busy)]
 pub struct BusyDto {
     /// The mower.
     pub mower_id: Uuid,

@@ -22,6 +22,7 @@ use uuid::Uuid;
 /// offline sweep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = EventKind)]
 pub enum EventKindDto {
     ErrorRaised,
     ErrorCleared,
@@ -95,6 +96,7 @@ pub struct EventDetails {
 
 /// A derived event, as stored in the feed and published on `notifications.mower.<id>.<kind>`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Event)]
 pub struct EventDto {
     /// The event's id (also the bus de-duplication id); ids sort by `observed_at`.
     pub id: Uuid,

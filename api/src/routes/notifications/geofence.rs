@@ -50,6 +50,7 @@ impl PolygonGeometry {
 /// A mower's geofence: leaving it (clearly, beyond the position's accuracy) raises the theft
 /// alarm `geofence_left`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Geofence)]
 pub struct GeofenceDto {
     /// The mower the geofence is of.
     pub mower_id: Uuid,

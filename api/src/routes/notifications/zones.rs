@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 /// A virtual zone: entering and leaving it raise `zone_entered` and `zone_left`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Zone)]
 pub struct ZoneDto {
     /// The zone's id.
     pub id: Uuid,

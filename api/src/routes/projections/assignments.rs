@@ -18,6 +18,7 @@ use uuid::Uuid;
 
 /// An operator assignment of a mower.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = Assignment)]
 pub struct AssignmentDto {
     /// The assignment's id.
     pub id: Uuid,

@@ -68,6 +68,7 @@ pub struct LiveAlertList {
 
 /// A mower in a live view: its directory entry and latest state.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = LiveMower)]
 pub struct LiveMowerDto {
     /// The mower's id.
     pub id: Uuid,

@@ -30,6 +30,7 @@ pub struct SeverityCounts {
 /// How a mower is: the severity of the most severe of all its open alerts, or `ok`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = HealthStatus)]
 pub enum HealthStatusDto {
     Ok,
     Low,
@@ -52,6 +53,7 @@ impl HealthStatusDto {
 
 /// A mower on the health wall.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = HealthMower)]
 pub struct HealthMowerDto {
     /// The mower's id.
     pub id: Uuid,
@@ -103,6 +105,7 @@ pub struct HealthMowerList {
 
 /// A site on the health wall.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = HealthSite)]
 pub struct HealthSiteDto {
     /// The site.
     pub site: LiveSite,

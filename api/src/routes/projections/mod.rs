@@ -85,6 +85,7 @@ pub struct OperatorOnDuty {
 /// How an assignment ranks: the active assignment of the highest priority is on duty.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = Priority)]
 pub enum PriorityDto {
     Critical,
     High,

@@ -16,6 +16,7 @@ use utoipa::ToSchema;
 
 /// A site on the site wall, with its mowers in the field.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+#[schema(as = WallSite)]
 pub struct WallSiteDto {
     /// The site.
     pub site: LiveSite,
