@@ -53,6 +53,10 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
         .as_str()
         .map(str::to_owned);
     let has_body = operation.get("requestBody").is_some();
+    let operation_id = operation["operationId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     // The refusals of `ApiJson` (and their texts) are those of JSON bodies; an operation that
     // reads another media type states its own.
     let has_json_body = operation["requestBody"]["content"]
@@ -120,7 +124,7 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
                 continue;
             }
             let example = if media == PROBLEM_JSON {
-                problem_example(path, status)
+                problem_example(path, &operation_id, status)
             } else {
                 example_of(&body["schema"], schemas, 0)
             };
@@ -145,10 +149,10 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
 }
 
 /// The problem the service answers with this status on this path.
-fn problem_example(path: &str, status: &str) -> Option<Value> {
+fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value> {
     let collection = path.split('/').nth(2);
     if collection == Some("imports") {
-        return import_problem_example(path, status);
+        return import_problem_example(operation_id, status);
     }
     let resource = match collection {
         Some("sites") => Resource::Site,
@@ -187,21 +191,26 @@ fn problem_example(path: &str, status: &str) -> Option<Value> {
 
 /// The problem the import routes answer with this status (their scope, media type and limit
 /// are their own).
-fn import_problem_example(path: &str, status: &str) -> Option<Value> {
+fn import_problem_example(operation_id: &str, status: &str) -> Option<Value> {
     use crate::routes::imports;
-    let error = match status {
-        "400" if path == "/v1/imports" => ApiError::BadRequest(crate::dto::imports::input_failure(
+    let error = match (operation_id, status) {
+        ("create_import", "400") => ApiError::BadRequest(crate::dto::imports::input_failure(
             5000,
             "connection closed before message completed",
         )),
-        "400" => ApiError::BadRequest("A path parameter is not valid: UUID parsing failed.".into()),
-        "401" => ApiError::InvalidToken,
-        "403" => imports::scope_error(),
-        "404" => ApiError::NotFound(Resource::Import),
-        "413" => imports::too_large_error(None),
-        "415" => imports::media_type_error(),
-        "500" => ApiError::Internal(String::new()),
-        "503" => ApiError::Unavailable(String::new()),
+        ("list_imports", "400") => {
+            ApiError::BadRequest("`limit` is 0; it must be between 1 and 1000.".into())
+        }
+        (_, "400") => {
+            ApiError::BadRequest("A path parameter is not valid: UUID parsing failed.".into())
+        }
+        (_, "401") => ApiError::InvalidToken,
+        (_, "403") => imports::scope_error(),
+        (_, "404") => ApiError::NotFound(Resource::Import),
+        (_, "413") => imports::too_large_error(None),
+        (_, "415") => imports::media_type_error(),
+        (_, "500") => ApiError::Internal(String::new()),
+        (_, "503") => ApiError::Unavailable(String::new()),
         _ => return None,
     };
     serde_json::to_value(error.problem()).ok()

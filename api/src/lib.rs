@@ -160,7 +160,10 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_track_geojson))
         .routes(routes!(routes::telemetry::get_mower_days))
         .routes(routes!(routes::states::record_states))
-        .routes(routes!(routes::imports::create_import))
+        .routes(routes!(
+            routes::imports::create_import,
+            routes::imports::list_imports
+        ))
         .routes(routes!(routes::imports::get_import))
         .routes(routes!(
             routes::sites::list_sites,

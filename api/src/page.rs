@@ -1,10 +1,10 @@
 //! Cursor pagination, the one module every paged list uses (the directory's sites and mowers,
-//! tokens, history and track, the events feed and the open alerts): the `limit` parameter, opaque
+//! tokens, history and track, the events feed, the open alerts and the imports): the `limit` parameter, opaque
 //! cursors, the invalid-cursor error, and the sentinel row.
 //!
 //! A cursor is the base64url (no padding) of `<list>:<key>`, where the key is the last item's
 //! ordering key: an instant in microseconds for history and track, `[display_order, name, id]`
-//! for sites and mowers, the id for tokens and events, `<severity rank>,<raised_at in
+//! for sites and mowers, the id for tokens, events and imports, `<severity rank>,<raised_at in
 //! microseconds>,<id>` for alerts. Clients treat it as opaque; naming the list in it means a
 //! cursor of one list is refused by another instead of silently meaning something else. Every
 //! list decodes it on the same path, so every list refuses the same garbage with the same `400`,
@@ -47,6 +47,8 @@ pub enum List {
     Events,
     /// The open alerts, keyed by `<severity rank>,<raised_at µs>,<id>`.
     Alerts,
+    /// This replica's imports, keyed by the import id (newest first).
+    Imports,
 }
 
 impl List {
@@ -59,6 +61,7 @@ impl List {
             List::Track => "track",
             List::Events => "events",
             List::Alerts => "alerts",
+            List::Imports => "imports",
         }
     }
 }
@@ -188,16 +191,27 @@ pub fn token_after(cursor: Option<&str>) -> Result<Option<TokenId>, ApiError> {
         .transpose()
 }
 
+/// The cursor after an item of a list keyed by a UUIDv7 id, newest first (the events feed, the
+/// imports).
+pub fn id_cursor(list: List, last: Uuid) -> String {
+    encode(list, &last.to_string())
+}
+
+/// The id inside a cursor of such a list: the next page holds older items.
+pub fn id_before(list: List, cursor: Option<&str>) -> Result<Option<Uuid>, ApiError> {
+    given(cursor)
+        .map(|c| decode(list, c)?.parse().map_err(|_| invalid()))
+        .transpose()
+}
+
 /// The cursor after an event (events feed, newest first).
 pub fn event_cursor(last: Uuid) -> String {
-    encode(List::Events, &last.to_string())
+    id_cursor(List::Events, last)
 }
 
 /// The event id inside an events cursor: the next page holds older events.
 pub fn event_before(cursor: Option<&str>) -> Result<Option<Uuid>, ApiError> {
-    given(cursor)
-        .map(|c| decode(List::Events, c)?.parse().map_err(|_| invalid()))
-        .transpose()
+    id_before(List::Events, cursor)
 }
 
 /// The cursor after an open alert.
@@ -272,6 +286,11 @@ mod tests {
         );
         assert!(alert_after(Some(&event_cursor(id.0))).is_err());
         assert!(event_before(Some(&token_cursor(id))).is_err());
+        let import = Uuid::now_v7();
+        let c = id_cursor(List::Imports, import);
+        assert_eq!(id_before(List::Imports, Some(&c)).unwrap(), Some(import));
+        assert!(event_before(Some(&c)).is_err());
+        assert!(id_before(List::Imports, Some(&event_cursor(import))).is_err());
         // The feeds' cursors keep the format they always had.
         assert_eq!(
             event_before(Some(&URL_SAFE_NO_PAD.encode(format!("events:{}", id.0)))).unwrap(),
@@ -288,6 +307,7 @@ mod tests {
         assert_eq!(order_after(List::Sites, Some("")).unwrap(), None);
         assert_eq!(token_after(Some("")).unwrap(), None);
         assert_eq!(event_before(Some("")).unwrap(), None);
+        assert_eq!(id_before(List::Imports, Some("")).unwrap(), None);
         assert_eq!(alert_after(Some("")).unwrap(), None);
         for bad in ["!!", "aGlzdG9yeTp4", "bW93ZXJzOg"] {
             assert!(time_after(List::History, Some(bad)).is_err(), "{bad}");

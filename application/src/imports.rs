@@ -1,7 +1,8 @@
 //! Imports made over the API (`POST /v1/imports`): the same NDJSON import as `swath import`
 //! ([`import_lines`]) on behalf of a token's principal, with a record of each import that its
-//! importer can read once it is done (it is updated after each batch, and its id is logged when
-//! it starts).
+//! importer can read: updated after each batch, listed from the moment it starts
+//! ([`Imports::list`], so a client still sending a long body can follow it from another
+//! connection), and answered by id once the body is read (its id is logged when it starts).
 //!
 //! Like `swath import`, an import stores history: the events W6 raises are stored (the events
 //! feed) but not published on the bus, and virtual zones (W7) are not evaluated, so an import of
@@ -189,6 +190,27 @@ impl Imports {
             .find(|r| r.id == id)
             .filter(|r| r.visible_to(principal))
             .cloned()
+    }
+
+    /// The records `principal` may read, newest first: those started before the import `before`
+    /// (the whole list when `None`), at most `limit`. Running imports are listed with their counts
+    /// so far, so a client still sending a long body can follow it from another connection.
+    pub fn list(
+        &self,
+        principal: &Principal,
+        before: Option<Uuid>,
+        limit: usize,
+    ) -> Vec<ImportRecord> {
+        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        // Ids are UUIDv7, made when each import starts: their order is the imports' order.
+        let mut visible: Vec<ImportRecord> = records
+            .iter()
+            .filter(|r| r.visible_to(principal) && before.is_none_or(|b| r.id < b))
+            .cloned()
+            .collect();
+        visible.sort_by_key(|r| std::cmp::Reverse(r.id));
+        visible.truncate(limit);
+        visible
     }
 
     /// Keeps `record`, evicting the oldest finished record (or, when all run, the oldest) beyond

@@ -1,6 +1,7 @@
 //! `POST /v1/imports` and `GET /v1/imports/{id}` on the memory adapters: the counts of an import
 //! and of its re-import, refused lines named by their line numbers, another account's mowers
-//! refused and never stored, the scopes, the media type and the limits, and the poll resource.
+//! refused and never stored, the scopes, the media type and the limits, the poll resource, and
+//! the list that shows an import while its body is still being sent.
 
 mod helpers;
 
@@ -481,6 +482,129 @@ async fn a_replica_keeps_the_records_of_its_last_100_imports() {
         assert_eq!(
             response.status, expected,
             "the oldest only is forgotten: {id}"
+        );
+    }
+}
+
+/// Polls `GET /v1/imports` until its newest import is running with at least `lines` lines
+/// counted, and answers that page (a bounded number of polls: the import is stuck otherwise).
+async fn running_page(app: &TestApp, token: &str, lines: u64) -> Value {
+    for _ in 0..1000 {
+        let page = app.get("/v1/imports", Some(token)).await;
+        assert_eq!(page.status, StatusCode::OK);
+        let page = page.json();
+        let newest = &page["items"][0];
+        if newest["status"] == "running" && newest["lines"].as_u64() >= Some(lines) {
+            return page;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    panic!("no running import of {lines} lines was listed");
+}
+
+#[tokio::test]
+async fn a_running_import_is_listed_with_its_counts_so_far() {
+    let app = TestApp::spawn_with_history(1000).await;
+    let reports: Vec<Value> = (0..300)
+        .map(|i| report(&app, i % 3, 40 + i as i64 / 3))
+        .collect();
+    let (sender, body) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+    // 250 lines first: one batch of 200 is stored, 50 wait for the rest of the body.
+    sender
+        .unbounded_send(Ok(Bytes::from(lines(&reports[..250]))))
+        .unwrap();
+    let post = import(&app, TOKEN_A_WRITE_ONLY, Body::from_stream(body));
+    let app_ref = &app;
+    // Owns the sender: the body ends when it is dropped.
+    let follow = async move {
+        let page = running_page(app_ref, TOKEN_A_WRITE_ONLY, 200).await;
+        sender
+            .unbounded_send(Ok(Bytes::from(lines(&reports[250..]))))
+            .unwrap();
+        drop(sender);
+        page
+    };
+    let (response, running) = tokio::join!(post, follow);
+
+    let running = &running["items"][0];
+    assert_eq!(running["lines"], json!(200), "{running}");
+    assert_eq!(counts(running), (200, 0, 0, 0));
+    assert_eq!(running["finished_at"], Value::Null);
+    let done = accepted(&app, &response, TOKEN_A_WRITE_ONLY).await;
+    assert_eq!(done["id"], running["id"], "the listed import is the POST's");
+    assert_eq!(done["status"], "done");
+    assert_eq!(counts(&done), (300, 0, 0, 0));
+    let listed = app
+        .get("/v1/imports", Some(TOKEN_A_WRITE_ONLY))
+        .await
+        .json();
+    assert_eq!(
+        listed["items"],
+        json!([done]),
+        "listed as its resource answers it"
+    );
+}
+
+#[tokio::test]
+async fn imports_are_listed_newest_first_by_page_and_only_to_who_may_read_them() {
+    let app = TestApp::spawn().await;
+    let mut ids = Vec::new();
+    for seconds in [40, 41, 42] {
+        let response = import(&app, TOKEN_A_WRITE_ONLY, lines(&[report(&app, 0, seconds)])).await;
+        ids.push(accepted(&app, &response, TOKEN_A_WRITE_ONLY).await["id"].clone());
+    }
+    ids.reverse();
+
+    let mut listed = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = app
+            .get(
+                &format!("/v1/imports?limit=2&cursor={cursor}"),
+                Some(TOKEN_A_ADMIN),
+            )
+            .await;
+        assert_eq!(page.status, StatusCode::OK);
+        let page = page.json();
+        assert_eq!(page["limit"], json!(2));
+        listed.extend(
+            page["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["id"].clone()),
+        );
+        match page["next_cursor"].as_str() {
+            Some(next) => {
+                assert_eq!(page["truncated"], json!(true));
+                cursor = next.to_owned();
+            }
+            None => {
+                assert_eq!(page["truncated"], json!(false));
+                break;
+            }
+        }
+    }
+    assert_eq!(listed, ids, "newest first, each once, over two pages");
+
+    // Another account, and a token limited to a site the importer was not limited to, see none.
+    for token in [TOKEN_B, TOKEN_A_SOUTH_ADMIN] {
+        let page = app.get("/v1/imports", Some(token)).await;
+        assert_eq!(page.status, StatusCode::OK);
+        assert_eq!(page.json()["items"], json!([]), "{token}");
+    }
+    assert_eq!(
+        app.get("/v1/imports", Some(TOKEN_A)).await.status,
+        StatusCode::FORBIDDEN,
+        "a read-only token lists no imports"
+    );
+    for bad in ["?limit=0", "?cursor=nonsense", "?cursor=ZXZlbnRzOjE"] {
+        assert_eq!(
+            app.get(&format!("/v1/imports{bad}"), Some(TOKEN_A_ADMIN))
+                .await
+                .status,
+            StatusCode::BAD_REQUEST,
+            "{bad}"
         );
     }
 }

@@ -1,4 +1,4 @@
-//! `POST /v1/imports` and `GET /v1/imports/{id}`: history imports over HTTP, through the same
+//! `POST /v1/imports`, `GET /v1/imports` and `GET /v1/imports/{id}`: history imports over HTTP, through the same
 //! import as `swath import` (`swath_application::import`), on behalf of the token's principal
 //! (`swath_application::Imports`).
 //!
@@ -6,10 +6,11 @@
 //! to the use case as a stream of lines (never the whole body in memory: each line at most
 //! 64 KiB, the body at most [`MAX_IMPORT_BYTES`]), and answers the import's record.
 
-use crate::dto::imports::ImportDocument;
+use crate::dto::imports::{ImportDocument, ImportPage};
 use crate::error::{ApiError, Problem};
-use crate::extract::ApiPath;
-use crate::routes::location;
+use crate::extract::{ApiPath, ApiQuery};
+use crate::page::{self, List};
+use crate::routes::{location, PageParams};
 use crate::state::AppState;
 use axum::body::{Body, BodyDataStream};
 use axum::extract::{FromRequestParts, State};
@@ -116,7 +117,8 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
         longer one is refused as `too_large`); the body at most 256 MiB.\n\n\
         The answer comes once the body is read and stored: `202` with the import's document \
         and its `Location`, `GET /v1/imports/{id}`, which answers the same document afterwards \
-        (on this replica). Check `status` and the counts: an import whose every line was \
+        (on this replica); while the body is read, `GET /v1/imports` lists the import, \
+        `running`, with its counts so far. Check `status` and the counts: an import whose every line was \
         refused is `done` too, with `stored` 0.",
     security(("bearer" = ["write"]), ("bearer" = ["admin"])),
     request_body(content = String, description = "State reports, one JSON object per line \
@@ -226,6 +228,49 @@ pub async fn get_import(
         .get(&principal, id)
         .map(|record| Json(record.into()))
         .ok_or(ApiError::NotFound(crate::error::Resource::Import))
+}
+
+/// List this replica's imports
+#[utoipa::path(
+    get,
+    path = "/v1/imports",
+    tag = TAG,
+    operation_id = "list_imports",
+    summary = "List this replica's imports",
+    description = "The imports this replica keeps (the last 100 it ran, in memory) that this \
+        token may read, newest first, each as `GET /v1/imports/{id}` answers it. An import is \
+        listed from the moment its `POST` starts to be read, `running` with its counts so far: \
+        a client sending a long body can follow its progress from another connection (the \
+        `POST` answers only once the body is read). Imports of another account, of another \
+        replica, or made by a token limited to sites this token does not see are not listed. \
+        Page with `limit` and `cursor`.",
+    security(("bearer" = ["write"]), ("bearer" = ["admin"])),
+    params(PageParams),
+    responses(
+        (status = 200, description = "A page of imports.", body = ImportPage),
+        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
+            content_type = "application/problem+json"),
+        (status = 403, description = "The token has neither the `write` nor the `admin` scope.",
+            body = Problem, content_type = "application/problem+json"),
+    ),
+)]
+pub async fn list_imports(
+    Importer(principal): Importer,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<PageParams>,
+) -> Result<Json<ImportPage>, ApiError> {
+    let limit = page::limit(params.limit)?;
+    let before = page::id_before(List::Imports, params.cursor.as_deref())?;
+    let records = state
+        .imports
+        .list(&principal, before, page::with_sentinel(limit));
+    let page = page::cut(records, limit, |r| page::id_cursor(List::Imports, r.id));
+    Ok(Json(ImportPage {
+        next_cursor: page.next_cursor,
+        items: page.rows.into_iter().map(ImportDocument::from).collect(),
+        limit: limit as u32,
+        truncated: page.truncated,
+    }))
 }
 
 /// Whether the request's media type is NDJSON (parameters such as `charset` allowed).
