@@ -17,6 +17,7 @@ import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import {
   type Api,
+  type Query,
   type Schemas,
   allPages,
   check,
@@ -69,17 +70,25 @@ async function demoFleet(demo: Api): Promise<void> {
     me.account,
     "get_account",
   );
-  const whole: Schemas["MowerList"] = await ok("list_mowers", demo.GET("/v1/mowers", { params: { query: { limit: 1000 } } }));
+  const whole: Schemas["MowerList"] = await ok(
+    "list_mowers",
+    demo.GET("/v1/mowers", { params: { query: { limit: 1000 } satisfies Query<"/v1/mowers"> } }),
+  );
   check(whole.items.length > 0 && !whole.truncated, "the simulated fleet: no mower, or more than one page");
   const pages = await allPages("list_mowers by 3", (cursor) =>
-    ok("list_mowers", demo.GET("/v1/mowers", { params: { query: { limit: 3, cursor } } })),
+    ok(
+      "list_mowers",
+      demo.GET("/v1/mowers", { params: { query: { limit: 3, cursor } satisfies Query<"/v1/mowers"> } }),
+    ),
   );
   eq(
     pages.flatMap((p) => p.items.map((m) => m.id)),
     whole.items.map((m) => m.id),
     "the mowers paged by 3 against one page",
   );
-  log(`Demo account ${me.account.name}: ${whole.items.length} simulated mowers, the same paged by 3 (${pages.length} pages).`);
+  log(
+    `Demo account ${me.account.name}: ${whole.items.length} simulated mowers, the same paged by 3 (${pages.length} pages).`,
+  );
 }
 
 interface Tenant {
@@ -92,7 +101,7 @@ interface Tenant {
 async function tenant(demo: Api): Promise<Tenant> {
   const created: Schemas["CreatedAccount"] = await ok(
     "create_account",
-    demo.POST("/v1/accounts", { body: { name: "TypeScript check" } }),
+    demo.POST("/v1/accounts", { body: { name: "TypeScript check" } satisfies Schemas["NewAccount"] }),
     201,
   );
   eq(created.account.name, "TypeScript check", "create_account: name");
@@ -109,13 +118,19 @@ async function tenant(demo: Api): Promise<Tenant> {
 
   const reader: Schemas["CreatedToken"] = await ok(
     "create_token",
-    api.POST("/v1/tokens", { body: { name: "reader", scopes: ["read"] } }),
+    api.POST("/v1/tokens", { body: { name: "reader", scopes: ["read"] } satisfies Schemas["NewTokenRequest"] }),
     201,
   );
   eq(reader.scopes, ["read"], "create_token: scopes");
-  const token: Schemas["Token"] = await ok("get_token", api.GET("/v1/tokens/{id}", { params: { path: { id: reader.id } } }));
+  const token: Schemas["Token"] = await ok(
+    "get_token",
+    api.GET("/v1/tokens/{id}", { params: { path: { id: reader.id } } }),
+  );
   eq([token.id, token.name, token.scopes, token.sites], [reader.id, "reader", ["read"], null], "get_token");
-  const tokens = await ok("list_tokens", api.GET("/v1/tokens", { params: { query: { limit: 10 } } }));
+  const tokens = await ok(
+    "list_tokens",
+    api.GET("/v1/tokens", { params: { query: { limit: 10 } satisfies Query<"/v1/tokens"> } }),
+  );
   eq(
     tokens.items.map((t) => t.id).sort(),
     [created.token.id, reader.id].sort(),
@@ -124,12 +139,14 @@ async function tenant(demo: Api): Promise<Tenant> {
   const readerApi = client(baseUrl!, reader.token);
   await problem(
     "create_site with a read token",
-    readerApi.POST("/v1/sites", { body: { name: "Refused", time_zone: "UTC" } }),
+    readerApi.POST("/v1/sites", { body: { name: "Refused", time_zone: "UTC" } satisfies Schemas["NewSite"] }),
     403,
   );
   await noContent("revoke_token", api.DELETE("/v1/tokens/{id}", { params: { path: { id: reader.id } } }));
   await problem("get_me with a revoked token", readerApi.GET("/v1/me"), 401);
-  log(`Account ${created.account.id}: created with its first token; a read token listed, read, refused a write, revoked.`);
+  log(
+    `Account ${created.account.id}: created with its first token; a read token listed, read, refused a write, revoked.`,
+  );
   return { api, token: created.token.token, account: created.account };
 }
 
@@ -142,26 +159,37 @@ interface Directory {
 async function directory(api: Api): Promise<Directory> {
   const created: Schemas["Site"] = await ok(
     "create_site",
-    api.POST("/v1/sites", { body: { name: "Park", time_zone: "Europe/Berlin", display_order: 2 } }),
+    api.POST("/v1/sites", {
+      body: { name: "Park", time_zone: "Europe/Berlin", display_order: 2 } satisfies Schemas["NewSite"],
+    }),
     201,
   );
   eq([created.name, created.time_zone, created.display_order], ["Park", "Europe/Berlin", 2], "create_site");
   const site = await ok(
     "update_site",
-    api.PATCH("/v1/sites/{id}", { params: { path: { id: created.id } }, body: { name: "City park" } }),
+    api.PATCH("/v1/sites/{id}", {
+      params: { path: { id: created.id } },
+      body: { name: "City park" } satisfies Schemas["SitePatch"],
+    }),
   );
   eq(site, { ...created, name: "City park" }, "update_site");
   eq(await ok("get_site", api.GET("/v1/sites/{id}", { params: { path: { id: site.id } } })), site, "get_site");
   const problem422 = await problem(
     "create_site in an unknown time zone",
-    api.POST("/v1/sites", { body: { name: "Nowhere", time_zone: "Mars/Olympus_Mons" } }),
+    api.POST("/v1/sites", { body: { name: "Nowhere", time_zone: "Mars/Olympus_Mons" } satisfies Schemas["NewSite"] }),
     422,
   );
 
   const mower: Schemas["MowerSummary"] = await ok(
     "create_mower",
     api.POST("/v1/mowers", {
-      body: { site_id: site.id, name: "Ada", model: "M1", serial: `TS-${randomUUID()}`, blade_threshold_seconds: 36_000 },
+      body: {
+        site_id: site.id,
+        name: "Ada",
+        model: "M1",
+        serial: `TS-${randomUUID()}`,
+        blade_threshold_seconds: 36_000,
+      } satisfies Schemas["NewMower"],
     }),
     201,
   );
@@ -172,20 +200,32 @@ async function directory(api: Api): Promise<Directory> {
   );
   const updated = await ok(
     "update_mower",
-    api.PATCH("/v1/mowers/{id}", { params: { path: { id: mower.id } }, body: { display_order: 5 } }),
+    api.PATCH("/v1/mowers/{id}", {
+      params: { path: { id: mower.id } },
+      body: { display_order: 5 } satisfies Schemas["MowerPatch"],
+    }),
   );
   eq(updated.display_order, 5, "update_mower: display_order");
   const got = await ok("get_mower", api.GET("/v1/mowers/{id}", { params: { path: { id: mower.id } } }));
   eq([got.id, got.display_order, got.serial], [mower.id, 5, mower.serial], "get_mower");
 
   // A second site and mower, deleted: the site refuses while it has a mower.
-  const spare = await ok("create_site", api.POST("/v1/sites", { body: { name: "Spare", time_zone: "UTC" } }), 201);
-  const doomed = await ok(
-    "create_mower",
-    api.POST("/v1/mowers", { body: { site_id: spare.id, name: "Bob", model: "M1", serial: `TS-${randomUUID()}` } }),
+  const spare = await ok(
+    "create_site",
+    api.POST("/v1/sites", { body: { name: "Spare", time_zone: "UTC" } satisfies Schemas["NewSite"] }),
     201,
   );
-  const sites = await ok("list_sites", api.GET("/v1/sites", { params: { query: { limit: 10 } } }));
+  const doomed = await ok(
+    "create_mower",
+    api.POST("/v1/mowers", {
+      body: { site_id: spare.id, name: "Bob", model: "M1", serial: `TS-${randomUUID()}` } satisfies Schemas["NewMower"],
+    }),
+    201,
+  );
+  const sites = await ok(
+    "list_sites",
+    api.GET("/v1/sites", { params: { query: { limit: 10 } satisfies Query<"/v1/sites"> } }),
+  );
   eq(sites.items.map((s) => s.id).sort(), [site.id, spare.id].sort(), "list_sites");
   await problem("delete_site with a mower", api.DELETE("/v1/sites/{id}", { params: { path: { id: spare.id } } }), 409);
   await noContent("delete_mower", api.DELETE("/v1/mowers/{id}", { params: { path: { id: doomed.id } } }));
@@ -196,7 +236,11 @@ async function directory(api: Api): Promise<Directory> {
     404,
   );
   const mowers = await ok("list_mowers", api.GET("/v1/mowers"));
-  eq(mowers.items.map((m) => m.id), [mower.id], "list_mowers after the delete");
+  eq(
+    mowers.items.map((m) => m.id),
+    [mower.id],
+    "list_mowers after the delete",
+  );
   log(
     `Directory: site ${site.id} and mower ${mower.id} created, updated, read, listed; a spare site and mower ` +
       `deleted; problems ${problem404.status} (${problem404.type}) and ${problem422.status} (${problem422.type}).`,
@@ -216,26 +260,35 @@ async function notificationSetup(api: Api, mowerId: string): Promise<Schemas["Zo
   eq(await ok("get_geofence", api.GET("/v1/mowers/{id}/geofence", { params: id })), fence, "get_geofence");
   await problem(
     "put_geofence of two points",
-    api.PUT("/v1/mowers/{id}/geofence", { params: id, body: { type: "Polygon", coordinates: [[at(0, 0), at(1, 1)]] } }),
+    api.PUT("/v1/mowers/{id}/geofence", {
+      params: id,
+      body: { type: "Polygon", coordinates: [[at(0, 0), at(1, 1)]] } satisfies Schemas["PolygonGeometry"],
+    }),
     422,
   );
 
   const first: Schemas["Zone"] = await ok(
     "create_zone",
-    api.POST("/v1/mowers/{id}/zones", { params: id, body: { name: "Lawn", polygon: square(60, 200) } }),
+    api.POST("/v1/mowers/{id}/zones", {
+      params: id,
+      body: { name: "Lawn", polygon: square(60, 200) } satisfies Schemas["ZoneBody"],
+    }),
     201,
   );
   const zone = await ok(
     "update_zone",
     api.PUT("/v1/mowers/{id}/zones/{zone_id}", {
       params: { path: { id: mowerId, zone_id: first.id } },
-      body: { name: "Roses", polygon: square(60, 190) },
+      body: { name: "Roses", polygon: square(60, 190) } satisfies Schemas["ZoneBody"],
     }),
   );
   eq([zone.id, zone.name, zone.polygon, zone.occupied], [first.id, "Roses", square(60, 190), false], "update_zone");
   const spare = await ok(
     "create_zone",
-    api.POST("/v1/mowers/{id}/zones", { params: id, body: { name: "Spare", polygon: square(300, 400) } }),
+    api.POST("/v1/mowers/{id}/zones", {
+      params: id,
+      body: { name: "Spare", polygon: square(300, 400) } satisfies Schemas["ZoneBody"],
+    }),
     201,
   );
   await noContent(
@@ -243,11 +296,18 @@ async function notificationSetup(api: Api, mowerId: string): Promise<Schemas["Zo
     api.DELETE("/v1/mowers/{id}/zones/{zone_id}", { params: { path: { id: mowerId, zone_id: spare.id } } }),
   );
   const zones = await ok("list_zones", api.GET("/v1/mowers/{id}/zones", { params: id }));
-  eq(zones.items.map((z) => [z.id, z.name]), [[zone.id, "Roses"]], "list_zones");
+  eq(
+    zones.items.map((z) => [z.id, z.name]),
+    [[zone.id, "Roses"]],
+    "list_zones",
+  );
 
   const assignment: Schemas["Assignment"] = await ok(
     "create_assignment",
-    api.POST("/v1/mowers/{id}/assignments", { params: id, body: { operator: "Grace", priority: "normal" } }),
+    api.POST("/v1/mowers/{id}/assignments", {
+      params: id,
+      body: { operator: "Grace", priority: "normal" } satisfies Schemas["AssignmentBody"],
+    }),
     201,
   );
   eq([assignment.operator, assignment.priority, assignment.active], ["Grace", "normal", true], "create_assignment");
@@ -255,13 +315,16 @@ async function notificationSetup(api: Api, mowerId: string): Promise<Schemas["Zo
     "update_assignment",
     api.PUT("/v1/mowers/{id}/assignments/{assignment_id}", {
       params: { path: { id: mowerId, assignment_id: assignment.id } },
-      body: { operator: "Grace", priority: "high" },
+      body: { operator: "Grace", priority: "high" } satisfies Schemas["AssignmentBody"],
     }),
   );
   eq([changed.id, changed.priority], [assignment.id, "high"], "update_assignment");
   const spareAssignment = await ok(
     "create_assignment",
-    api.POST("/v1/mowers/{id}/assignments", { params: id, body: { operator: "Linus", priority: "low", active: false } }),
+    api.POST("/v1/mowers/{id}/assignments", {
+      params: id,
+      body: { operator: "Linus", priority: "low", active: false } satisfies Schemas["AssignmentBody"],
+    }),
     201,
   );
   await noContent(
@@ -271,8 +334,14 @@ async function notificationSetup(api: Api, mowerId: string): Promise<Schemas["Zo
     }),
   );
   const assignments = await ok("list_assignments", api.GET("/v1/mowers/{id}/assignments", { params: id }));
-  eq(assignments.items.map((a) => [a.id, a.priority]), [[assignment.id, "high"]], "list_assignments");
-  log(`Notifications set up: geofence ${fence.version}, zone ${zone.id}, assignment ${assignment.id} (spares deleted).`);
+  eq(
+    assignments.items.map((a) => [a.id, a.priority]),
+    [[assignment.id, "high"]],
+    "list_assignments",
+  );
+  log(
+    `Notifications set up: geofence ${fence.version}, zone ${zone.id}, assignment ${assignment.id} (spares deleted).`,
+  );
   return zone;
 }
 

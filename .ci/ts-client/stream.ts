@@ -2,7 +2,19 @@
 // filtered to the check's mower; a state reported then arrives as a `state` event, and revoking the
 // token ends the stream with `end`.
 
-import { type Api, type Schemas, check, client, eq, fail, log, noContent, ok, sameInstant } from "./support.js";
+import {
+  type Api,
+  type Query,
+  type Schemas,
+  check,
+  client,
+  eq,
+  fail,
+  log,
+  noContent,
+  ok,
+  sameInstant,
+} from "./support.js";
 
 interface ServerSentEvent {
   event: string;
@@ -50,15 +62,18 @@ async function until(stream: AsyncGenerator<ServerSentEvent>, name: string): Pro
 
 export async function liveStream(
   baseUrl: string,
-  api: Api, account: Schemas["Account"], mower: Schemas["MowerSummary"]): Promise<void> {
+  api: Api,
+  account: Schemas["Account"],
+  mower: Schemas["MowerSummary"],
+): Promise<void> {
   const watcher: Schemas["CreatedToken"] = await ok(
     "create_token",
-    api.POST("/v1/tokens", { body: { name: "stream", scopes: ["read"] } }),
+    api.POST("/v1/tokens", { body: { name: "stream", scopes: ["read"] } satisfies Schemas["NewTokenRequest"] }),
     201,
   );
   const streamApi = client(baseUrl, watcher.token);
   const connected = await streamApi.GET("/v1/live/stream", {
-    params: { query: { mowers: mower.id, kinds: "state" } },
+    params: { query: { mowers: mower.id, kinds: "state" } satisfies Query<"/v1/live/stream"> },
     parseAs: "stream",
   });
   eq(connected.response.status, 200, "live_stream: status");

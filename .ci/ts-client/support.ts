@@ -8,6 +8,15 @@ import type { components, paths } from "./generated/schema.js";
 export type Schemas = components["schemas"];
 export type Api = Client<paths>;
 
+// openapi-fetch infers a call's options generically, so tsc does not refuse a parameter or a body
+// field the document no longer has; the check writes `satisfies Query<path>` (`Header<path>`,
+// `Schemas[body]`) after each literal, which it does refuse.
+type Get<P extends keyof paths> = paths[P] extends { get: { parameters: infer Parameters } } ? Parameters : never;
+/** The query parameters of `GET path`. */
+export type Query<P extends keyof paths> = Get<P> extends { query?: infer Q } ? NonNullable<Q> : never;
+/** The header parameters of `GET path`. */
+export type Header<P extends keyof paths> = Get<P> extends { header?: infer H } ? NonNullable<H> : never;
+
 /** A client of the generated `paths`, authenticated with `token`. */
 export function client(baseUrl: string, token: string): Api {
   return createClient<paths>({
