@@ -1,15 +1,16 @@
 // A TypeScript client generated from openapi/openapi.json (openapi-typescript's types, openapi-fetch)
-// against a running swath: every operation family, through the typed client only. `tsc --noEmit`
-// checks this file against the generated types, so a document that no longer has an operation,
-// a parameter or a field used here fails CI before anything runs; the run then checks the values
-// the service answers.
+// against a running swath: every operation of the document at least once, through the typed
+// client only. tsc checks this file against the generated types (every request literal
+// `satisfies` its type), so a document that no longer has an operation, a parameter or a field
+// used here fails CI before anything runs; the run then checks the values the service answers.
 //
 // It makes an account of its own (a tenant nothing else on the server sees), and in it tokens, a
-// site and mowers, a geofence, a zone and an assignment; reports states, reads them back (state,
-// history, the track as JSON and as GeoJSON page by page, days, health), the events and alerts
-// the watcher derives, the live projections and the live stream; imports history; and checks a
-// `404` and a `422` problem. With the server's demo token it pages through the simulated fleet.
-// Events are read by `id`, `kind`, `mower_id` and `observed_at` only.
+// site and mowers, a geofence, a zone and an assignment; reports states, reads them back (state
+// and its ETag, history, the track as JSON and as GeoJSON page by page, days, health), the events
+// and alerts the watcher derives, the busy check, a blade reset, the live projections and the
+// live stream; imports history; and checks problems (401, 403, 404, 409, 422). With the server's
+// demo token it reads the operations endpoints and pages through the simulated fleet. Events are
+// read by `id`, `kind`, `mower_id` and `observed_at` only, not by `details`.
 //
 // Usage: node build/check.js BASE_URL TOKEN OPENAPI_JSON
 
@@ -93,7 +94,6 @@ async function demoFleet(demo: Api): Promise<void> {
 
 interface Tenant {
   api: Api;
-  token: string;
   account: Schemas["Account"];
 }
 
@@ -147,7 +147,7 @@ async function tenant(demo: Api): Promise<Tenant> {
   log(
     `Account ${created.account.id}: created with its first token; a read token listed, read, refused a write, revoked.`,
   );
-  return { api, token: created.token.token, account: created.account };
+  return { api, account: created.account };
 }
 
 interface Directory {
@@ -354,6 +354,10 @@ async function main(): Promise<void> {
   const zone = await notificationSetup(api, mower.id);
   await telemetry({ api, account, site, mower, zone });
   await liveStream(baseUrl!, api, account, mower);
+  const id = { path: { id: mower.id } };
+  await noContent("delete_geofence", api.DELETE("/v1/mowers/{id}/geofence", { params: id }));
+  await problem("get_geofence after delete_geofence", api.GET("/v1/mowers/{id}/geofence", { params: id }), 404);
+  log("Geofence deleted: get_geofence answers 404.");
   log("The TypeScript client exercised every operation family.");
 }
 
