@@ -394,6 +394,18 @@ async function importHistory(
     [3, 0, 3],
     "the same import again: stored already",
   );
+  // The account's imports, newest first, one per page.
+  const imports = await allPages("list_imports", (cursor) =>
+    ok(
+      "list_imports",
+      api.GET("/v1/imports", { params: { query: { limit: 1, cursor } satisfies Query<"/v1/imports"> } }),
+    ),
+  );
+  eq(
+    imports.map((p) => p.items.map((i) => [i.id, i.status])),
+    [[[again.id, "done"]], [[created.id, "done"]]],
+    "list_imports: newest first, one per page",
+  );
   const window = { from: new Date(start - 3_700_000).toISOString(), to: new Date(start - 1000).toISOString() };
   const imported = await ok(
     "get_mower_history",
