@@ -388,7 +388,7 @@ pub fn parse_tile_url(value: &str) -> Result<String, String> {
     }
     let web = value.starts_with("https://") || value.starts_with("http://");
     let placeholders = ["{z}", "{x}", "{y}"].iter().all(|p| value.contains(p));
-    if !web || !placeholders || value.contains(['"', '<', '>', ' ']) {
+    if !web || !placeholders || value.contains(['"', '\'', '(', ')', '\\', '<', '>', ' ']) {
         return Err("expected an http(s):// URL template with {z}, {x} and {y} \
              (https://tile.openstreetmap.org/{z}/{x}/{y}.png), or empty for no tiles"
             .to_owned());

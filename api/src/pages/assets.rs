@@ -20,14 +20,16 @@ dl{display:grid;grid-template-columns:auto 1fr;gap:0 .5rem;margin:.25rem 0}dd{ma
 article.status-ok{border-left-color:#1a7f37}article.status-low{border-left-color:#0969da}\
 article.status-normal{border-left-color:#bf8700}article.status-high{border-left-color:#e16f24}\
 article.status-critical{border-left-color:#cf222e}article.status-offline,article.status-unknown{border-left-color:#8c959f}\
-article{color:#1f2328}.battery{display:inline-flex;align-items:center;gap:.4rem}\
+article[class]{color:#1f2328}.battery{display:inline-flex;align-items:center;gap:.4rem}\
 meter{width:6rem;height:1rem}.error{color:#c21d2a;font-weight:600}time[title]{text-decoration:underline dotted}\
 .severity-critical{color:#c21d2a;font-weight:bold}.severity-high{color:#b34700}\
 table{border-collapse:collapse}th,td{border-bottom:1px solid #ccc;padding:.2rem .5rem;text-align:left}\
-.map{width:100%;max-width:60rem;height:auto;border:1px solid #888;background:#eef1ea}\
-.map .track{fill:none;stroke-width:3;stroke-linejoin:round;stroke-linecap:round;opacity:.85}\
-.map .marker circle{stroke:#fff;stroke-width:2}.map text{font-size:13px;paint-order:stroke;\
-stroke:#fff;stroke-width:3px;fill:#1f2328}.map .attribution{font-size:11px}\
+.map-frame{position:relative;width:100%;max-width:60rem;aspect-ratio:960/540;overflow:hidden;\
+border:1px solid #888;background:#eef1ea}.map-frame .tile{position:absolute;background-size:100% 100%}\
+.map-frame svg{position:absolute;inset:0;width:100%;height:100%}.battery,.status{white-space:nowrap}\
+.map-frame .track{fill:none;stroke-width:3;stroke-linejoin:round;stroke-linecap:round;opacity:.85}\
+.map-frame .marker circle{stroke:#fff;stroke-width:2}.map-frame text{font-size:13px;paint-order:stroke;\
+stroke:#fff;stroke-width:3px;fill:#1f2328}.map-frame .attribution{font-size:11px}\
 .sites{display:flex;flex-wrap:wrap;gap:.5rem 1rem;padding:0;list-style:none}";
 
 /// Patches `main` with a fresh fragment, node by node: unchanged nodes (and the notices among

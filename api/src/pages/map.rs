@@ -5,8 +5,9 @@
 //!   the bounding box of every drawn point, at the largest zoom (at most [`MAX_ZOOM`]) at which
 //!   the box fits [`WIDTH`] × [`HEIGHT`] less a margin.
 //! - **Tiles.** With a tile URL (`SWATH_MAP_TILE_URL`), the tiles covering the view at that zoom
-//!   are `<image>` elements over a plain background, fetched by the browser. A tile that does not
-//!   load draws nothing: the markers and tracks, drawn above, stay on the plain background.
+//!   are CSS backgrounds of boxes behind the SVG, on a plain background, fetched by the browser.
+//!   A tile that does not load draws nothing: the markers and tracks stay on the plain
+//!   background.
 //! - **Bounded.** At most [`MAP_SITES`](swath_application::projections::MAP_SITES) sites to pick
 //!   from, [`MAP_MOWERS_PER_SITE`](swath_application::projections::MAP_MOWERS_PER_SITE) mowers,
 //!   and [`TRACK_POSITIONS`] positions of each mower's track since the site's local midnight,
@@ -251,28 +252,34 @@ fn svg(
         return;
     };
     let placed = mowers.iter().filter(|m| m.mower.position.is_some()).count();
-    let _ = write!(
-        out,
-        "<svg class=\"map\" viewBox=\"0 0 {WIDTH} {HEIGHT}\" width=\"{WIDTH}\" height=\"{HEIGHT}\" \
-         role=\"img\" aria-labelledby=\"map-title\" data-zoom=\"{zoom}\" \
-         xmlns=\"http://www.w3.org/2000/svg\"><title id=\"map-title\">Map of {site}: {placed} \
-         mowers at their latest positions and today's tracks</title>\
-         <rect width=\"{WIDTH}\" height=\"{HEIGHT}\" fill=\"#eef1ea\"/>",
-        zoom = view.zoom,
-        site = escape(site),
-    );
+    // The tiles are CSS backgrounds of boxes behind the SVG, in percentages of the frame so that
+    // they scale with it: a background that does not load draws nothing (an SVG `<image>` would
+    // draw a broken-image icon), leaving the frame's plain background.
+    out.push_str("<div class=\"map-frame\">");
     let template = state.map_tile_url.as_ref();
-    if !template.is_empty() {
-        out.push_str("<g class=\"tiles\">");
+    let tiles = !template.is_empty() && !template.contains(['"', '\'', '(', ')', '\\', ' ']);
+    if tiles {
         for (x, y, px, py) in view.tiles() {
             let _ = write!(
                 out,
-                "<image href=\"{url}\" x=\"{px:.1}\" y=\"{py:.1}\" width=\"256\" height=\"256\"/>",
+                "<div class=\"tile\" style=\"left:{l:.4}%;top:{t:.4}%;width:{w:.4}%;\
+                 height:{h:.4}%;background-image:url(&quot;{url}&quot;)\"></div>",
+                l = px / WIDTH * 100.0,
+                t = py / HEIGHT * 100.0,
+                w = TILE / WIDTH * 100.0,
+                h = TILE / HEIGHT * 100.0,
                 url = escape(&tile_url(template, view.zoom, x, y)),
             );
         }
-        out.push_str("</g>");
     }
+    let _ = write!(
+        out,
+        "<svg viewBox=\"0 0 {WIDTH} {HEIGHT}\" role=\"img\" aria-labelledby=\"map-title\" \
+         data-zoom=\"{zoom}\" xmlns=\"http://www.w3.org/2000/svg\"><title id=\"map-title\">Map \
+         of {site}: {placed} mowers at their latest positions and today's tracks</title>",
+        zoom = view.zoom,
+        site = escape(site),
+    );
     out.push_str("<g class=\"tracks\">");
     for (i, (track, _)) in tracks.iter().enumerate() {
         if track.items.len() < 2 {
@@ -313,7 +320,7 @@ fn svg(
         );
     }
     out.push_str("</g>");
-    if !template.is_empty() {
+    if tiles {
         let credit = if template.contains("openstreetmap.org") {
             "Map tiles © OpenStreetMap contributors".to_owned()
         } else {
@@ -327,7 +334,7 @@ fn svg(
             y = HEIGHT - 6.0,
         );
     }
-    out.push_str("</svg>");
+    out.push_str("</svg></div>");
 }
 
 /// The map in words: one row per mower.
@@ -357,11 +364,12 @@ fn table(
             out,
             "<tr><th scope=\"row\">{name}</th><td>{status}</td><td><svg width=\"24\" \
              height=\"8\" aria-hidden=\"true\"><rect width=\"24\" height=\"8\" fill=\"{colour}\"/>\
-             </svg></td><td>{position}</td><td>{n} positions</td><td>{activity}</td>\
+             </svg></td><td>{position}</td><td>{n} position{plural}</td><td>{activity}</td>\
              <td>{battery}</td><td>{seen}</td></tr>",
             name = escape(&m.mower.name),
             status = Status::of(&m.mower, m.status).badge(),
             n = track.items.len(),
+            plural = if track.items.len() == 1 { "" } else { "s" },
             activity = render::activity_text(&m.mower),
             battery = render::battery(m.mower.battery_percent),
         );
