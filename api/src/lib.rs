@@ -15,7 +15,8 @@
 //! - [`extract`]: `Path`, `Query` and `Json` extractors whose rejections are problems.
 //! - [`etag`]: entity tags and `If-None-Match`.
 //! - [`http_metrics`]: the request span (status, latency) and the latency histogram per route.
-//! - [`pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`).
+//! - [`pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`,
+//!   `/live/map`).
 //! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
 //! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts.
 //! - [`document`]: what the generated document gets after the routes are in: the answers every

@@ -49,7 +49,14 @@ pub struct AppState {
     /// The numbered feed the live stream sends and resumes from, one per process, started by
     /// the first stream (decision 101).
     pub live_feed: Arc<tokio::sync::OnceCell<LiveFeed>>,
+    /// The map tiles behind `/live/map` (`SWATH_MAP_TILE_URL`): a URL template with `{z}`, `{x}`
+    /// and `{y}`; empty: no tiles, the map draws on a plain background. Set with
+    /// [`AppState::with_map_tile_url`].
+    pub map_tile_url: Arc<str>,
 }
+
+/// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
+pub const DEFAULT_MAP_TILE_URL: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
 
 /// The notification side's ports, one per concern (decision 95): each route takes the one it
 /// needs.
@@ -121,7 +128,14 @@ impl AppState {
             submissions,
             imports,
             live_feed: Arc::default(),
+            map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
         }
+    }
+
+    /// Another tile URL template for `/live/map` (empty: no tiles).
+    pub fn with_map_tile_url(mut self, url: &str) -> Self {
+        self.map_tile_url = Arc::from(url.trim());
+        self
     }
 
     /// Another bound for the principal and mower caches (zero: every request asks the stores).

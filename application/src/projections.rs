@@ -7,6 +7,13 @@
 //! operators are never read. A level whose parent window is empty is not read at all: an empty
 //! tenant costs one read. The cost of a snapshot is therefore bounded by the ceilings, never by
 //! the tenant's inventory.
+//!
+//! Layout: this file holds the windows, the fleet dashboard and the walls; `map` the site map
+//! ([`MapSnapshot`]) and the site cards of the fleet dashboard's mowers.
+
+mod map;
+
+pub use map::{MapMower, MapSite, MapSnapshot};
 
 use crate::ports::{
     AlertCard, HealthCard, MowerCard, MowerFilter, ProjectionError, ProjectionStore, SiteCard,
@@ -31,6 +38,10 @@ pub const WALL_ALERTS_PER_MOWER: usize = 32;
 pub const HEALTH_SITES: usize = 16;
 /// Mowers per site on the health wall.
 pub const HEALTH_MOWERS_PER_SITE: usize = 32;
+/// Sites listed on the site map (the site picker).
+pub const MAP_SITES: usize = 16;
+/// Mowers on a site's map.
+pub const MAP_MOWERS_PER_SITE: usize = 32;
 
 /// The ceilings of every level. [`Ceilings::default`] is docs/rules.md §6; tests lower them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +53,8 @@ pub struct Ceilings {
     pub wall_alerts_per_mower: usize,
     pub health_sites: usize,
     pub health_mowers_per_site: usize,
+    pub map_sites: usize,
+    pub map_mowers_per_site: usize,
 }
 
 impl Default for Ceilings {
@@ -54,6 +67,8 @@ impl Default for Ceilings {
             wall_alerts_per_mower: WALL_ALERTS_PER_MOWER,
             health_sites: HEALTH_SITES,
             health_mowers_per_site: HEALTH_MOWERS_PER_SITE,
+            map_sites: MAP_SITES,
+            map_mowers_per_site: MAP_MOWERS_PER_SITE,
         }
     }
 }

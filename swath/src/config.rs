@@ -255,6 +255,17 @@ pub struct ServeArgs {
         value_parser = parse_nats_url
     )]
     pub nats_url: Option<String>,
+    /// The map tiles of `/live/map`: a URL template with `{z}`, `{x}` and `{y}` (`{s}` becomes
+    /// `a`), fetched by the browser, never by Swath. Empty: no tiles; the map draws its markers
+    /// and tracks on a plain background (as it does when the tiles cannot be reached).
+    #[arg(
+        long = "map-tile-url",
+        env = "SWATH_MAP_TILE_URL",
+        value_name = "SWATH_MAP_TILE_URL",
+        default_value = swath_api::state::DEFAULT_MAP_TILE_URL,
+        value_parser = parse_tile_url
+    )]
+    pub map_tile_url: String,
     /// JetStream `ack_wait` of the durable consumers, in seconds: how long a delivery a replica
     /// took and never settled (it died) waits before it is redelivered. A dead replica's
     /// partitions move to another replica this plus 3 s after its last pull (docs/operations.md).
@@ -366,6 +377,22 @@ pub fn parse_nats_url(value: &str) -> Result<String, String> {
         }
     }
     swath_nats::servers(value).map_err(|e| format!("{e}; {expected}"))?;
+    Ok(value.to_owned())
+}
+
+/// A tile URL template: empty, or `http(s)://` with `{z}`, `{x}` and `{y}`.
+pub fn parse_tile_url(value: &str) -> Result<String, String> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(String::new());
+    }
+    let web = value.starts_with("https://") || value.starts_with("http://");
+    let placeholders = ["{z}", "{x}", "{y}"].iter().all(|p| value.contains(p));
+    if !web || !placeholders || value.contains(['"', '\'', '(', ')', '\\', '<', '>', ' ']) {
+        return Err("expected an http(s):// URL template with {z}, {x} and {y} \
+             (https://tile.openstreetmap.org/{z}/{x}/{y}.png), or empty for no tiles"
+            .to_owned());
+    }
     Ok(value.to_owned())
 }
 

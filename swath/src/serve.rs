@@ -105,7 +105,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         router(
             wired
                 .state
-                .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL),
+                .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
+                .with_map_tile_url(&args.map_tile_url),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),

@@ -21,6 +21,10 @@ const CASES: &[Case] = &[
         expected: "invalid value",
     },
     Case {
+        env: &[("SWATH_MAP_TILE_URL", "ftp://tiles.example/{z}/{x}/{y}.png")],
+        expected: "with {z}, {x} and {y}",
+    },
+    Case {
         env: &[("SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS", "0")],
         expected: "between 0.001 and 86400 seconds",
     },

@@ -272,6 +272,8 @@ pub const LOW: Ceilings = Ceilings {
     wall_alerts_per_mower: 2,
     health_sites: 2,
     health_mowers_per_site: 2,
+    map_sites: 2,
+    map_mowers_per_site: 2,
 };
 
 /// A harness with the use case over a counting store.
@@ -377,12 +379,21 @@ impl Setup {
 
     /// Stores a latest state with this activity.
     pub async fn report(&self, account: AccountId, mower: MowerId, activity: &str) {
+        self.report_with(account, mower, json!({ "activity": activity }))
+            .await;
+    }
+
+    /// Stores a latest state with these fields (an `activity` at least) and an 80 % battery.
+    pub async fn report_with(&self, account: AccountId, mower: MowerId, fields: serde_json::Value) {
         let at = at(0);
-        let bytes = json!({
+        let mut report = json!({
             "mower_id": mower, "account_id": account, "observed_at": at.to_rfc3339(),
-            "activity": activity, "battery_percent": 80,
-        })
-        .to_string();
+            "battery_percent": 80,
+        });
+        for (k, v) in fields.as_object().unwrap() {
+            report[k] = v.clone();
+        }
+        let bytes = report.to_string();
         let state = StateReport::parse(bytes.as_bytes(), at).unwrap();
         let (_, batch) = self.h.telemetry.begin(&[mower]).await.unwrap();
         batch
@@ -510,6 +521,92 @@ pub async fn an_empty_tenant_costs_one_read(factory: &dyn ProjectionFactory) {
     let health = health.unwrap();
     assert!(health.sites.items.is_empty() && !health.sites.truncated);
     assert_eq!((calls.total(), calls.operators), (1, 0), "{calls:?}");
+}
+
+/// The site map: the sites window, the shown site (the first, or the one asked for even beyond
+/// the window, never one the principal may not see), its mowers with the latest state's position
+/// and error code, their statuses; at most four reads. `site_cards` answers the visible ones of
+/// the ids asked for, once each.
+pub async fn the_map_reads_one_site_its_mowers_positions_and_errors(
+    factory: &dyn ProjectionFactory,
+) {
+    let s = Setup::new(factory, LOW).await;
+    let a = s.account("A").await;
+    let mut sites = Vec::new();
+    for i in 0..3 {
+        sites.push(s.site(a, &format!("S{i}"), i).await);
+    }
+    let m1 = s.mower(a, sites[0], "m1", 0).await;
+    let m2 = s.mower(a, sites[0], "m2", 1).await;
+    s.mower(a, sites[0], "m3", 2).await;
+    s.report_with(
+        a,
+        m1,
+        json!({"activity": "error", "error_code": "E7", "position": {"lat": 52.5, "lon": 13.25}}),
+    )
+    .await;
+    s.report(a, m2, "mowing").await;
+    s.alert(a, m1, AlertKind::Error, 1).await;
+    let p = reader(a, None);
+    let (map, calls) = s.measure(s.projections.map(&p, None)).await;
+    let map = map.unwrap();
+    assert_eq!(map.sites.items.len(), LOW.map_sites);
+    assert!(map.sites.truncated);
+    let shown = map.site.unwrap();
+    assert_eq!(shown.site.id, sites[0]);
+    assert!(shown.mowers.truncated && shown.mowers.limit == LOW.map_mowers_per_site);
+    let first = &shown.mowers.items[0];
+    assert_eq!(first.mower.error_code.as_deref(), Some("E7"));
+    assert_eq!(
+        first.mower.position,
+        Some(swath_application::ports::LatLon {
+            lat: 52.5,
+            lon: 13.25
+        })
+    );
+    assert_eq!(first.status, HealthStatus::High);
+    let second = &shown.mowers.items[1];
+    assert_eq!(
+        (&second.mower.error_code, second.mower.position),
+        (&None, None)
+    );
+    assert_eq!(second.status, HealthStatus::Ok);
+    assert_eq!((calls.total(), calls.health), (3, 1), "{calls:?}");
+    // Beyond the sites' window: read alone.
+    let (map, calls) = s.measure(s.projections.map(&p, Some(sites[2]))).await;
+    let shown = map.unwrap().site.unwrap();
+    assert_eq!(shown.site.name, "S2");
+    assert!(shown.mowers.items.is_empty());
+    assert_eq!((calls.total(), calls.window_sites), (3, 2), "{calls:?}");
+    // Not visible (another site's token, an unknown id): no site, nothing read for it.
+    let limited = reader(a, Some(vec![sites[1]]));
+    let (map, calls) = s.measure(s.projections.map(&limited, Some(sites[0]))).await;
+    let map = map.unwrap();
+    assert!(map.site.is_none());
+    assert_eq!(map.sites.items.len(), 1);
+    assert_eq!(calls.total(), 1, "{calls:?}");
+    let map = s
+        .projections
+        .map(&p, Some(SiteId(Uuid::now_v7())))
+        .await
+        .unwrap();
+    assert!(map.site.is_none());
+    // Site cards: visible ones, once each, in display order.
+    let (cards, calls) = s
+        .measure(
+            s.projections
+                .site_cards(&p, &[sites[2], sites[0], sites[2]]),
+        )
+        .await;
+    let names: Vec<String> = cards.unwrap().into_iter().map(|c| c.name).collect();
+    assert_eq!(names, ["S0", "S2"]);
+    assert_eq!(calls.total(), 1);
+    let cards = s
+        .projections
+        .site_cards(&limited, &[sites[0]])
+        .await
+        .unwrap();
+    assert!(cards.is_empty());
 }
 
 /// `limit` rows: not truncated; `limit + 1`: truncated — at every level.
@@ -1183,6 +1280,7 @@ macro_rules! projections_contract_suite {
             the_operator_on_duty_is_ranked_by_the_store,
             reads_are_constant_in_the_tenant_size,
             every_read_is_bounded_at_ten_thousand_mowers,
+            the_map_reads_one_site_its_mowers_positions_and_errors,
         );
     };
 }

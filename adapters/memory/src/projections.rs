@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock};
 use swath_application::access::sees_site;
 use swath_application::ports::{
     AlertCard, AlertQuery, AssignmentError, Assignments, Cause, Directory, DirectoryAdmin,
-    HealthCard, ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError,
+    HealthCard, LatLon, ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError,
     ProjectionStore, SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 use swath_domain::watch::{AlertKind, Severity};
@@ -84,6 +84,13 @@ impl MemoryProjections {
                     battery_percent: latest.and_then(|l| l.state.battery_percent),
                     observed_at: latest.map(|l| l.observed_at),
                     last_seen_at: latest.map(|l| l.last_seen_at),
+                    error_code: latest.and_then(|l| l.state.error_code.clone()),
+                    position: latest.and_then(|l| {
+                        l.state.position.as_ref().map(|p| LatLon {
+                            lat: p.lat,
+                            lon: p.lon,
+                        })
+                    }),
                     id: m.id,
                     site_id: m.site_id,
                     name: m.name,

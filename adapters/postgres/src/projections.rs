@@ -23,8 +23,8 @@ use sqlx::Row;
 use swath_application::access::sees_site;
 use swath_application::ports::Cause;
 use swath_application::ports::{
-    AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
-    ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
+    AlertCard, AssignmentError, Assignments, HealthCard, LatLon, MowerCard, MowerFilter,
+    ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 use swath_domain::watch::{AlertKind, Severity};
 use swath_domain::{AccountId, Activity, Assignment, MowerId, Priority, SiteId};
@@ -36,7 +36,8 @@ macro_rules! mower_card_columns {
     () => {
         "m.id, m.site_id, m.name, m.model, m.display_order, \
          l.state->>'activity' AS activity, (l.state->>'battery_percent')::smallint AS battery, \
-         l.observed_at, l.last_seen_at, o.offline"
+         l.observed_at, l.last_seen_at, o.offline, l.state->>'error_code' AS error_code, \
+         (l.state->'position'->>'lat')::float8 AS lat, (l.state->'position'->>'lon')::float8 AS lon"
     };
 }
 
@@ -187,6 +188,14 @@ fn mower_card(row: &PgRow) -> Result<MowerCard, ProjectionError> {
         observed_at: row.try_get("observed_at").map_err(corrupt)?,
         last_seen_at: row.try_get("last_seen_at").map_err(corrupt)?,
         offline: row.try_get("offline").map_err(corrupt)?,
+        error_code: row.try_get("error_code").map_err(corrupt)?,
+        position: match (
+            row.try_get::<Option<f64>, _>("lat").map_err(corrupt)?,
+            row.try_get::<Option<f64>, _>("lon").map_err(corrupt)?,
+        ) {
+            (Some(lat), Some(lon)) => Some(LatLon { lat, lon }),
+            _ => None,
+        },
     })
 }
 

@@ -26,8 +26,8 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use directory::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
 pub use partitions::{fnv1a32, subjects_overlap, Partitioning, MAX_PARTITIONS};
 pub use projections::{
-    AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
-    ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
+    AlertCard, AssignmentError, Assignments, HealthCard, LatLon, MowerCard, MowerFilter,
+    ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,

@@ -69,6 +69,17 @@ pub struct MowerCard {
     pub last_seen_at: Option<DateTime<Utc>>,
     /// Whether the mower has an open `offline` alert (silent for the offline period).
     pub offline: bool,
+    /// The latest state's `error_code`, if it has one.
+    pub error_code: Option<String>,
+    /// The latest state's position, if it has one.
+    pub position: Option<LatLon>,
+}
+
+/// A WGS 84 position, in degrees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LatLon {
+    pub lat: f64,
+    pub lon: f64,
 }
 
 impl MowerCard {

@@ -1,0 +1,317 @@
+//! Server-rendered live pages: `/live/fleet`, `/live/wall`, `/live/health` and `/live/map`, the
+//! HTML faces of the bounded projections, for browsers and display-wall kiosks.
+//!
+//! Layout: this file holds the routes, signing in and the dispatch; `render` the fleet dashboard,
+//! the walls and what every page shares (notices, status badges, battery gauges, "last seen");
+//! `map` the site map (decision 117); `assets` the inline style, script and document.
+//!
+//! - **Operator-grade.** Each mower shows its status as a colour, an icon *and* a word (never
+//!   colour alone), a battery gauge (`<meter>`) with the percentage as text, its site, the
+//!   latest state's error code, and "Last seen 2 min ago" rendered by the server against its
+//!   clock, with the site's local time in the `title` (decision 116).
+//! - **Rendered from the snapshots' flags.** A cut list gets an overflow notice,
+//!   `<p role="status">Showing the first 64 mowers. Additional mowers are not shown.</p>`, at the
+//!   level that was cut; nothing is counted.
+//! - **Labelled regions.** The page is a `main` landmark; each site, mower and alert list is a
+//!   region named by its heading (`aria-labelledby`), so screen-reader users can jump between
+//!   them.
+//! - **Refreshing without re-announcing.** The page polls `?fragment=main` every few seconds and
+//!   patches the DOM node by node: only text that changed is replaced. The content is not a live
+//!   region; the notices are (`role="status"` is polite), so an assistive technology hears a
+//!   notice when it appears or changes, never the whole page on every refresh.
+//! - **Signing in.** Browsers do not send bearer headers on navigation: a page accepts the usual
+//!   `Authorization: Bearer`, or a cookie set by opening it once with `?token=<API token>` (the
+//!   answer is a redirect to the same page without the token, so it leaves the address bar and
+//!   the history). The cookie holds the token's SHA-256 hash, never the token: it is no bearer
+//!   token for the API, it opens only these read-only pages, and it stops working when the
+//!   token is revoked (every poll authenticates it again). It is `HttpOnly`, `SameSite=Lax`,
+//!   limited to `/live`, and `Secure` when the service is behind TLS (`SWATH_BEHIND_TLS`, or a
+//!   proxy's `X-Forwarded-Proto: https`). Without either, the page answers `401` with a form
+//!   asking for a token.
+
+mod assets;
+pub mod map;
+mod render;
+
+pub use render::escape;
+
+use crate::auth::authenticate;
+use crate::error::ApiError;
+use crate::routes::projections::views;
+use crate::server::BehindTls;
+use crate::state::AppState;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Extension;
+use axum::Router;
+use render::Times;
+use serde::Deserialize;
+use std::fmt::Write;
+use swath_application::ports::{hash_token, TokenHash};
+use swath_domain::{Principal, Scope, SiteId};
+
+/// The cookie that keeps a browser signed in to the live pages.
+pub const COOKIE: &str = "swath_live";
+/// How often a page polls for a new snapshot.
+pub const REFRESH_SECONDS: u32 = 5;
+
+/// The live pages' routes (not part of the OpenAPI document: they answer HTML).
+pub fn routes() -> Router<AppState> {
+    // One handler for the four: each route hands it its page as an extension.
+    Page::ALL.into_iter().fold(Router::new(), |router, page| {
+        router.route(page.path(), get(serve).layer(Extension(page)))
+    })
+}
+
+/// The query of a page: a token to sign in with, or the fragment to poll; the map's site.
+#[derive(Debug, Default, Deserialize)]
+pub struct PageQuery {
+    token: Option<String>,
+    fragment: Option<String>,
+    site: Option<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Page {
+    Fleet,
+    Wall,
+    Health,
+    Map,
+}
+
+impl Page {
+    const ALL: [Page; 4] = [Page::Fleet, Page::Wall, Page::Health, Page::Map];
+
+    fn path(self) -> &'static str {
+        match self {
+            Page::Fleet => "/live/fleet",
+            Page::Wall => "/live/wall",
+            Page::Health => "/live/health",
+            Page::Map => "/live/map",
+        }
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Page::Fleet => "Fleet dashboard",
+            Page::Wall => "Site wall",
+            Page::Health => "Health wall",
+            Page::Map => "Site map",
+        }
+    }
+}
+
+/// The page's address, with the map's site when one was asked for.
+fn address(page: Page, site: Option<SiteId>) -> String {
+    match site {
+        Some(site) => format!("{}?site={site}", page.path()),
+        None => page.path().to_owned(),
+    }
+}
+
+fn html(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn serve(
+    Extension(page): Extension<Page>,
+    State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
+    headers: HeaderMap,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let behind_tls = tls.is_some();
+    // The map's site: a malformed id shows the first site (as no id does).
+    let site = match page {
+        Page::Map => query
+            .site
+            .as_deref()
+            .and_then(|s| s.trim().parse().ok())
+            .map(SiteId),
+        _ => None,
+    };
+    // Signing in: keep a value derived from the token in a cookie, and take the token out of the
+    // address bar.
+    if let Some(token) = query.token.as_deref().map(str::trim) {
+        let valid = !token.is_empty()
+            && token.len() <= 512
+            && token
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if valid {
+            let secure = if behind_tls || forwarded_https(&headers) {
+                "; Secure"
+            } else {
+                ""
+            };
+            let session = hash_token(token).0;
+            let cookie = format!(
+                "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age=43200{secure}"
+            );
+            if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+                let mut response = (
+                    StatusCode::SEE_OTHER,
+                    [(header::LOCATION, address(page, site))],
+                )
+                    .into_response();
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
+                return response;
+            }
+        }
+        return sign_in(page, site, "That is not an API token.");
+    }
+    let principal = match principal(&state, &headers).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return sign_in(page, site, ""),
+        Err(e) => return e.into_response(),
+    };
+    if !principal.has_scope(Scope::Read) {
+        return sign_in(page, site, "This token does not have the `read` scope.");
+    }
+    let content = match content(page, &state, &principal, site).await {
+        Ok(content) => content,
+        Err(e) => return e.into_response(),
+    };
+    if query.fragment.as_deref() == Some("main") {
+        return html(StatusCode::OK, content);
+    }
+    let location = address(page, site);
+    let fragment = if location.contains('?') {
+        format!("{location}&amp;fragment=main")
+    } else {
+        format!("{location}?fragment=main")
+    };
+    html(StatusCode::OK, assets::document(page, &fragment, &content))
+}
+
+/// The principal of the bearer header, else of the cookie; `None` without a valid token.
+async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Principal>, ApiError> {
+    if headers.contains_key(header::AUTHORIZATION) {
+        return match authenticate(headers, state).await {
+            Ok(p) => Ok(Some(p)),
+            Err(ApiError::MissingToken | ApiError::InvalidToken) => Ok(None),
+            Err(e) => Err(e),
+        };
+    }
+    let token = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned());
+    // The cookie holds the token's hash (what the token store is keyed by), never the token.
+    match token {
+        Some(session) if session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            Ok(state
+                .access
+                .principal(&TokenHash(session.to_ascii_lowercase()))
+                .await?)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Whether a proxy in front says the client came over HTTPS (`X-Forwarded-Proto: https`, or
+/// `proto=https` in `Forwarded`, RFC 7239). Only used to add `Secure` to a cookie, which a
+/// client gains nothing by asking for.
+fn forwarded_https(headers: &HeaderMap) -> bool {
+    let says_https = |name: &str| {
+        headers
+            .get_all(name)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .any(|v| {
+                v.split([',', ';']).map(str::trim).any(|part| {
+                    part.eq_ignore_ascii_case("https")
+                        || part.eq_ignore_ascii_case("proto=https")
+                        || part.eq_ignore_ascii_case("proto=\"https\"")
+                })
+            })
+    };
+    says_https("x-forwarded-proto") || says_https("forwarded")
+}
+
+fn sign_in(page: Page, site: Option<SiteId>, problem: &str) -> Response {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1 id=\"title\">{title}</h1>\
+         <section aria-labelledby=\"sign-in\"><h2 id=\"sign-in\">Sign in</h2>",
+        title = page.title()
+    );
+    if !problem.is_empty() {
+        let _ = write!(body, "<p role=\"alert\">{}</p>", escape(problem));
+    }
+    let _ = write!(
+        body,
+        "<form method=\"get\" action=\"{path}\">\
+         <label for=\"token\">API token with the <code>read</code> scope</label> \
+         <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" required> \
+         {hidden}<button type=\"submit\">Show</button></form>\
+         <p>The token is kept in a cookie of this browser for 12 hours.</p></section>",
+        path = page.path(),
+        hidden = site
+            .map(|s| format!("<input type=\"hidden\" name=\"site\" value=\"{s}\">"))
+            .unwrap_or_default(),
+    );
+    html(
+        StatusCode::UNAUTHORIZED,
+        assets::document_static(page, &body),
+    )
+}
+
+async fn content(
+    page: Page,
+    state: &AppState,
+    principal: &Principal,
+    site: Option<SiteId>,
+) -> Result<String, ApiError> {
+    let live = views(state)?;
+    let now = state.clock.now();
+    let mut out = String::new();
+    let _ = write!(out, "<h1 id=\"title\">{}</h1>", page.title());
+    match page {
+        Page::Fleet => {
+            let snapshot = live.projections.fleet(principal).await?;
+            // The sites of the window's mowers, for their names and time zones: one read.
+            let ids: Vec<SiteId> = snapshot
+                .mowers
+                .items
+                .iter()
+                .map(|m| m.mower.site_id)
+                .collect();
+            let sites = live.projections.site_cards(principal, &ids).await?;
+            let times = Times::new(now, &sites.iter().collect::<Vec<_>>());
+            render::fleet(&mut out, &snapshot, &times);
+        }
+        Page::Wall => {
+            let snapshot = live.projections.wall(principal).await?;
+            let sites: Vec<_> = snapshot.sites.items.iter().map(|s| &s.site).collect();
+            render::wall(&mut out, &snapshot, &Times::new(now, &sites));
+        }
+        Page::Health => {
+            let snapshot = live.projections.health(principal).await?;
+            let sites: Vec<_> = snapshot.sites.items.iter().map(|s| &s.site).collect();
+            render::health(&mut out, &snapshot, &Times::new(now, &sites));
+        }
+        Page::Map => map::content(&mut out, state, principal, site).await?,
+    }
+    let _ = write!(
+        out,
+        "<p class=\"updated\">Updated {}.</p>",
+        now.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    Ok(out)
+}
