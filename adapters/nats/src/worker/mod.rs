@@ -278,11 +278,7 @@ impl Worker {
         deadline: Option<Instant>,
         stoppable: bool,
     ) -> Kept<F::Output> {
-        let mut every = self.timings.ack_wait / 3;
-        if let Some(pinning) = &self.pinning {
-            every = every.min(pinning.timeout / 3);
-        }
-        let every = every.max(Duration::from_millis(100));
+        let every = self.progress_every();
         let mut progress = tokio::time::interval_at(Instant::now() + every, every);
         let deadline = async {
             match deadline {
@@ -297,17 +293,45 @@ impl Worker {
                 output = &mut *future => return Kept::Done(output),
                 () = stopped(&mut self.stop), if stoppable => return Kept::Stopped,
                 () = &mut deadline => return Kept::Deadline,
-                _ = progress.tick() => {
-                    for message in batch.iter().chain(&self.held) {
-                        if let Some(reply) = message.message.reply.clone() {
-                            let _ = self.client.publish(reply, Bytes::from(AckKind::Progress)).await;
-                        }
-                    }
-                    if let Some(pinning) = &self.pinning {
-                        pinning.keep(&self.client, &self.next_subject(), &self.name);
-                    }
-                }
+                _ = progress.tick() => self.send_progress(batch).await,
             }
+        }
+    }
+
+    /// How often messages in hand are reported in progress: a third of `ack_wait` (and of the
+    /// pin's timeout), at least 100 ms.
+    fn progress_every(&self) -> Duration {
+        let mut every = self.timings.ack_wait / 3;
+        if let Some(pinning) = &self.pinning {
+            every = every.min(pinning.timeout / 3);
+        }
+        every.max(Duration::from_millis(100))
+    }
+
+    /// Tells the server that `batch` and the held messages are still being worked on (`+WPI`),
+    /// and keeps the pin.
+    async fn send_progress(&self, batch: &[jetstream::Message]) {
+        for message in batch.iter().chain(&self.held) {
+            if let Some(reply) = message.message.reply.clone() {
+                let _ = self
+                    .client
+                    .publish(reply, Bytes::from(AckKind::Progress))
+                    .await;
+            }
+        }
+        if let Some(pinning) = &self.pinning {
+            pinning.keep(&self.client, &self.next_subject(), &self.name);
+        }
+    }
+
+    /// For a wait made of short sleeps (each a [`Worker::keep_alive`] of its own, whose first
+    /// report would come only after [`Worker::progress_every`]): reports `batch` in progress
+    /// when that long has passed since `last`. Without it, what a worker holds while it waits
+    /// for a predecessor passed its `ack_wait` unreported and was delivered to it again.
+    async fn progress_if_due(&self, batch: &[jetstream::Message], last: &mut Instant) {
+        if last.elapsed() >= self.progress_every() {
+            self.send_progress(batch).await;
+            *last = Instant::now();
         }
     }
 }
