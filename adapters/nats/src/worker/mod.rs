@@ -34,9 +34,11 @@
 //! whole batch's settlements were processed (they are processed in order) before the next pull
 //! is made. A failed batch (error, wrong number of answers, panic) is held for
 //! `redelivery_delay` and then handed back whole (`-NAK`), so nobody — no other replica either —
-//! retries it sooner, and the next pull of this worker starts with it, in order. While a handler
-//! or such a pause runs longer than a third of `ack_wait`, the worker tells the server it is
-//! still at work (`+WPI`) so that the batch is not redelivered behind its back.
+//! retries it sooner, and the next pull of this worker starts with it, in order. While a handler,
+//! such a pause or a wait for earlier deliveries runs longer than a third of `ack_wait`, the
+//! worker tells the server it is still at work (`+WPI`) so that what it holds is not redelivered
+//! behind its back; should it be all the same (a NATS restart loses those notes), the worker
+//! counts and handles each stream sequence once (decision 113).
 //!
 //! # Unsubscribing
 //!
