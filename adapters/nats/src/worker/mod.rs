@@ -34,9 +34,11 @@
 //! whole batch's settlements were processed (they are processed in order) before the next pull
 //! is made. A failed batch (error, wrong number of answers, panic) is held for
 //! `redelivery_delay` and then handed back whole (`-NAK`), so nobody — no other replica either —
-//! retries it sooner, and the next pull of this worker starts with it, in order. While a handler
-//! or such a pause runs longer than a third of `ack_wait`, the worker tells the server it is
-//! still at work (`+WPI`) so that the batch is not redelivered behind its back.
+//! retries it sooner, and the next pull of this worker starts with it, in order. While a handler,
+//! such a pause or a wait for earlier deliveries runs longer than a third of `ack_wait`, the
+//! worker tells the server it is still at work (`+WPI`) so that what it holds is not redelivered
+//! behind its back; should it be all the same (a NATS restart loses those notes), the worker
+//! counts and handles each stream sequence once (decision 113).
 //!
 //! # Unsubscribing
 //!
@@ -278,11 +280,7 @@ impl Worker {
         deadline: Option<Instant>,
         stoppable: bool,
     ) -> Kept<F::Output> {
-        let mut every = self.timings.ack_wait / 3;
-        if let Some(pinning) = &self.pinning {
-            every = every.min(pinning.timeout / 3);
-        }
-        let every = every.max(Duration::from_millis(100));
+        let every = self.progress_every();
         let mut progress = tokio::time::interval_at(Instant::now() + every, every);
         let deadline = async {
             match deadline {
@@ -297,17 +295,45 @@ impl Worker {
                 output = &mut *future => return Kept::Done(output),
                 () = stopped(&mut self.stop), if stoppable => return Kept::Stopped,
                 () = &mut deadline => return Kept::Deadline,
-                _ = progress.tick() => {
-                    for message in batch.iter().chain(&self.held) {
-                        if let Some(reply) = message.message.reply.clone() {
-                            let _ = self.client.publish(reply, Bytes::from(AckKind::Progress)).await;
-                        }
-                    }
-                    if let Some(pinning) = &self.pinning {
-                        pinning.keep(&self.client, &self.next_subject(), &self.name);
-                    }
-                }
+                _ = progress.tick() => self.send_progress(batch).await,
             }
+        }
+    }
+
+    /// How often messages in hand are reported in progress: a third of `ack_wait` (and of the
+    /// pin's timeout), at least 100 ms.
+    fn progress_every(&self) -> Duration {
+        let mut every = self.timings.ack_wait / 3;
+        if let Some(pinning) = &self.pinning {
+            every = every.min(pinning.timeout / 3);
+        }
+        every.max(Duration::from_millis(100))
+    }
+
+    /// Tells the server that `batch` and the held messages are still being worked on (`+WPI`),
+    /// and keeps the pin.
+    async fn send_progress(&self, batch: &[jetstream::Message]) {
+        for message in batch.iter().chain(&self.held) {
+            if let Some(reply) = message.message.reply.clone() {
+                let _ = self
+                    .client
+                    .publish(reply, Bytes::from(AckKind::Progress))
+                    .await;
+            }
+        }
+        if let Some(pinning) = &self.pinning {
+            pinning.keep(&self.client, &self.next_subject(), &self.name);
+        }
+    }
+
+    /// For a wait made of short sleeps (each a [`Worker::keep_alive`] of its own, whose first
+    /// report would come only after [`Worker::progress_every`]): reports `batch` in progress
+    /// when that long has passed since `last`. Without it, what a worker holds while it waits
+    /// for a predecessor passed its `ack_wait` unreported and was delivered to it again.
+    async fn progress_if_due(&self, batch: &[jetstream::Message], last: &mut Instant) {
+        if last.elapsed() >= self.progress_every() {
+            self.send_progress(batch).await;
+            *last = Instant::now();
         }
     }
 }

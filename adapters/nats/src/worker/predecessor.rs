@@ -1,9 +1,16 @@
 //! The order of redeliveries: an unpartitioned consumer's earlier deliveries, a partition's
 //! leading redeliveries gathered and sorted, and a new pin's wait for its predecessor (see
 //! "Order after a crash" and "Order when a pin moves" in the module documentation of `worker`).
+//!
+//! What is in hand is counted and sorted by stream sequence, one delivery each: a message held
+//! past its `ack_wait` without the server hearing of it (a NATS restart loses the progress
+//! notes) is delivered again to the same worker, and counting both deliveries made the wait for
+//! a predecessor end while one of its messages was still out, so that message was handled after
+//! newer ones (decision 113).
 
 use super::{delivery_count, stream_sequence, Kept, PullEnd, Worker};
 use async_nats::jetstream;
+use std::collections::BTreeSet;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -43,7 +50,7 @@ impl Worker {
                 break;
             }
         }
-        batch.sort_by_key(stream_sequence);
+        in_stream_order(batch);
         if batch.len() > self.max_batch {
             self.held = batch.split_off(self.max_batch);
         }
@@ -69,9 +76,10 @@ impl Worker {
         }
         let started = Instant::now();
         let mut last_pull = Instant::now();
+        let mut reported = Instant::now();
         let mut logged = false;
         loop {
-            let mine = batch.len() + self.held.len();
+            let mine = distinct(batch.iter().chain(&self.held).map(stream_sequence));
             let others = match self.consumer.info().await {
                 Ok(info) => info.num_ack_pending.saturating_sub(mine),
                 Err(e) => {
@@ -104,6 +112,7 @@ impl Worker {
                 batch.append(&mut more);
                 continue;
             }
+            self.progress_if_due(batch, &mut reported).await;
             let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
             if let Kept::Stopped = self.keep_alive(&mut sleep, batch, None, true).await {
                 self.give_back(batch).await;
@@ -114,7 +123,7 @@ impl Worker {
             tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling the partition after its previous holder's deliveries.");
         }
         batch.append(&mut self.held);
-        batch.sort_by_key(stream_sequence);
+        in_stream_order(batch);
         if batch.len() > self.max_batch {
             self.held = batch.split_off(self.max_batch);
         }
@@ -139,6 +148,7 @@ impl Worker {
             self.timings.ack_wait + (self.timings.ack_wait / 10).max(Duration::from_secs(1));
         let mut target = None;
         let mut held: Vec<jetstream::Message> = Vec::new();
+        let mut reported = Instant::now();
         let mut logged = false;
         loop {
             match self.consumer.get_info().await {
@@ -180,6 +190,7 @@ impl Worker {
             if started.elapsed() >= expired {
                 break;
             }
+            self.progress_if_due(&held, &mut reported).await;
             let mut sleep = pin!(tokio::time::sleep(Duration::from_millis(250)));
             if let Kept::Stopped = self.keep_alive(&mut sleep, &held, None, true).await {
                 self.give_back(&held).await;
@@ -192,5 +203,72 @@ impl Worker {
         self.recovering.store(false, Ordering::Relaxed);
         self.held = held;
         true
+    }
+}
+
+/// Sorts `messages` by stream sequence and keeps one delivery of each: the latest, whose
+/// acknowledgement is the one the server waits for (the earlier one is simply dropped).
+pub(super) fn in_stream_order(messages: &mut Vec<jetstream::Message>) {
+    keep_latest_in_order(messages, |m| (stream_sequence(m), delivery_count(m)));
+}
+
+/// The rule of [`in_stream_order`] over any item: sorted by sequence, and of the items with one
+/// sequence only the one with the highest delivery count. A sequence of 0 (unknown) is never
+/// merged.
+fn keep_latest_in_order<T>(items: &mut Vec<T>, key: impl Fn(&T) -> (u64, u32)) {
+    items.sort_by_key(|item| {
+        let (sequence, delivery) = key(item);
+        (sequence, std::cmp::Reverse(delivery))
+    });
+    items.dedup_by(|later, kept| {
+        let sequence = key(later).0;
+        sequence != 0 && sequence == key(kept).0
+    });
+}
+
+/// How many different stream sequences `sequences` holds: the messages in hand as the server
+/// counts them in `num_ack_pending` (once each, however often delivered).
+fn distinct(sequences: impl Iterator<Item = u64>) -> usize {
+    sequences.collect::<BTreeSet<_>>().len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A NATS restart while a new holder waits for its predecessor's 64 deliveries (acknowledged
+    /// messages whose acknowledgements the restart lost: sequences 100 to 163), with its own 64
+    /// first deliveries in hand (200 to 263) passing their `ack_wait` unheard: the server then
+    /// redelivers 128 messages, rotated, and a pull of 64 brings 63 of the predecessor's and one
+    /// of its own again. The server counts 128 unsettled; the worker has 127 of them.
+    #[test]
+    fn a_message_delivered_twice_is_in_hand_once() {
+        let own: Vec<(u64, u32)> = (200..264).map(|s| (s, 1)).collect();
+        let pulled: Vec<(u64, u32)> = (101..164).map(|s| (s, 2)).chain([(200, 2)]).collect();
+        let in_hand: Vec<(u64, u32)> = own.iter().chain(&pulled).copied().collect();
+        let num_ack_pending = 128;
+
+        // Counted per delivery, nothing seemed to be missing, and sequence 100 was handled
+        // after 101..=263.
+        assert_eq!(num_ack_pending - in_hand.len(), 0);
+        // Counted per sequence, one message is still out: the wait goes on.
+        assert_eq!(num_ack_pending - distinct(in_hand.iter().map(|m| m.0)), 1);
+
+        // Once it came, everything is handled in stream order, each message once, through its
+        // latest delivery.
+        let mut all = in_hand;
+        all.push((100, 2));
+        keep_latest_in_order(&mut all, |m| *m);
+        let sequences: Vec<u64> = all.iter().map(|m| m.0).collect();
+        assert_eq!(sequences, (100..164).chain(200..264).collect::<Vec<_>>());
+        assert_eq!(all.iter().find(|m| m.0 == 200), Some(&(200, 2)));
+        assert_eq!(all.len(), 128);
+    }
+
+    #[test]
+    fn unknown_sequences_are_never_merged() {
+        let mut items = vec![(0, 1), (5, 1), (0, 2), (5, 3), (3, 1)];
+        keep_latest_in_order(&mut items, |m| *m);
+        assert_eq!(items, vec![(0, 2), (0, 1), (3, 1), (5, 3)]);
     }
 }

@@ -47,7 +47,7 @@ impl Worker {
                 return Some(batch);
             }
             batch.append(&mut self.held);
-            batch.sort_by_key(stream_sequence);
+            super::predecessor::in_stream_order(&mut batch);
             if batch.len() > self.max_batch {
                 // The newest delivered ones: handed back, they come next, still in order.
                 let excess = batch.split_off(self.max_batch);
