@@ -240,21 +240,3 @@ impl EventBus for RecordingBus {
         Ok(())
     }
 }
-
-/// The tests of a contract suite whose scenarios take a factory: one `#[test]` per scenario, each
-/// with a factory of its own (the factory expression is evaluated in the test). Called by each
-/// suite's macro (`api_contract_suite!` and the like), which names its scenarios.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! factory_contract_tests {
-    (#[$test:meta] #[$gate:meta] $module:ident, $factory:expr; $($scenario:ident),* $(,)?) => {
-        $(
-            #[$test]
-            #[$gate]
-            async fn $scenario() {
-                let factory = $factory;
-                $crate::$module::$scenario(&factory).await;
-            }
-        )*
-    };
-}

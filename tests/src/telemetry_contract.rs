@@ -667,39 +667,3 @@ pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory) {
         .unwrap();
     assert_eq!(unknown, WindowRows::complete(Vec::new()));
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::telemetry_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! telemetry_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::telemetry_contract_suite!(
-            #[$test] #[doc = "A scenario of the telemetry store contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] telemetry_contract, $factory;
-            redelivered_batch_changes_nothing,
-            bad_reports_are_refused_alone,
-            an_uncommitted_batch_stores_nothing,
-            reads_answer_committed_rows,
-            blade_due_is_published_once,
-            concurrent_batches_all_commit,
-            import_stores_what_live_ingest_stores,
-            import_backfill_counts_in_the_totals,
-            reads_say_where_the_kept_rows_begin,
-        );
-    };
-}

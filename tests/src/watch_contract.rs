@@ -531,36 +531,6 @@ pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
     assert_eq!(busy(&h).await, status);
 }
 
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::watch_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! watch_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::watch_contract_suite!(
-            #[$test] #[doc = "A scenario of the watch store's contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] watch_contract, $factory;
-            redelivery_and_older_states_derive_nothing,
-            silent_mowers_go_offline_and_come_back,
-            the_busy_status_is_throttled,
-        );
-    };
-}
-
 /// The instant `seconds` after the trace start (for PostgreSQL-only scenarios).
 pub fn trace_at(seconds: i64) -> DateTime<Utc> {
     trace_start() + Duration::seconds(seconds)

@@ -39,13 +39,9 @@ fn runtime() -> tokio::runtime::Runtime {
 
 // PostgreSQL has no bound on rows per mower (`kept_per_mower` is `None`): its history and track
 // reads always say that nothing was removed, and answer every row.
-swath_tests::telemetry_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = PostgresFactory::new(test_database_url()),
+swath_tests::contract_suite!(
+    telemetry_contract,
+    postgres = PostgresFactory::new(test_database_url()),
 );
 
 /// Runs a property over random traces with one factory (one template database) for all cases.

@@ -20,13 +20,9 @@ use swath_tests::watch_contract::{
 };
 use tokio::runtime::Runtime;
 
-swath_tests::watch_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = Postgres(PostgresFactory::new(test_database_url())),
+swath_tests::contract_suite!(
+    watch_contract,
+    postgres = Postgres(PostgresFactory::new(test_database_url())),
 );
 
 /// Runs a property over random traces with one factory (one template database) for all cases.
