@@ -15,8 +15,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_application::ports::{
-    AlertQuery, Clock, GeofenceStore, ManualClock, NotificationFeed, WatchRows, WatchStore,
-    ZoneStore,
+    AlertQuery, Clock, GeofenceStore, ManualClock, NotificationFeed, NotificationPorts, WatchRows,
+    WatchStore, ZoneStore,
 };
 use swath_application::{Ingest, SchedulerStatus, Watcher};
 use swath_domain::watch::zones::Zone;
@@ -24,35 +24,11 @@ use swath_domain::watch::{AlertKind, GeoPolygon, Geofence, DEFAULT_OFFLINE_AFTER
 use swath_domain::{Activity, MowerId, StateOutcome, TelemetryRows};
 use uuid::Uuid;
 
-/// The notification side of one store, seen through each of its ports.
-#[derive(Clone)]
-pub struct WatchPorts {
-    pub watch: Arc<dyn WatchStore>,
-    pub zones: Arc<dyn ZoneStore>,
-    pub geofences: Arc<dyn GeofenceStore>,
-    pub feed: Arc<dyn NotificationFeed>,
-}
-
-impl WatchPorts {
-    /// One store behind the four ports (what both adapters are).
-    pub fn of<S>(store: Arc<S>) -> Self
-    where
-        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed + 'static,
-    {
-        Self {
-            watch: store.clone(),
-            zones: store.clone(),
-            geofences: store.clone(),
-            feed: store,
-        }
-    }
-}
-
 /// Makes a fresh, empty store, seen as a telemetry store and through the notification side's
 /// ports. Every suite of the notification side takes the same factory.
 #[async_trait]
 pub trait WatchFactory: Send + Sync {
-    async fn fresh(&self) -> (TestStore, WatchPorts);
+    async fn fresh(&self) -> (TestStore, NotificationPorts);
 }
 
 /// The memory store behind every port of the notification side.
@@ -60,11 +36,11 @@ pub struct MemoryWatch;
 
 #[async_trait]
 impl WatchFactory for MemoryWatch {
-    async fn fresh(&self) -> (TestStore, WatchPorts) {
+    async fn fresh(&self) -> (TestStore, NotificationPorts) {
         let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
         (
             TestStore::memory(store.clone()),
-            WatchPorts::of(Arc::new(store)),
+            NotificationPorts::of(Arc::new(store)),
         )
     }
 }
@@ -74,7 +50,7 @@ pub struct PostgresWatch(pub crate::postgres::PostgresFactory);
 
 #[async_trait]
 impl WatchFactory for PostgresWatch {
-    async fn fresh(&self) -> (TestStore, WatchPorts) {
+    async fn fresh(&self) -> (TestStore, NotificationPorts) {
         let store = self.0.fresh_store().await;
         (
             TestStore {
@@ -82,7 +58,7 @@ impl WatchFactory for PostgresWatch {
                 telemetry: Arc::new(store.clone()),
                 postgres: Some(store.clone()),
             },
-            WatchPorts::of(Arc::new(store)),
+            NotificationPorts::of(Arc::new(store)),
         )
     }
 }
@@ -106,7 +82,7 @@ impl WatchHarness {
     pub async fn new(factory: &dyn WatchFactory, blade_threshold_ms: i64) -> Self {
         let (
             store,
-            WatchPorts {
+            NotificationPorts {
                 watch,
                 zones,
                 geofences,

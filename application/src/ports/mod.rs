@@ -38,6 +38,6 @@ pub use tokens::{
     TokenStore, TOKEN_PREFIX,
 };
 pub use watch::{
-    AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, WatchBatch, WatchError,
-    WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
+    AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, NotificationPorts,
+    WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
