@@ -5,10 +5,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
 use std::sync::{Arc, Mutex};
-use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, Directory, EventBus, LiveOptions, LiveSubscription,
-    Subscription, TelemetryStore,
-};
+use swath_application::ports::{BusError, Directory, PublishOnly, Publisher, TelemetryStore};
 use swath_domain::{
     rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
 };
@@ -187,21 +184,25 @@ pub fn trace_start() -> DateTime<Utc> {
 
 /// An event bus that only records what is published: for use cases whose subscriptions are not
 /// under test. Subscribing through it is refused.
+pub type RecordingBus = PublishOnly<Recording>;
+
+/// What a [`RecordingBus`] was given.
 #[derive(Default)]
-pub struct RecordingBus {
+pub struct Recording {
     published: Mutex<Vec<(String, Bytes, Option<String>)>>,
 }
 
-impl RecordingBus {
+impl Recording {
     /// Everything published so far: subject, payload, dedup id.
     pub fn published(&self) -> Vec<(String, Bytes, Option<String>)> {
         self.published.lock().unwrap().clone()
     }
 }
 
-#[async_trait]
-impl EventBus for RecordingBus {
-    async fn publish(
+impl Publisher for Recording {
+    const REFUSAL: &'static str = "the recording bus does not deliver";
+
+    fn publish(
         &self,
         subject: &str,
         payload: Bytes,
@@ -211,32 +212,6 @@ impl EventBus for RecordingBus {
             .lock()
             .unwrap()
             .push((subject.to_string(), payload, dedup_id));
-        Ok(())
-    }
-
-    async fn subscribe_batch(
-        &self,
-        _subject: &str,
-        _consumer: &str,
-        _settings: BatchSettings,
-        _handler: Arc<dyn BatchHandler>,
-    ) -> Result<Subscription, BusError> {
-        Err(BusError::Refused(
-            "the recording bus does not deliver".into(),
-        ))
-    }
-
-    async fn subscribe(
-        &self,
-        _subject: &str,
-        _options: LiveOptions,
-    ) -> Result<LiveSubscription, BusError> {
-        Err(BusError::Refused(
-            "the recording bus does not deliver".into(),
-        ))
-    }
-
-    async fn ping(&self) -> Result<(), BusError> {
         Ok(())
     }
 }

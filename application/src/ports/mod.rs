@@ -12,6 +12,7 @@ mod clock;
 mod directory;
 mod partitions;
 mod projections;
+mod publish_only;
 mod retention;
 mod telemetry;
 mod tokens;
@@ -29,6 +30,7 @@ pub use projections::{
     AlertCard, AssignmentError, Assignments, HealthCard, MowerCard, MowerFilter, ProjectionError,
     ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
+pub use publish_only::{PublishOnly, Publisher};
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
