@@ -39,6 +39,14 @@ fn state(observed_at: DateTime<Utc>, activity: Activity) -> StateReport {
     }
 }
 
+/// One state of each activity, ten seconds apart from `t0`.
+fn every_ten_seconds(activities: &[Activity]) -> Vec<StateReport> {
+    (0..)
+        .zip(activities)
+        .map(|(i, a)| state(at(i * 10), *a))
+        .collect()
+}
+
 fn mowing(observed_at: DateTime<Utc>, lat: f64) -> StateReport {
     StateReport {
         blade_on: true,
@@ -138,12 +146,7 @@ fn entering_error_and_charging_are_counted_once_per_entry() {
     let acts = [
         Error, Error, Idle, Error, Returning, Charging, Charging, Docked, Charging,
     ];
-    let states: Vec<_> = acts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| state(at(i as i64 * 10), *a))
-        .collect();
-    let (_, changes) = run(&states);
+    let (_, changes) = run(&every_ten_seconds(&acts));
     assert_eq!(
         changes.health[0].error_count, 2,
         "the first state entering error counts too"
