@@ -99,14 +99,7 @@ impl ApiHarness {
 
     /// Parses and records one batch of JSON reports.
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     /// A report of fleet mower `mower` at `trace_start() + ms` milliseconds; every third one

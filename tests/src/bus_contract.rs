@@ -142,6 +142,36 @@ pub enum Reply {
     Hang,
 }
 
+impl Reply {
+    /// What a handler planned to answer, after yielding once (so that a concurrent call would
+    /// overlap this one) and `delay`: the outcomes (the acknowledged messages of `batch` go to
+    /// `acked`), an error, or nothing ever.
+    pub async fn after(
+        self,
+        delay: Duration,
+        batch: &[Message],
+        acked: &Mutex<Vec<Message>>,
+    ) -> Result<Vec<Settle>, HandlerError> {
+        tokio::task::yield_now().await;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        match self {
+            Reply::Answer(outcomes) => {
+                let mut acked = acked.lock().unwrap();
+                for (message, outcome) in batch.iter().zip(&outcomes) {
+                    if *outcome == Settle::Ack {
+                        acked.push(message.clone());
+                    }
+                }
+                Ok(outcomes)
+            }
+            Reply::Fail => Err(HandlerError("the store is down".into())),
+            Reply::Hang => std::future::pending().await,
+        }
+    }
+}
+
 type Plan = dyn Fn(usize, &[Message]) -> (Duration, Reply) + Send + Sync;
 
 /// A batch handler that records every call and answers as its plan says; it detects overlapping
@@ -233,24 +263,7 @@ impl BatchHandler for Recorder {
             calls.len() - 1
         };
         let (delay, reply) = (self.plan)(index, batch);
-        // Yield at least once so that a concurrent call would overlap this one.
-        tokio::task::yield_now().await;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        let result = match reply {
-            Reply::Answer(outcomes) => {
-                let mut acked = self.acked.lock().unwrap();
-                for (message, outcome) in batch.iter().zip(&outcomes) {
-                    if *outcome == Settle::Ack {
-                        acked.push(message.clone());
-                    }
-                }
-                Ok(outcomes)
-            }
-            Reply::Fail => Err(HandlerError("the store is down".into())),
-            Reply::Hang => std::future::pending().await,
-        };
+        let result = reply.after(delay, batch, &self.acked).await;
         self.active.fetch_sub(1, Ordering::SeqCst);
         self.finished.fetch_add(1, Ordering::SeqCst);
         result

@@ -239,24 +239,7 @@ impl BatchHandler for Tracker {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.batches.lock().unwrap().push(batch.to_vec());
         let (delay, reply) = (self.plan)(batch);
-        // Yield at least once so that a concurrent call would overlap this one.
-        tokio::task::yield_now().await;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        match reply {
-            Reply::Answer(outcomes) => {
-                let mut acked = self.acked.lock().unwrap();
-                for (message, outcome) in batch.iter().zip(&outcomes) {
-                    if *outcome == Settle::Ack {
-                        acked.push(message.clone());
-                    }
-                }
-                Ok(outcomes)
-            }
-            Reply::Fail => Err(HandlerError("the store is down".into())),
-            Reply::Hang => std::future::pending().await,
-        }
+        reply.after(delay, batch, &self.acked).await
     }
 }
 

@@ -4,10 +4,13 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{BusError, Directory, PublishOnly, Publisher, TelemetryStore};
+use swath_application::Ingest;
 use swath_domain::{
     rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
+    StateOutcome,
 };
 use uuid::Uuid;
 
@@ -180,6 +183,18 @@ pub const DEFAULT_THRESHOLD: i64 = DEFAULT_BLADE_THRESHOLD_MS;
 /// The instant traces start at; the test clock stands a day later.
 pub fn trace_start() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap()
+}
+
+/// Parses and records one batch of JSON reports through `ingest`; the store must accept the batch.
+pub async fn ingest_json(ingest: &Ingest, reports: &[Value]) -> Vec<StateOutcome> {
+    let batch = reports
+        .iter()
+        .map(|r| ingest.parse(r.to_string().as_bytes()))
+        .collect();
+    ingest
+        .record_states(batch)
+        .await
+        .expect("the store accepts the batch")
 }
 
 /// An event bus that only records what is published: for use cases whose subscriptions are not

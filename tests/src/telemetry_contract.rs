@@ -6,7 +6,9 @@
 use crate::support::{
     trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
-use crate::traces::{build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step};
+use crate::traces::{
+    arrival, build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step,
+};
 use chrono::Duration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,14 +50,7 @@ impl Harness {
 
     /// Parses and records one batch of JSON reports.
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     /// Every row of the fleet's mowers (and of the unknown one, which must have none).
@@ -110,12 +105,7 @@ pub async fn any_order_equals_time_order(
     let shuffled = Harness::new(factory, DEFAULT_THRESHOLD).await;
     let ordered = Harness::new(factory, DEFAULT_THRESHOLD).await;
     let reports = build_distinct_trace(&shuffled.fleet, steps);
-    let sent: Vec<Value> = reports
-        .iter()
-        .chain(redeliveries.iter().map(|i| &reports[*i]))
-        .cloned()
-        .collect();
-    let arrival: Vec<Value> = order.iter().map(|i| sent[*i].clone()).collect();
+    let arrival = arrival(&reports, redeliveries, order);
     for batch in split(&arrival, sizes) {
         let outcomes = shuffled.ingest(&batch).await;
         assert!(

@@ -128,14 +128,7 @@ impl WatchHarness {
     }
 
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     pub async fn watch(&self, reports: &[Value]) -> Vec<StateOutcome> {

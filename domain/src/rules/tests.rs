@@ -7,7 +7,6 @@ use crate::report::{Activity, Position};
 use crate::rows::{HealthTotals, StoredState};
 use chrono::TimeZone;
 use chrono_tz::Tz;
-use serde_json::Map;
 use std::ops::Bound;
 use uuid::Uuid;
 
@@ -24,19 +23,7 @@ fn at(seconds: i64) -> DateTime<Utc> {
 }
 
 fn state(observed_at: DateTime<Utc>, activity: Activity) -> StateReport {
-    StateReport {
-        mower_id: MOWER,
-        account_id: ACCOUNT,
-        observed_at,
-        activity,
-        battery_percent: Some(50),
-        position: None,
-        blade_on: false,
-        error_code: None,
-        vendor_state: None,
-        extra: None,
-        unknown: Map::new(),
-    }
+    StateReport::bare(MOWER, ACCOUNT, observed_at, activity, Some(50))
 }
 
 /// One state of each activity, ten seconds apart from `t0`.
