@@ -1,20 +1,8 @@
-//! Tells the test targets which services they may use, so that a suite without its service is
-//! reported by `cargo test` as ignored, with the reason, never as passed. Built without
-//! `SWATH_TEST_DATABASE_URL`, the PostgreSQL tests carry `cfg(swath_no_postgres)` and are ignored;
-//! without `SWATH_TEST_NATS_URL`, the NATS tests carry `cfg(swath_no_nats)`. Cargo rebuilds the
-//! tests when either variable changes, so `SWATH_TEST_DATABASE_URL=… cargo test` runs them.
-//! (`tests/build.rs` does the same for its package, and looks for a browser too.)
+//! Tells the test targets which services they may use (`service_cfgs`, shared with
+//! `tests/build.rs`, which looks for a browser too).
+
+include!("../tests/build_services.rs");
 
 fn main() {
-    for (variable, cfg) in [
-        ("SWATH_TEST_DATABASE_URL", "swath_no_postgres"),
-        ("SWATH_TEST_NATS_URL", "swath_no_nats"),
-    ] {
-        println!("cargo::rerun-if-env-changed={variable}");
-        println!("cargo::rustc-check-cfg=cfg({cfg})");
-        let set = std::env::var(variable).is_ok_and(|value| !value.trim().is_empty());
-        if !set {
-            println!("cargo::rustc-cfg={cfg}");
-        }
-    }
+    service_cfgs();
 }

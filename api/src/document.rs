@@ -6,6 +6,8 @@
 //!   route's extractor enforces), `500` and `503`; `400` when it reads parameters or a body (the
 //!   extractors of [`crate::extract`] refuse what they cannot read with it); `413`, `415` and
 //!   `422` when it reads a JSON body (the body limit and `ApiJson`'s refusals);
+//! - every refusal a route states with its status and description only (`4xx`, `5xx`) gets the
+//!   problem body, so that routes need not repeat it;
 //! - every problem answer gets the example of its status, built by [`ApiError::problem`] itself,
 //!   so the documented problems are byte for byte what the service answers;
 //! - every other body (request or answer) without an example gets one built from the examples of
@@ -42,10 +44,12 @@ pub fn complete(doc: OpenApi) -> OpenApi {
 }
 
 fn problem_response(description: &str) -> Value {
-    json!({
-        "description": description,
-        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}
-    })
+    json!({"description": description, "content": problem_content()})
+}
+
+/// The `content` of every problem answer: an RFC 9457 document.
+fn problem_content() -> Value {
+    json!({PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}})
 }
 
 fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
@@ -113,6 +117,14 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
                  again later.",
             )
         });
+    }
+    // A route states its own refusals by status and description only: their body is a problem.
+    for (status, response) in responses.iter_mut() {
+        if let Some(response) = response.as_object_mut() {
+            if status.starts_with(['4', '5']) && !response.contains_key("content") {
+                response.insert("content".into(), problem_content());
+            }
+        }
     }
     // `get_mut`, not indexing: indexing a missing key of a mutable object inserts a `null`.
     for (status, response) in responses.iter_mut() {

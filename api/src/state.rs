@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 use swath_application::live_feed::LiveFeed;
-use swath_application::ports::{
-    Clock, DirectoryAdmin, EventBus, GeofenceStore, NotificationFeed, TelemetryStore, TokenStore,
-    WatchStore, ZoneStore,
-};
+use swath_application::ports::{Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore};
 use swath_application::{Access, Imports, Ingest, Submissions};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
+
+/// The notification side's ports: see [`swath_application::ports::NotificationPorts`].
+pub use swath_application::ports::NotificationPorts;
 
 /// The application state shared by every request. Cheap to clone: only `Arc`s.
 ///
@@ -57,35 +57,6 @@ pub struct AppState {
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
 pub const DEFAULT_MAP_TILE_URL: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
-
-/// The notification side's ports, one per concern (decision 95): each route takes the one it
-/// needs.
-#[derive(Clone)]
-pub struct NotificationPorts {
-    /// The busy statuses (`/v1/mowers/{id}/busy`).
-    pub watch: Arc<dyn WatchStore>,
-    /// Virtual zones.
-    pub zones: Arc<dyn ZoneStore>,
-    /// Geofences.
-    pub geofences: Arc<dyn GeofenceStore>,
-    /// The events feed, open alerts and blade resets.
-    pub feed: Arc<dyn NotificationFeed>,
-}
-
-impl NotificationPorts {
-    /// One store behind all four ports (both adapters implement them all).
-    pub fn of<S>(store: Arc<S>) -> Self
-    where
-        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed + 'static,
-    {
-        Self {
-            watch: store.clone(),
-            zones: store.clone(),
-            geofences: store.clone(),
-            feed: store,
-        }
-    }
-}
 
 /// The live projections' use case and the assignments it ranks.
 #[derive(Clone)]

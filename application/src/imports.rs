@@ -12,11 +12,7 @@
 use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
-use crate::ports::{
-    chain, BatchHandler, BatchSettings, BusError, Clock, EventBus, LiveOptions, LiveSubscription,
-    Subscription, TelemetryStore,
-};
-use async_trait::async_trait;
+use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::collections::VecDeque;
@@ -95,7 +91,11 @@ impl Imports {
     /// Imports into `telemetry` through an ingest use case of their own, whose bus publishes
     /// nothing (see the module).
     pub fn new(access: Access, telemetry: Arc<dyn TelemetryStore>, clock: Arc<dyn Clock>) -> Self {
-        let ingest = Ingest::new(telemetry, Arc::new(Unpublished), Arc::clone(&clock));
+        let ingest = Ingest::new(
+            telemetry,
+            Arc::new(PublishOnly(Unpublished)),
+            Arc::clone(&clock),
+        );
         Self {
             access,
             ingest: Arc::new(ingest),
@@ -239,40 +239,10 @@ impl Imports {
 /// one); subscriptions are refused, nothing subscribes to it.
 struct Unpublished;
 
-#[async_trait]
-impl EventBus for Unpublished {
-    async fn publish(
-        &self,
-        _subject: &str,
-        _payload: Bytes,
-        _dedup_id: Option<String>,
-    ) -> Result<(), BusError> {
-        Ok(())
-    }
+impl Publisher for Unpublished {
+    const REFUSAL: &'static str = "an import's bus publishes nothing to subscribe to";
 
-    async fn subscribe_batch(
-        &self,
-        _subject: &str,
-        _consumer: &str,
-        _settings: BatchSettings,
-        _handler: Arc<dyn BatchHandler>,
-    ) -> Result<Subscription, BusError> {
-        Err(BusError::Refused(
-            "an import's bus publishes nothing to subscribe to".to_owned(),
-        ))
-    }
-
-    async fn subscribe(
-        &self,
-        _subject: &str,
-        _options: LiveOptions,
-    ) -> Result<LiveSubscription, BusError> {
-        Err(BusError::Refused(
-            "an import's bus publishes nothing to subscribe to".to_owned(),
-        ))
-    }
-
-    async fn ping(&self) -> Result<(), BusError> {
+    fn publish(&self, _: &str, _: Bytes, _: Option<String>) -> Result<(), BusError> {
         Ok(())
     }
 }

@@ -20,9 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{AppState, NotificationPorts};
 use swath_application::ports::{
-    chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
-    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
-    TelemetryStore, TokenStore, WatchStore, ZoneStore,
+    chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Partitioning,
+    ProjectionStore, RetentionStore, StartAt, Subscription, TelemetryStore, TokenStore,
 };
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
@@ -41,13 +40,9 @@ pub struct Stores {
     pub admin: Arc<dyn DirectoryAdmin>,
     pub tokens: Arc<dyn TokenStore>,
     pub telemetry: Arc<dyn TelemetryStore>,
-    /// Watch rows, the watcher's units of work and busy statuses.
-    pub watch: Arc<dyn WatchStore>,
-    /// Virtual zones (W7) and their occupancy.
-    pub zones: Arc<dyn ZoneStore>,
-    pub geofences: Arc<dyn GeofenceStore>,
-    /// The events feed, open alerts and blade resets.
-    pub feed: Arc<dyn NotificationFeed>,
+    /// The notification side: watch rows, the watcher's units of work and busy statuses; virtual
+    /// zones (W7) and their occupancy; geofences; the events feed, open alerts and blade resets.
+    pub notifications: NotificationPorts,
     /// Retention and downsampling of history and positions.
     pub retention: Arc<dyn RetentionStore>,
     /// The live projections' reads and the operator assignments.
@@ -66,10 +61,7 @@ impl Stores {
             admin: store.clone(),
             tokens: store.clone(),
             telemetry: store.clone(),
-            watch: store.clone(),
-            zones: store.clone(),
-            geofences: store.clone(),
-            feed: store.clone(),
+            notifications: NotificationPorts::of(store.clone()),
             retention: store,
         }
     }
@@ -86,10 +78,7 @@ impl Stores {
             admin: store.clone(),
             tokens: store.clone(),
             telemetry: store.clone(),
-            watch: store.clone(),
-            zones: store.clone(),
-            geofences: store.clone(),
-            feed: store.clone(),
+            notifications: NotificationPorts::of(store.clone()),
             retention: store,
         }
     }
@@ -209,37 +198,32 @@ pub fn wire(
         admin,
         tokens,
         telemetry,
-        watch,
-        zones,
-        geofences,
-        feed,
+        notifications,
         retention,
         projections,
         assignments,
     } = stores;
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
-            .with_zones(Arc::clone(&zones)),
+            .with_zones(Arc::clone(&notifications.zones)),
     );
     let watcher = Arc::new(Watcher::new(
-        Arc::clone(&watch),
+        Arc::clone(&notifications.watch),
         Arc::clone(&bus),
         Arc::clone(&clock),
         settings.offline_after,
     ));
-    let scheduler = Arc::new(SchedulerStatus::new(Arc::clone(&watch), Arc::clone(&clock)));
+    let scheduler = Arc::new(SchedulerStatus::new(
+        Arc::clone(&notifications.watch),
+        Arc::clone(&clock),
+    ));
     let retention = Arc::new(Retention::new(
         retention,
         Arc::clone(&clock),
         settings.retention,
     ));
     let state = AppState::new(admin, tokens, telemetry, bus, clock, Arc::clone(&ingest))
-        .with_notifications(NotificationPorts {
-            watch,
-            zones,
-            geofences,
-            feed,
-        })
+        .with_notifications(notifications)
         .with_projections(Projections::new(projections), assignments);
     Wired {
         state,

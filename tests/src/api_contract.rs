@@ -99,14 +99,7 @@ impl ApiHarness {
 
     /// Parses and records one batch of JSON reports.
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     /// A report of fleet mower `mower` at `trace_start() + ms` milliseconds; every third one
@@ -776,38 +769,4 @@ pub async fn paging_while_ingesting_returns_each_row_once(factory: &dyn ApiStore
             "a row stored ahead of the cursor is seen: {t}"
         );
     }
-}
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::api_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = swath_tests::api_contract::MemoryApiFactory { history_per_mower: 100_000 },
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! api_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::api_contract_suite!(
-            #[$test] #[doc = "A scenario of the API store contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] api_contract, $factory;
-            lists_page_in_order,
-            updates_and_deletes_keep_to_their_account,
-            a_deleted_mower_takes_its_telemetry_along,
-            a_site_is_never_deleted_under_a_new_mower,
-            tokens_are_listed_within_powers_and_revoked,
-            reads_answer_the_window,
-            paging_while_ingesting_returns_each_row_once,
-        );
-    };
 }

@@ -14,8 +14,7 @@
 //! (a broker). Waits are bounded by [`PATIENCE`]; timing assertions only check bounds the
 //! contract promises (a linger lasts at least `max_wait`, a drain at most `drain_timeout`).
 //!
-//! [`bus_contract_suite!`](crate::bus_contract_suite) turns every scenario into a test for one
-//! adapter.
+//! [`contract_suite!`](crate::contract_suite) turns every scenario into a test for one adapter.
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -37,63 +36,6 @@ pub const PATIENCE: Duration = Duration::from_secs(15);
 /// A run-unique prefix for a scenario: `<root>.<scenario>_<uuid>`.
 pub fn unique_prefix(root: &str, scenario: &str) -> String {
     format!("{root}.{scenario}_{}", uuid::Uuid::new_v4().simple())
-}
-
-/// Generates one `#[test]` per scenario for an adapter:
-///
-/// ```ignore
-/// swath_tests::bus_contract_suite!(
-///     #[tokio::test(start_paused = true)]
-///     bus = async { std::sync::Arc::new(MemoryBus::default()) as swath_tests::bus_contract::DynBus },
-///     root = "contract",
-/// );
-/// ```
-///
-/// `bus` is a future evaluated once per test; `root` the first tokens of every subject. A second
-/// attribute after the test attribute goes on every test too: an adapter that needs a server
-/// passes `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as
-/// passed, when the server's variable is not set.
-#[macro_export]
-macro_rules! bus_contract_suite {
-    (#[$test:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
-        $crate::bus_contract_suite!(
-            #[$test] #[doc = "A scenario of the bus contract."] bus = $bus, root = $root
-        );
-    };
-    (#[$test:meta] #[$gate:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
-        $crate::bus_contract_suite!(@each #[$test] #[$gate] $bus, $root;
-            linger_collects_what_arrives_within_max_wait,
-            zero_wait_batches_what_queued_during_the_previous_batch,
-            max_batch_is_respected,
-            durable_consumer_keeps_messages_while_unsubscribed,
-            order_is_kept_across_batches_and_redeliveries,
-            batches_never_overlap,
-            per_message_outcomes,
-            handler_error_redelivers_the_whole_batch,
-            wrong_number_of_answers_redelivers_the_whole_batch,
-            unsubscribe_drains_the_running_batch,
-            unsettled_after_the_drain_timeout_are_redelivered,
-            redeliveries_of_a_vanished_subscriber_come_before_newer_messages,
-            in_flight_is_bounded,
-            subscriptions_of_one_consumer_share_its_messages,
-            durable_consumers_match_wildcards,
-            ackless_subscribe_refuses_acknowledged_durable_and_queue_consumers,
-            live_subscribers_get_matching_messages_from_subscription_on,
-            publish_with_a_seen_dedup_id_is_a_no_op,
-            publish_all_stores_in_order_and_answers_each,
-        );
-    };
-    (@each #[$test:meta] #[$gate:meta] $bus:expr, $root:expr; $($scenario:ident),* $(,)?) => {
-        $(
-            #[$test]
-            #[$gate]
-            async fn $scenario() {
-                let bus: $crate::bus_contract::DynBus = $bus.await;
-                let prefix = $crate::bus_contract::unique_prefix($root, stringify!($scenario));
-                $crate::bus_contract::$scenario(bus, &prefix).await;
-            }
-        )*
-    };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -200,6 +142,36 @@ pub enum Reply {
     Hang,
 }
 
+impl Reply {
+    /// What a handler planned to answer, after yielding once (so that a concurrent call would
+    /// overlap this one) and `delay`: the outcomes (the acknowledged messages of `batch` go to
+    /// `acked`), an error, or nothing ever.
+    pub async fn after(
+        self,
+        delay: Duration,
+        batch: &[Message],
+        acked: &Mutex<Vec<Message>>,
+    ) -> Result<Vec<Settle>, HandlerError> {
+        tokio::task::yield_now().await;
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        match self {
+            Reply::Answer(outcomes) => {
+                let mut acked = acked.lock().unwrap();
+                for (message, outcome) in batch.iter().zip(&outcomes) {
+                    if *outcome == Settle::Ack {
+                        acked.push(message.clone());
+                    }
+                }
+                Ok(outcomes)
+            }
+            Reply::Fail => Err(HandlerError("the store is down".into())),
+            Reply::Hang => std::future::pending().await,
+        }
+    }
+}
+
 type Plan = dyn Fn(usize, &[Message]) -> (Duration, Reply) + Send + Sync;
 
 /// A batch handler that records every call and answers as its plan says; it detects overlapping
@@ -291,24 +263,7 @@ impl BatchHandler for Recorder {
             calls.len() - 1
         };
         let (delay, reply) = (self.plan)(index, batch);
-        // Yield at least once so that a concurrent call would overlap this one.
-        tokio::task::yield_now().await;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        let result = match reply {
-            Reply::Answer(outcomes) => {
-                let mut acked = self.acked.lock().unwrap();
-                for (message, outcome) in batch.iter().zip(&outcomes) {
-                    if *outcome == Settle::Ack {
-                        acked.push(message.clone());
-                    }
-                }
-                Ok(outcomes)
-            }
-            Reply::Fail => Err(HandlerError("the store is down".into())),
-            Reply::Hang => std::future::pending().await,
-        };
+        let result = reply.after(delay, batch, &self.acked).await;
         self.active.fetch_sub(1, Ordering::SeqCst);
         self.finished.fetch_add(1, Ordering::SeqCst);
         result

@@ -370,21 +370,7 @@ impl Drop for TestDatabase {
             eprintln!("kept the database {} for reading", self.name);
             return;
         }
-        let (url, name) = (self.server_url.clone(), self.name.clone());
-        let cleanup = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                if let Ok(mut admin) = PgConnection::connect(&url).await {
-                    let _ = admin
-                        .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                        .await;
-                }
-            });
-        });
-        let _ = cleanup.join();
+        crate::postgres::drop_databases(&self.server_url, vec![self.name.clone()]);
     }
 }
 

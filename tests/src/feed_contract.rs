@@ -160,27 +160,3 @@ pub async fn blade_due_alerts_until_the_blade_is_reset(factory: &dyn WatchFactor
     assert_eq!(h.published_kinds(), vec!["blade_due", "blade_due"]);
     assert_eq!(open_alerts(&h, None).await.len(), 1);
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own, like [`crate::watch_contract_suite`] (the same factory and attributes):
-///
-/// ```ignore
-/// swath_tests::feed_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-#[macro_export]
-macro_rules! feed_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::feed_contract_suite!(
-            #[$test] #[doc = "A scenario of the notification feed's contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] feed_contract, $factory;
-            events_are_stored_published_and_alert,
-            blade_due_alerts_until_the_blade_is_reset,
-        );
-    };
-}

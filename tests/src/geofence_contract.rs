@@ -184,28 +184,3 @@ pub async fn a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm(
     );
     assert_eq!(watcher.geofence_parses(), 5, "each version parsed once");
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own, like [`crate::watch_contract_suite`] (the same factory and attributes):
-///
-/// ```ignore
-/// swath_tests::geofence_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-#[macro_export]
-macro_rules! geofence_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::geofence_contract_suite!(
-            #[$test] #[doc = "A scenario of the geofence store's contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] geofence_contract, $factory;
-            a_geofence_is_parsed_once_per_version,
-            jitter_within_accuracy_raises_no_alarm,
-            a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm,
-        );
-    };
-}

@@ -35,6 +35,9 @@
 //!   geofence store's and the notification feed's scenarios (events, alerts, blade resets), for
 //!   every adapter.
 //!
+//! - [`suites`]: [`contract_suite!`](crate::contract_suite), every suite's scenarios as one
+//!   `#[test]` each for an adapter.
+//!
 //! The suites themselves are in `tests/`: one file per adapter runs the same scenarios.
 
 pub mod api_contract;
@@ -53,6 +56,7 @@ pub mod projections_contract;
 pub mod reference;
 pub mod reference_contract;
 pub mod retention_contract;
+pub mod suites;
 pub mod support;
 pub mod telemetry_contract;
 pub mod traces;

@@ -50,6 +50,28 @@ const ACTIVITIES: [(&str, u64); 8] = [
     ("error", 3),
 ];
 
+/// `report` of mower `i` at `tick` with its position when `positioned` and, in error, an error
+/// code, both drawn from `r`.
+fn with_position_and_error(
+    mut report: Value,
+    positioned: bool,
+    i: usize,
+    tick: u64,
+    r: u64,
+) -> Value {
+    if positioned {
+        report["position"] = json!({
+            "lat": 52.0 + i as f64 * 1e-3 + tick as f64 * 1e-5,
+            "lon": 13.0 + ((r >> 32) % 1000) as f64 * 1e-6,
+            "accuracy_m": 0.5,
+        });
+    }
+    if report["activity"] == "error" {
+        report["error_code"] = json!(format!("E{}", (r >> 40) % 4));
+    }
+    report
+}
+
 /// An activity drawn from [`ACTIVITIES`] by the low bits of `r`.
 fn pick_activity(r: u64) -> &'static str {
     let mut pick = r % 100;
@@ -170,7 +192,7 @@ impl Plan {
         let r = mix(self.seed ^ mix((i as u64) << 32 ^ tick));
         let activity = pick_activity(r);
         let observed_at = self.start + Duration::seconds(tick as i64);
-        let mut report = json!({
+        let report = json!({
             "mower_id": self.mower(i),
             "account_id": self.account(),
             "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -180,17 +202,8 @@ impl Plan {
             "vendor_state": activity.to_ascii_uppercase(),
             "load_seq": n,
         });
-        if !(r >> 24).is_multiple_of(10) {
-            report["position"] = json!({
-                "lat": 52.0 + i as f64 * 1e-3 + tick as f64 * 1e-5,
-                "lon": 13.0 + ((r >> 32) % 1000) as f64 * 1e-6,
-                "accuracy_m": 0.5,
-            });
-        }
-        if activity == "error" {
-            report["error_code"] = json!(format!("E{}", (r >> 40) % 4));
-        }
-        report
+        let positioned = !(r >> 24).is_multiple_of(10);
+        with_position_and_error(report, positioned, i, tick, r)
     }
 
     /// State `n` of a steady plan: runs of 600 reports (10 minutes) per activity.
@@ -203,7 +216,7 @@ impl Plan {
         let r = mix(self.seed ^ mix((i as u64) << 32 ^ run ^ 0x5747_4541_4459));
         let activity = pick_activity(r);
         let observed_at = self.start + Duration::seconds(tick as i64);
-        let mut report = json!({
+        let report = json!({
             "mower_id": self.mower(i),
             "account_id": self.account(),
             "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -213,17 +226,8 @@ impl Plan {
             "vendor_state": activity.to_ascii_uppercase(),
             "load_seq": n,
         });
-        if matches!(activity, "mowing" | "leaving" | "returning") {
-            report["position"] = json!({
-                "lat": 52.0 + i as f64 * 1e-3 + tick as f64 * 1e-5,
-                "lon": 13.0 + ((r >> 32) % 1000) as f64 * 1e-6,
-                "accuracy_m": 0.5,
-            });
-        }
-        if activity == "error" {
-            report["error_code"] = json!(format!("E{}", (r >> 40) % 4));
-        }
-        report
+        let positioned = matches!(activity, "mowing" | "leaving" | "returning");
+        with_position_and_error(report, positioned, i, tick, r)
     }
 
     /// State `n` as published: subject, payload, de-duplication id.

@@ -12,8 +12,7 @@
 //! clock paused on the memory bus, in real time on a broker), bound every wait by [`PATIENCE`]
 //! and assert counts and orders, never durations.
 //!
-//! [`partition_contract_suite!`](crate::partition_contract_suite) turns every scenario into a
-//! test for one adapter.
+//! [`contract_suite!`](crate::contract_suite) turns every scenario into a test for one adapter.
 
 use crate::bus_contract::{consumer, settings, unique_prefix, wait_until, DynBus, Reply, PATIENCE};
 use async_trait::async_trait;
@@ -35,54 +34,6 @@ pub const PARTITIONS: u32 = 4;
 /// A run-unique partitioned pattern for a scenario: `<root>.<scenario>_<uuid>.*`.
 pub fn unique_pattern(root: &str, scenario: &str) -> String {
     format!("{}.*", unique_prefix(root, scenario))
-}
-
-/// Generates one `#[test]` per scenario for an adapter:
-///
-/// ```ignore
-/// swath_tests::partition_contract_suite!(
-///     #[tokio::test(start_paused = true)]
-///     bus = |pattern: String| async move { memory_bus_partitioning(&pattern) },
-///     root = "partitions",
-/// );
-/// ```
-///
-/// `bus` is called once per test with the scenario's pattern (a `String`) and returns a future
-/// of the [`DynBus`] partitioning that pattern into [`PARTITIONS`]; a function path works as
-/// well as a closure. `root` is the first tokens of the pattern. A second attribute after the
-/// test attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! partition_contract_suite {
-    (#[$test:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
-        $crate::partition_contract_suite!(
-            #[$test] #[doc = "A scenario of the partition contract."] bus = $bus, root = $root
-        );
-    };
-    (#[$test:meta] #[$gate:meta] bus = $bus:expr, root = $root:expr $(,)?) => {
-        $crate::partition_contract_suite!(@each #[$test] #[$gate] $bus, $root;
-            per_key_order_holds_across_two_subscriptions,
-            partitions_run_concurrently_inside_one_subscription,
-            batches_of_one_partition_never_overlap_across_subscriptions,
-            a_vanished_holder_leaves_its_unsettled_to_the_next_holder,
-            a_filter_overlapping_the_pattern_is_refused,
-            subscriptions_share_and_balance_the_partitions,
-            a_new_consumer_starts_with_what_is_published_after_it,
-        );
-    };
-    (@each #[$test:meta] #[$gate:meta] $bus:expr, $root:expr; $($scenario:ident),* $(,)?) => {
-        $(
-            #[$test]
-            #[$gate]
-            async fn $scenario() {
-                let pattern =
-                    $crate::partition_contract::unique_pattern($root, stringify!($scenario));
-                let bus: $crate::bus_contract::DynBus = ($bus)(pattern.clone()).await;
-                $crate::partition_contract::$scenario(bus, &pattern).await;
-            }
-        )*
-    };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,24 +239,7 @@ impl BatchHandler for Tracker {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.batches.lock().unwrap().push(batch.to_vec());
         let (delay, reply) = (self.plan)(batch);
-        // Yield at least once so that a concurrent call would overlap this one.
-        tokio::task::yield_now().await;
-        if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
-        }
-        match reply {
-            Reply::Answer(outcomes) => {
-                let mut acked = self.acked.lock().unwrap();
-                for (message, outcome) in batch.iter().zip(&outcomes) {
-                    if *outcome == Settle::Ack {
-                        acked.push(message.clone());
-                    }
-                }
-                Ok(outcomes)
-            }
-            Reply::Fail => Err(HandlerError("the store is down".into())),
-            Reply::Hang => std::future::pending().await,
-        }
+        reply.after(delay, batch, &self.acked).await
     }
 }
 

@@ -7,9 +7,12 @@
 
 use crate::support::{StoreFactory, TestStore};
 use async_trait::async_trait;
+use proptest::strategy::Strategy;
+use proptest::test_runner::{Config, TestRunner};
 use sqlx::{Connection, Executor, PgConnection};
 use std::sync::{Arc, Mutex};
 use swath_postgres::PostgresStore;
+use tokio::runtime::Runtime;
 use tokio::sync::OnceCell;
 
 /// The server URL of the PostgreSQL suites. The tests that call it are ignored when the variable
@@ -133,28 +136,64 @@ impl StoreFactory for PostgresFactory {
 
 impl Drop for PostgresFactory {
     fn drop(&mut self) {
-        let names: Vec<String> = std::mem::take(&mut *self.created.lock().unwrap());
-        let url = self.server_url.clone();
-        // Drop runs inside or outside a runtime; a thread with its own runtime works in both.
-        let cleanup = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let Ok(mut admin) = PgConnection::connect(&url).await else {
-                    return;
-                };
-                // Clones first, the template last. FORCE ends the sessions of pools still open.
-                for name in names.iter().rev() {
-                    let _ = admin
-                        .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                        .await;
-                }
-            });
-        });
-        let _ = cleanup.join();
+        let mut names: Vec<String> = std::mem::take(&mut *self.created.lock().unwrap());
+        // Clones first, the template last.
+        names.reverse();
+        drop_databases(&self.server_url, names);
     }
+}
+
+/// Drops the databases `names`, in this order, on the server of `server_url`; FORCE ends the
+/// sessions of pools still open. Drop runs inside or outside a runtime: a thread with its own
+/// runtime works in both. A server that cannot be reached drops nothing.
+pub fn drop_databases(server_url: &str, names: Vec<String>) {
+    let url = server_url.to_owned();
+    let cleanup = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let Ok(mut admin) = PgConnection::connect(&url).await else {
+                return;
+            };
+            for name in names {
+                let _ = admin
+                    .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                    .await;
+            }
+        });
+    });
+    let _ = cleanup.join();
+}
+
+/// Runs a property with one factory (one template database) for all its cases: `cases` cases of
+/// `strategy`, shrunk at most `max_shrink_iters` times, each checked on a runtime of two workers.
+/// The factory (and its databases) goes before the runtime.
+pub fn property<F, S: Strategy>(
+    factory: F,
+    cases: u32,
+    max_shrink_iters: u32,
+    strategy: S,
+    check: impl Fn(&F, S::Value, &Runtime),
+) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut runner = TestRunner::new(Config {
+        cases,
+        max_shrink_iters,
+        ..Config::default()
+    });
+    runner
+        .run(&strategy, |value| {
+            check(&factory, value, &rt);
+            Ok(())
+        })
+        .unwrap();
+    drop(factory);
 }
 
 #[cfg(test)]

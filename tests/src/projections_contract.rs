@@ -1248,39 +1248,3 @@ pub async fn every_read_is_bounded_at_ten_thousand_mowers(factory: &dyn Projecti
         calls.reads
     );
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::projections_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! projections_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::projections_contract_suite!(
-            #[$test] #[doc = "A scenario of the live projections' contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] projections_contract, $factory;
-            an_empty_tenant_costs_one_read,
-            the_sentinel_row_decides_truncation,
-            foreign_rows_never_use_up_a_window,
-            children_inserted_out_of_order_come_back_in_order,
-            the_wall_filters_before_the_cutoff_and_health_counts_everything,
-            the_operator_on_duty_is_ranked_by_the_store,
-            reads_are_constant_in_the_tenant_size,
-            every_read_is_bounded_at_ten_thousand_mowers,
-            the_map_reads_one_site_its_mowers_positions_and_errors,
-        );
-    };
-}

@@ -9,7 +9,9 @@ use crate::load::{compare, Checked};
 use crate::reference::{self, BusyClock, MowerSetup, Rect};
 use crate::support::{Fleet, StoreFactory};
 use crate::telemetry_contract::Harness;
-use crate::traces::{build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step};
+use crate::traces::{
+    arrival, build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step,
+};
 use crate::watch_contract::{lawn_rectangle, WatchFactory, WatchHarness};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -130,12 +132,7 @@ pub async fn any_order_matches_the_reference(
 ) {
     let h = Harness::new(factory, THRESHOLD_MS).await;
     let reports = build_distinct_trace(&h.fleet, steps);
-    let sent: Vec<Value> = reports
-        .iter()
-        .chain(redeliveries.iter().map(|i| &reports[*i]))
-        .cloned()
-        .collect();
-    let arrival: Vec<Value> = order.iter().map(|i| sent[*i].clone()).collect();
+    let arrival = arrival(&reports, redeliveries, order);
     for batch in split(&arrival, sizes) {
         h.ingest(&batch).await;
     }

@@ -557,36 +557,3 @@ pub async fn late_states_after_retention(factory: &dyn RetentionFactory) {
         .sum();
     assert_eq!(states, 7, "six states, and the merged one");
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::retention_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory::default(),
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! retention_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::retention_contract_suite!(
-            #[$test] #[doc = "A scenario of the retention contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] retention_contract, $factory;
-            boundaries,
-            first_point_of_each_minute,
-            interrupted_runs_resume,
-            concurrent_runs_do_the_work_once,
-            an_abandoned_run_releases_the_lock,
-            late_states_after_retention,
-        );
-    };
-}

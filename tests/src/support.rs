@@ -4,13 +4,13 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, Directory, EventBus, LiveOptions, LiveSubscription,
-    Subscription, TelemetryStore,
-};
+use swath_application::ports::{BusError, Directory, PublishOnly, Publisher, TelemetryStore};
+use swath_application::Ingest;
 use swath_domain::{
     rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
+    StateOutcome,
 };
 use uuid::Uuid;
 
@@ -185,23 +185,39 @@ pub fn trace_start() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap()
 }
 
+/// Parses and records one batch of JSON reports through `ingest`; the store must accept the batch.
+pub async fn ingest_json(ingest: &Ingest, reports: &[Value]) -> Vec<StateOutcome> {
+    let batch = reports
+        .iter()
+        .map(|r| ingest.parse(r.to_string().as_bytes()))
+        .collect();
+    ingest
+        .record_states(batch)
+        .await
+        .expect("the store accepts the batch")
+}
+
 /// An event bus that only records what is published: for use cases whose subscriptions are not
 /// under test. Subscribing through it is refused.
+pub type RecordingBus = PublishOnly<Recording>;
+
+/// What a [`RecordingBus`] was given.
 #[derive(Default)]
-pub struct RecordingBus {
+pub struct Recording {
     published: Mutex<Vec<(String, Bytes, Option<String>)>>,
 }
 
-impl RecordingBus {
+impl Recording {
     /// Everything published so far: subject, payload, dedup id.
     pub fn published(&self) -> Vec<(String, Bytes, Option<String>)> {
         self.published.lock().unwrap().clone()
     }
 }
 
-#[async_trait]
-impl EventBus for RecordingBus {
-    async fn publish(
+impl Publisher for Recording {
+    const REFUSAL: &'static str = "the recording bus does not deliver";
+
+    fn publish(
         &self,
         subject: &str,
         payload: Bytes,
@@ -213,48 +229,4 @@ impl EventBus for RecordingBus {
             .push((subject.to_string(), payload, dedup_id));
         Ok(())
     }
-
-    async fn subscribe_batch(
-        &self,
-        _subject: &str,
-        _consumer: &str,
-        _settings: BatchSettings,
-        _handler: Arc<dyn BatchHandler>,
-    ) -> Result<Subscription, BusError> {
-        Err(BusError::Refused(
-            "the recording bus does not deliver".into(),
-        ))
-    }
-
-    async fn subscribe(
-        &self,
-        _subject: &str,
-        _options: LiveOptions,
-    ) -> Result<LiveSubscription, BusError> {
-        Err(BusError::Refused(
-            "the recording bus does not deliver".into(),
-        ))
-    }
-
-    async fn ping(&self) -> Result<(), BusError> {
-        Ok(())
-    }
-}
-
-/// The tests of a contract suite whose scenarios take a factory: one `#[test]` per scenario, each
-/// with a factory of its own (the factory expression is evaluated in the test). Called by each
-/// suite's macro (`api_contract_suite!` and the like), which names its scenarios.
-#[doc(hidden)]
-#[macro_export]
-macro_rules! factory_contract_tests {
-    (#[$test:meta] #[$gate:meta] $module:ident, $factory:expr; $($scenario:ident),* $(,)?) => {
-        $(
-            #[$test]
-            #[$gate]
-            async fn $scenario() {
-                let factory = $factory;
-                $crate::$module::$scenario(&factory).await;
-            }
-        )*
-    };
 }

@@ -6,7 +6,9 @@
 use crate::support::{
     trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
-use crate::traces::{build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step};
+use crate::traces::{
+    arrival, build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step,
+};
 use chrono::Duration;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -48,14 +50,7 @@ impl Harness {
 
     /// Parses and records one batch of JSON reports.
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     /// Every row of the fleet's mowers (and of the unknown one, which must have none).
@@ -110,12 +105,7 @@ pub async fn any_order_equals_time_order(
     let shuffled = Harness::new(factory, DEFAULT_THRESHOLD).await;
     let ordered = Harness::new(factory, DEFAULT_THRESHOLD).await;
     let reports = build_distinct_trace(&shuffled.fleet, steps);
-    let sent: Vec<Value> = reports
-        .iter()
-        .chain(redeliveries.iter().map(|i| &reports[*i]))
-        .cloned()
-        .collect();
-    let arrival: Vec<Value> = order.iter().map(|i| sent[*i].clone()).collect();
+    let arrival = arrival(&reports, redeliveries, order);
     for batch in split(&arrival, sizes) {
         let outcomes = shuffled.ingest(&batch).await;
         assert!(
@@ -666,40 +656,4 @@ pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory) {
         .await
         .unwrap();
     assert_eq!(unknown, WindowRows::complete(Vec::new()));
-}
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::telemetry_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! telemetry_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::telemetry_contract_suite!(
-            #[$test] #[doc = "A scenario of the telemetry store contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] telemetry_contract, $factory;
-            redelivered_batch_changes_nothing,
-            bad_reports_are_refused_alone,
-            an_uncommitted_batch_stores_nothing,
-            reads_answer_committed_rows,
-            blade_due_is_published_once,
-            concurrent_batches_all_commit,
-            import_stores_what_live_ingest_stores,
-            import_backfill_counts_in_the_totals,
-            reads_say_where_the_kept_rows_begin,
-        );
-    };
 }

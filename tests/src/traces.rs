@@ -209,6 +209,16 @@ pub fn distinct_trace(
         })
 }
 
+/// The reports as they arrive: `reports`, then the redeliveries (indexes into `reports`), all
+/// in `order` (indexes into that sequence).
+pub fn arrival(reports: &[Value], redeliveries: &[usize], order: &[usize]) -> Vec<Value> {
+    let sent: Vec<&Value> = reports
+        .iter()
+        .chain(redeliveries.iter().map(|i| &reports[*i]))
+        .collect();
+    order.iter().map(|i| sent[*i].clone()).collect()
+}
+
 /// Turns distinct steps into JSON reports, in time order per mower (every state of a mower has
 /// its own `observed_at`, in milliseconds). Step kinds: 0–79 the mower's clock moves on by
 /// `dt_ms`; 80–91 a gap of 299.999 s, 300 s, 300.001 s or 10 min; 92–99 a jump of 1–4 hours, so

@@ -15,8 +15,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_application::ports::{
-    AlertQuery, Clock, GeofenceStore, ManualClock, NotificationFeed, WatchRows, WatchStore,
-    ZoneStore,
+    AlertQuery, Clock, GeofenceStore, ManualClock, NotificationFeed, NotificationPorts, WatchRows,
+    WatchStore, ZoneStore,
 };
 use swath_application::{Ingest, SchedulerStatus, Watcher};
 use swath_domain::watch::zones::Zone;
@@ -24,35 +24,11 @@ use swath_domain::watch::{AlertKind, GeoPolygon, Geofence, DEFAULT_OFFLINE_AFTER
 use swath_domain::{Activity, MowerId, StateOutcome, TelemetryRows};
 use uuid::Uuid;
 
-/// The notification side of one store, seen through each of its ports.
-#[derive(Clone)]
-pub struct WatchPorts {
-    pub watch: Arc<dyn WatchStore>,
-    pub zones: Arc<dyn ZoneStore>,
-    pub geofences: Arc<dyn GeofenceStore>,
-    pub feed: Arc<dyn NotificationFeed>,
-}
-
-impl WatchPorts {
-    /// One store behind the four ports (what both adapters are).
-    pub fn of<S>(store: Arc<S>) -> Self
-    where
-        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed + 'static,
-    {
-        Self {
-            watch: store.clone(),
-            zones: store.clone(),
-            geofences: store.clone(),
-            feed: store,
-        }
-    }
-}
-
 /// Makes a fresh, empty store, seen as a telemetry store and through the notification side's
 /// ports. Every suite of the notification side takes the same factory.
 #[async_trait]
 pub trait WatchFactory: Send + Sync {
-    async fn fresh(&self) -> (TestStore, WatchPorts);
+    async fn fresh(&self) -> (TestStore, NotificationPorts);
 }
 
 /// The memory store behind every port of the notification side.
@@ -60,11 +36,11 @@ pub struct MemoryWatch;
 
 #[async_trait]
 impl WatchFactory for MemoryWatch {
-    async fn fresh(&self) -> (TestStore, WatchPorts) {
+    async fn fresh(&self) -> (TestStore, NotificationPorts) {
         let store = swath_memory::MemoryStore::new(swath_memory::MemoryStoreSettings::default());
         (
             TestStore::memory(store.clone()),
-            WatchPorts::of(Arc::new(store)),
+            NotificationPorts::of(Arc::new(store)),
         )
     }
 }
@@ -74,7 +50,7 @@ pub struct PostgresWatch(pub crate::postgres::PostgresFactory);
 
 #[async_trait]
 impl WatchFactory for PostgresWatch {
-    async fn fresh(&self) -> (TestStore, WatchPorts) {
+    async fn fresh(&self) -> (TestStore, NotificationPorts) {
         let store = self.0.fresh_store().await;
         (
             TestStore {
@@ -82,7 +58,7 @@ impl WatchFactory for PostgresWatch {
                 telemetry: Arc::new(store.clone()),
                 postgres: Some(store.clone()),
             },
-            WatchPorts::of(Arc::new(store)),
+            NotificationPorts::of(Arc::new(store)),
         )
     }
 }
@@ -106,7 +82,7 @@ impl WatchHarness {
     pub async fn new(factory: &dyn WatchFactory, blade_threshold_ms: i64) -> Self {
         let (
             store,
-            WatchPorts {
+            NotificationPorts {
                 watch,
                 zones,
                 geofences,
@@ -152,14 +128,7 @@ impl WatchHarness {
     }
 
     pub async fn ingest(&self, reports: &[Value]) -> Vec<StateOutcome> {
-        let batch = reports
-            .iter()
-            .map(|r| self.ingest.parse(r.to_string().as_bytes()))
-            .collect();
-        self.ingest
-            .record_states(batch)
-            .await
-            .expect("the store accepts the batch")
+        crate::support::ingest_json(&self.ingest, reports).await
     }
 
     pub async fn watch(&self, reports: &[Value]) -> Vec<StateOutcome> {
@@ -529,36 +498,6 @@ pub async fn the_busy_status_is_throttled(factory: &dyn WatchFactory) {
     older.activity = Activity::Docked;
     h.watch.write_busy(&[older]).await.unwrap();
     assert_eq!(busy(&h).await, status);
-}
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own (the shape of every contract suite, docs/testing.md):
-///
-/// ```ignore
-/// swath_tests::watch_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-///
-/// `factory` is an expression evaluated once per test. A second attribute after the test
-/// attribute goes on every test too: an adapter that needs a server passes
-/// `#[cfg_attr(…, ignore = "…")]`, so that its tests are reported as ignored, never as passed,
-/// when the server's variable is not set.
-#[macro_export]
-macro_rules! watch_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::watch_contract_suite!(
-            #[$test] #[doc = "A scenario of the watch store's contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] watch_contract, $factory;
-            redelivery_and_older_states_derive_nothing,
-            silent_mowers_go_offline_and_come_back,
-            the_busy_status_is_throttled,
-        );
-    };
 }
 
 /// The instant `seconds` after the trace start (for PostgreSQL-only scenarios).

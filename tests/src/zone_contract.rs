@@ -113,27 +113,3 @@ pub async fn a_failed_zone_step_still_publishes_blade_due_once(factory: &dyn Wat
     assert_eq!(alerts.len(), 1);
     assert_eq!(alerts[0].kind, AlertKind::BladeDue);
 }
-
-/// Generates one `#[test]` per scenario of this suite for an adapter, each with a factory of its
-/// own, like [`crate::watch_contract_suite`] (the same factory and attributes):
-///
-/// ```ignore
-/// swath_tests::zone_contract_suite!(
-///     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-///     factory = Memory,
-/// );
-/// ```
-#[macro_export]
-macro_rules! zone_contract_suite {
-    (#[$test:meta] factory = $factory:expr $(,)?) => {
-        $crate::zone_contract_suite!(
-            #[$test] #[doc = "A scenario of the zone store's contract."] factory = $factory
-        );
-    };
-    (#[$test:meta] #[$gate:meta] factory = $factory:expr $(,)?) => {
-        $crate::factory_contract_tests!(#[$test] #[$gate] zone_contract, $factory;
-            zones_are_entered_and_left,
-            a_failed_zone_step_still_publishes_blade_due_once,
-        );
-    };
-}

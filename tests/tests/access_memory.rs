@@ -180,39 +180,33 @@ async fn a_mower_is_visible_only_in_its_account_and_on_a_seen_site() {
         access.visible_mower(&w.a_south(), w.s0).await.unwrap().id,
         w.s0
     );
-    not_visible(
-        access.visible_mower(&w.a_south(), w.n0).await,
-        Hidden::Mower,
-    );
-    // Another account's mower and an unknown id: the same error.
-    not_visible(access.visible_mower(&w.a_all(), w.b0).await, Hidden::Mower);
-    not_visible(
-        access.visible_mower(&w.a_all(), MowerId(id(0xdead))).await,
-        Hidden::Mower,
-    );
+    // Then another account's mower and an unknown id: the same error.
+    for (principal, mower) in [
+        (w.a_south(), w.n0),
+        (w.a_all(), w.b0),
+        (w.a_all(), MowerId(id(0xdead))),
+    ] {
+        not_visible(access.visible_mower(&principal, mower).await, Hidden::Mower);
+    }
 }
 
 #[tokio::test]
 async fn a_site_is_visible_only_in_its_account_and_when_seen() {
     let w = World::new().await;
     let access = w.access();
-    assert_eq!(
-        access.visible_site(&w.a_all(), w.north).await.unwrap().id,
-        w.north
-    );
-    assert_eq!(
-        access.visible_site(&w.a_south(), w.south).await.unwrap().id,
-        w.south
-    );
-    not_visible(
-        access.visible_site(&w.a_south(), w.north).await,
-        Hidden::Site,
-    );
-    not_visible(access.visible_site(&w.a_all(), w.main).await, Hidden::Site);
-    not_visible(
-        access.visible_site(&w.a_all(), SiteId(id(0xdead))).await,
-        Hidden::Site,
-    );
+    for (principal, site) in [(w.a_all(), w.north), (w.a_south(), w.south)] {
+        assert_eq!(
+            access.visible_site(&principal, site).await.unwrap().id,
+            site
+        );
+    }
+    for (principal, site) in [
+        (w.a_south(), w.north),
+        (w.a_all(), w.main),
+        (w.a_all(), SiteId(id(0xdead))),
+    ] {
+        not_visible(access.visible_site(&principal, site).await, Hidden::Site);
+    }
 }
 
 #[tokio::test]

@@ -3,7 +3,8 @@
 
 use swath_tests::api_contract::MemoryApiFactory;
 
-swath_tests::api_contract_suite!(
+swath_tests::contract_suite!(
+    api_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     // Room for the 10 000 rows of the paging scenario and the rows ingested during it.
     factory = MemoryApiFactory {

@@ -3,11 +3,7 @@
 
 use swath_tests::postgres::{test_database_url, PostgresFactory};
 
-swath_tests::api_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = PostgresFactory::new(test_database_url()),
+swath_tests::contract_suite!(
+    api_contract,
+    postgres = PostgresFactory::new(test_database_url()),
 );

@@ -18,7 +18,8 @@ use swath_tests::bus_contract::{
 use swath_tests::partition_contract;
 use tokio::time::Instant;
 
-swath_tests::bus_contract_suite!(
+swath_tests::contract_suite!(
+    bus_contract,
     #[tokio::test(start_paused = true)]
     bus = async { Arc::new(MemoryBus::default()) as DynBus },
     root = "contract",
@@ -32,7 +33,8 @@ fn partitioned_bus(pattern: &str) -> DynBus {
     })
 }
 
-swath_tests::partition_contract_suite!(
+swath_tests::contract_suite!(
+    partition_contract,
     #[tokio::test(start_paused = true)]
     bus = |pattern: String| async move { partitioned_bus(&pattern) },
     root = "partitions",
@@ -540,7 +542,8 @@ mod real_time {
         partitioned_bus(&pattern)
     }
 
-    swath_tests::partition_contract_suite!(
+    swath_tests::contract_suite!(
+        partition_contract,
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
         bus = bus,
         root = "partitions_rt",

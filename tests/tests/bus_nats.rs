@@ -150,7 +150,8 @@ fn contract_root() -> String {
     ROOT.with(|r| r.borrow().clone())
 }
 
-swath_tests::bus_contract_suite!(
+swath_tests::contract_suite!(
+    bus_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
     bus = contract_bus(),
@@ -181,7 +182,8 @@ async fn partitioned_bus(pattern: String) -> DynBus {
 mod partitions {
     use super::*;
 
-    swath_tests::partition_contract_suite!(
+    swath_tests::contract_suite!(
+        partition_contract,
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
         bus = partitioned_bus,

@@ -44,7 +44,8 @@ impl ProjectionFactory for Memory {
     }
 }
 
-swath_tests::projections_contract_suite!(
+swath_tests::contract_suite!(
+    projections_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     factory = Memory,
 );

@@ -60,11 +60,7 @@ impl ProjectionFactory for Postgres {
     }
 }
 
-swath_tests::projections_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = Postgres(PostgresFactory::new(test_database_url())),
+swath_tests::contract_suite!(
+    projections_contract,
+    postgres = Postgres(PostgresFactory::new(test_database_url())),
 );

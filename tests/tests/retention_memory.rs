@@ -27,7 +27,8 @@ impl RetentionFactory for Memory {
     }
 }
 
-swath_tests::retention_contract_suite!(
+swath_tests::contract_suite!(
+    retention_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     factory = Memory::default(),
 );

@@ -43,14 +43,7 @@ fn factory() -> Postgres {
     Postgres(PostgresFactory::new(test_database_url()))
 }
 
-swath_tests::retention_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = factory(),
-);
+swath_tests::contract_suite!(retention_contract, postgres = factory(),);
 
 /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
 /// its partition (its rows went in chunks); newer partitions stay.

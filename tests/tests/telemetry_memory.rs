@@ -45,7 +45,8 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-swath_tests::telemetry_contract_suite!(
+swath_tests::contract_suite!(
+    telemetry_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     factory = Memory,
 );

@@ -3,13 +3,12 @@
 
 use async_trait::async_trait;
 use chrono::Duration;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_application::ports::{StoreError, TelemetryStore};
 use swath_domain::{apply_states, AccountId, MowerId, StateOutcome};
 use swath_memory::MemoryStore;
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::{self, test_database_url, PostgresFactory};
 use swath_tests::support::{
     seed_account_with_mowers, trace_start, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
@@ -29,23 +28,11 @@ impl StoreFactory for Memory {
     }
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 // PostgreSQL has no bound on rows per mower (`kept_per_mower` is `None`): its history and track
 // reads always say that nothing was removed, and answer every row.
-swath_tests::telemetry_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = PostgresFactory::new(test_database_url()),
+swath_tests::contract_suite!(
+    telemetry_contract,
+    postgres = PostgresFactory::new(test_database_url()),
 );
 
 /// Runs a property over random traces with one factory (one template database) for all cases.
@@ -53,21 +40,14 @@ fn property(
     cases: u32,
     check: impl Fn(&PostgresFactory, &[swath_tests::traces::Step], &[usize], &tokio::runtime::Runtime),
 ) {
-    let url = test_database_url();
-    let rt = runtime();
-    let factory = PostgresFactory::new(url);
-    let mut runner = TestRunner::new(Config {
+    let factory = PostgresFactory::new(test_database_url());
+    postgres::property(
+        factory,
         cases,
-        max_shrink_iters: 64,
-        ..Config::default()
-    });
-    runner
-        .run(&(trace(120), splits()), |(steps, sizes)| {
-            check(&factory, &steps, &sizes, &rt);
-            Ok(())
-        })
-        .unwrap();
-    drop(factory);
+        64,
+        (trace(120), splits()),
+        |f, (steps, sizes), rt| check(f, &steps, &sizes, rt),
+    );
 }
 
 #[test]
@@ -105,30 +85,19 @@ fn matches_the_reference() {
     ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
 )]
 fn any_order_equals_time_order() {
-    let url = test_database_url();
-    let rt = runtime();
-    let factory = PostgresFactory::new(url);
-    let mut runner = TestRunner::new(Config {
-        cases: 10,
-        max_shrink_iters: 64,
-        ..Config::default()
-    });
-    runner
-        .run(
-            &(distinct_trace(120), splits()),
-            |((steps, redeliveries, order), sizes)| {
-                rt.block_on(contract::any_order_equals_time_order(
-                    &factory,
-                    &steps,
-                    &redeliveries,
-                    &order,
-                    &sizes,
-                ));
-                Ok(())
-            },
-        )
-        .unwrap();
-    drop(factory);
+    let factory = PostgresFactory::new(test_database_url());
+    let strategy = (distinct_trace(120), splits());
+    postgres::property(
+        factory,
+        10,
+        64,
+        strategy,
+        |f, ((steps, again, order), sizes), rt| {
+            rt.block_on(contract::any_order_equals_time_order(
+                f, &steps, &again, &order, &sizes,
+            ))
+        },
+    );
 }
 
 #[test]

@@ -9,7 +9,8 @@ use swath_memory::MemoryStore;
 use swath_tests::traces::{splits, trace};
 use swath_tests::watch_contract::{self as contract, MemoryWatch as Memory};
 
-swath_tests::watch_contract_suite!(
+swath_tests::contract_suite!(
+    watch_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     factory = Memory,
 );

@@ -4,7 +4,6 @@
 //! `zones_postgres`, `geofences_postgres` and `feed_postgres`.
 
 use chrono::Duration;
-use proptest::test_runner::{Config, TestRunner};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_application::ports::{GeofenceStore, ManualClock, WatchStore};
@@ -12,7 +11,7 @@ use swath_application::Watcher;
 use swath_domain::watch::Geofence;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
 use swath_domain::{AccountId, MowerId, StateOutcome};
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::{self, test_database_url, PostgresFactory};
 use swath_tests::support::{seed_account_with_mowers, RecordingBus, DEFAULT_THRESHOLD};
 use swath_tests::traces::{ingest_clock, splits, trace};
 use swath_tests::watch_contract::{
@@ -20,35 +19,21 @@ use swath_tests::watch_contract::{
 };
 use tokio::runtime::Runtime;
 
-swath_tests::watch_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = Postgres(PostgresFactory::new(test_database_url())),
+swath_tests::contract_suite!(
+    watch_contract,
+    postgres = Postgres(PostgresFactory::new(test_database_url())),
 );
 
 /// Runs a property over random traces with one factory (one template database) for all cases.
 fn property(check: impl Fn(&Postgres, &[swath_tests::traces::Step], &[usize], &Runtime)) {
-    let url = test_database_url();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let factory = Postgres(PostgresFactory::new(url));
-    let mut runner = TestRunner::new(Config {
-        cases: 10,
-        max_shrink_iters: 32,
-        ..Config::default()
-    });
-    runner
-        .run(&(trace(100), splits()), |(steps, sizes)| {
-            check(&factory, &steps, &sizes, &rt);
-            Ok(())
-        })
-        .unwrap();
+    let factory = Postgres(PostgresFactory::new(test_database_url()));
+    postgres::property(
+        factory,
+        10,
+        32,
+        (trace(100), splits()),
+        |f, (steps, sizes), rt| check(f, &steps, &sizes, rt),
+    );
 }
 
 #[test]

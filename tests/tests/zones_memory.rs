@@ -1,6 +1,7 @@
 //! The zone store (W7)'s contract, against the memory store.
 
-swath_tests::zone_contract_suite!(
+swath_tests::contract_suite!(
+    zone_contract,
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     factory = swath_tests::watch_contract::MemoryWatch,
 );

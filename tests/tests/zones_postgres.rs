@@ -3,11 +3,7 @@
 use swath_tests::postgres::{test_database_url, PostgresFactory};
 use swath_tests::watch_contract::PostgresWatch;
 
-swath_tests::zone_contract_suite!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    #[cfg_attr(
-        swath_no_postgres,
-        ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-    )]
-    factory = PostgresWatch(PostgresFactory::new(test_database_url())),
+swath_tests::contract_suite!(
+    zone_contract,
+    postgres = PostgresWatch(PostgresFactory::new(test_database_url())),
 );

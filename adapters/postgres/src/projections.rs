@@ -266,6 +266,28 @@ fn sites_of(who: &Visibility) -> Option<Vec<Uuid>> {
     who.sites.as_ref().map(|s| uuids(s, |s| s.0))
 }
 
+impl PostgresStore {
+    /// The rows of one statement about `mowers` as `who` sees them: `sql` takes the mowers, the
+    /// account and the visible sites (`null`: all), then `per_mower` when given. One statement.
+    async fn of_mowers(
+        &self,
+        sql: &'static str,
+        who: &Visibility,
+        mowers: &[MowerId],
+        per_mower: Option<i64>,
+    ) -> Result<Vec<PgRow>, ProjectionError> {
+        self.projection_counters().statement();
+        let mut query = sqlx::query(sql)
+            .bind(uuids(mowers, |m| m.0))
+            .bind(who.account_id.0)
+            .bind(sites_of(who));
+        if let Some(per_mower) = per_mower {
+            query = query.bind(per_mower);
+        }
+        query.fetch_all(self.pool()).await.map_err(unavailable)
+    }
+}
+
 #[async_trait]
 impl ProjectionStore for PostgresStore {
     async fn window_mowers(
@@ -339,15 +361,9 @@ impl ProjectionStore for PostgresStore {
         mowers: &[MowerId],
         per_mower: usize,
     ) -> Result<Vec<AlertCard>, ProjectionError> {
-        self.projection_counters().statement();
-        let rows = sqlx::query(OPEN_ALERTS)
-            .bind(uuids(mowers, |m| m.0))
-            .bind(who.account_id.0)
-            .bind(sites_of(who))
-            .bind(limit(per_mower))
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
+        let rows = self
+            .of_mowers(OPEN_ALERTS, who, mowers, Some(limit(per_mower)))
+            .await?;
         rows.iter().map(alert_card).collect()
     }
 
@@ -356,14 +372,7 @@ impl ProjectionStore for PostgresStore {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<HealthCard>, ProjectionError> {
-        self.projection_counters().statement();
-        let rows = sqlx::query(HEALTH)
-            .bind(uuids(mowers, |m| m.0))
-            .bind(who.account_id.0)
-            .bind(sites_of(who))
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
+        let rows = self.of_mowers(HEALTH, who, mowers, None).await?;
         rows.iter().map(health_card).collect()
     }
 
@@ -372,14 +381,7 @@ impl ProjectionStore for PostgresStore {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<Assignment>, ProjectionError> {
-        self.projection_counters().statement();
-        let rows = sqlx::query(OPERATORS_ON_DUTY)
-            .bind(uuids(mowers, |m| m.0))
-            .bind(who.account_id.0)
-            .bind(sites_of(who))
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
+        let rows = self.of_mowers(OPERATORS_ON_DUTY, who, mowers, None).await?;
         rows.iter()
             .map(|r| assignment(r).map_err(corrupt))
             .collect()

@@ -30,8 +30,6 @@ const FIRST_TOKEN_NAME: &str = "first admin token";
     get,
     path = "/v1/me",
     tag = TAG,
-    operation_id = "get_me",
-    summary = "Who am I",
     description = "The calling token's account, scopes and sites, for any valid token whatever \
         its scopes. The account's `id` is the `account_id` that every state report of its \
         mowers names (`POST /v1/states`).",
@@ -61,8 +59,6 @@ pub async fn get_me(
     get,
     path = "/v1/accounts",
     tag = TAG,
-    operation_id = "list_accounts",
-    summary = "List the accounts",
     description = "The accounts the token may see: its own, and no other (accounts are tenants). \
         A list, so that clients need not change if a token ever sees more than one.",
     security(("bearer" = ["admin"])),
@@ -85,8 +81,6 @@ pub async fn list_accounts(
     post,
     path = "/v1/accounts",
     tag = TAG,
-    operation_id = "create_account",
-    summary = "Create an account",
     description = "Creates a new account (a separate tenant, with no sites or mowers) and a first \
         token of it with every scope, shown once in the answer: the only way into the new \
         account. The calling token does not see the new account. A token limited to some sites \
@@ -96,12 +90,9 @@ pub async fn list_accounts(
     responses(
         (status = 201, description = "The account was created, with its first token.", body = CreatedAccount,
             headers(("Location" = String, description = "The path of the new account."))),
-        (status = 400, description = "The body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "The body does not fit the schema.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The body is not valid JSON."),
+        (status = 415, description = "The body is not `application/json`."),
+        (status = 422, description = "The body does not fit the schema."),
     ),
 )]
 pub async fn create_account(
@@ -150,8 +141,6 @@ pub async fn create_account(
     get,
     path = "/v1/accounts/{id}",
     tag = TAG,
-    operation_id = "get_account",
-    summary = "Get an account",
     description = "The token's own account. Any other id answers `404`, like an unknown one.",
     security(("bearer" = ["admin"])),
     params(
@@ -159,10 +148,8 @@ pub async fn create_account(
     ),
     responses(
         (status = 200, description = "The account.", body = AccountDto),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such account is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such account is visible to this token."),
     ),
 )]
 pub async fn get_account(

@@ -7,7 +7,7 @@
 //! 64 KiB, the body at most [`MAX_IMPORT_BYTES`]), and answers the import's record.
 
 use crate::dto::imports::{ImportDocument, ImportPage};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::routes::{location, PageParams};
@@ -99,8 +99,6 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
     post,
     path = "/v1/imports",
     tag = TAG,
-    operation_id = "create_import",
-    summary = "Import state reports (NDJSON)",
     description = "History in bulk: one state report per line (the JSON a gateway publishes; \
         docs/rules.md §2), read as the body streams in and stored 200 reports per unit of work \
         through the same validation and write rules as live ingestion, exactly as `swath \
@@ -128,20 +126,15 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
             refused lines.", body = ImportDocument,
             headers(("Location" = String, description = "`/v1/imports/{id}`: the import."))),
         (status = 400, description = "The body could not be read to its end (the client \
-            stopped sending it). The import is `failed`; what it stored before stays stored.",
-            body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "The token has neither the `write` nor the `admin` scope.",
-            body = Problem, content_type = "application/problem+json"),
+            stopped sending it). The import is `failed`; what it stored before stays stored."),
+        (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
         (status = 413, description = "The body is larger than 256 MiB: refused before anything \
             is read when `Content-Length` says so, otherwise once the limit is passed (then the \
-            import is `failed`, and its lines before the limit are stored).", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/x-ndjson`.", body = Problem,
-            content_type = "application/problem+json"),
+            import is `failed`, and its lines before the limit are stored)."),
+        (status = 415, description = "The body is not `application/x-ndjson`."),
         (status = 503, description = "The store failed during the import. The import is \
             `failed` (see `Location`); what it stored before stays stored, and importing the \
-            same lines again is safe.", body = Problem,
-            content_type = "application/problem+json"),
+            same lines again is safe."),
     ),
 )]
 pub async fn create_import(
@@ -197,8 +190,6 @@ pub async fn create_import(
     get,
     path = "/v1/imports/{id}",
     tag = TAG,
-    operation_id = "get_import",
-    summary = "An import",
     description = "Where an import is (`running`, `done` or `failed`), how its reports counted \
         so far, and its first 100 refused lines with their line numbers. While it runs, the \
         counts grow after each batch of 200 reports.\n\n\
@@ -212,10 +203,9 @@ pub async fn create_import(
         `POST`.")),
     responses(
         (status = 200, description = "The import.", body = ImportDocument),
-        (status = 403, description = "The token has neither the `write` nor the `admin` scope.",
-            body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
         (status = 404, description = "No import with this id is known to this replica for this \
-            token.", body = Problem, content_type = "application/problem+json"),
+            token."),
     ),
 )]
 pub async fn get_import(
@@ -248,10 +238,8 @@ pub async fn get_import(
     params(PageParams),
     responses(
         (status = 200, description = "A page of imports.", body = ImportPage),
-        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 403, description = "The token has neither the `write` nor the `admin` scope.",
-            body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "`limit` or `cursor` is not valid."),
+        (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
     ),
 )]
 pub async fn list_imports(

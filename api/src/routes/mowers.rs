@@ -7,7 +7,7 @@ use crate::dto::directory::{
     blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
 };
 use crate::dto::{MowerList, MowerSummary};
-use crate::error::{ApiError, Problem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::etag::json_with_etag;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
@@ -31,8 +31,6 @@ pub const TAG: &str = "mowers";
     get,
     path = "/v1/mowers",
     tag = TAG,
-    operation_id = "list_mowers",
-    summary = "List the mowers with their latest states",
     description = "The mowers of the token's account (only those of its sites when the token is \
         limited to some sites), ordered by display order, then name, then id, each with its \
         directory fields and its latest state (`null` while it has not reported): up to 1000 \
@@ -52,8 +50,7 @@ pub const TAG: &str = "mowers";
             )),
         (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "`limit` or `cursor` is not valid."),
     ),
 )]
 pub async fn list_mowers(
@@ -90,8 +87,6 @@ pub async fn list_mowers(
     post,
     path = "/v1/mowers",
     tag = TAG,
-    operation_id = "create_mower",
-    summary = "Add a mower",
     description = "Adds a mower to a site of the token's account. Give it the `id` its gateway \
         reports with (states of a mower that is not in the directory are dropped as \
         `unknown_mower`); without one, Swath makes one. The answer is the mower, without a state.",
@@ -100,15 +95,12 @@ pub async fn list_mowers(
     responses(
         (status = 201, description = "The mower was added.", body = MowerSummary,
             headers(("Location" = String, description = "The path of the new mower."))),
-        (status = 400, description = "The body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The body is not valid JSON."),
         (status = 409, description = "A mower with this id exists already (in this account or \
-            another).", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
+            another)."),
+        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, a value is out of range, \
-            or `site_id` names no site visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            or `site_id` names no site visible to this token."),
     ),
 )]
 pub async fn create_mower(
@@ -181,8 +173,6 @@ pub async fn create_mower(
     get,
     path = "/v1/mowers/{id}",
     tag = TAG,
-    operation_id = "get_mower",
-    summary = "Get a mower with its latest state",
     description = "The mower's directory fields and its latest state (`null` while it has not \
         reported), as in the list. Answers `304 Not Modified` when `If-None-Match` names the \
         current `ETag`.",
@@ -200,10 +190,8 @@ pub async fn create_mower(
             )),
         (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower(
@@ -222,8 +210,6 @@ pub async fn get_mower(
     patch,
     path = "/v1/mowers/{id}",
     tag = TAG,
-    operation_id = "update_mower",
-    summary = "Change a mower",
     description = "Replaces the fields given (site, name, model, serial, display order, blade \
         threshold); the others stay. The mower keeps its id, its account and its telemetry. A new \
         site must be visible to the token; a new site's time zone applies to the days of states \
@@ -235,15 +221,11 @@ pub async fn get_mower(
     request_body(content = MowerPatch, description = "The fields to change.", content_type = "application/json"),
     responses(
         (status = 200, description = "The changed mower with its latest state.", body = MowerSummary),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID, or the body is not valid JSON."),
+        (status = 404, description = "No such mower is visible to this token."),
+        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, a value is out of range, \
-            or `site_id` names no site visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            or `site_id` names no site visible to this token."),
     ),
 )]
 pub async fn update_mower(
@@ -293,8 +275,6 @@ pub async fn update_mower(
     delete,
     path = "/v1/mowers/{id}",
     tag = TAG,
-    operation_id = "delete_mower",
-    summary = "Delete a mower and its telemetry",
     description = "Removes the mower from the directory together with everything stored of it: \
         latest state, history, track, health and day totals. Its states that arrive afterwards \
         are dropped as `unknown_mower`. Cannot be undone.",
@@ -304,10 +284,8 @@ pub async fn update_mower(
     ),
     responses(
         (status = 204, description = "The mower and its telemetry are deleted."),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn delete_mower(

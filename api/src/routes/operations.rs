@@ -14,8 +14,6 @@ pub const TAG: &str = "operations";
     get,
     path = "/healthz",
     tag = TAG,
-    operation_id = "healthz",
-    summary = "Liveness",
     description = "Answers `200 ok` while the process serves HTTP. It checks nothing else: a \
         failing store or bus does not restart the process.",
     responses(
@@ -40,7 +38,6 @@ pub struct OpenApiDocument(pub serde_json::Value);
     path = "/openapi.json",
     tag = TAG,
     operation_id = "openapi",
-    summary = "The OpenAPI document",
     description = "This API's OpenAPI 3.1 document, the same as `openapi/openapi.json` in the \
         repository. Generate clients from it; browse it at `/docs`.",
     responses(
@@ -113,8 +110,6 @@ pub struct NotReady {
     get,
     path = "/readyz",
     tag = TAG,
-    operation_id = "readyz",
-    summary = "Readiness",
     description = "Answers `200` when the store and the event bus both answer a ping (each \
         within 2 s) and the ingest consumer makes progress, `503` otherwise, naming what is down \
         (`ingest` is `stalled` when every batch it tried failed for 60 s or more). Load balancers send traffic only to a \
@@ -203,7 +198,6 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
     get,
     path = "/metrics",
     tag = TAG,
-    operation_id = "metrics",
     summary = "Metrics (Prometheus)",
     description = "The process's metrics in the Prometheus text format, for a Prometheus scrape. \
         Counters: `swath_states_received_total` (state reports handed to ingestion, valid or \

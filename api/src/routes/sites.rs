@@ -4,7 +4,7 @@
 use super::{location, PageParams};
 use crate::auth::{Reader, Writer};
 use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
-use crate::error::{ApiError, Problem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::state::AppState;
@@ -24,8 +24,6 @@ pub const TAG: &str = "sites";
     get,
     path = "/v1/sites",
     tag = TAG,
-    operation_id = "list_sites",
-    summary = "List the sites",
     description = "The sites of the token's account (only its own sites when the token is limited \
         to some), ordered by display order, then name (byte by byte), then id. Page with `limit` \
         and `cursor`.",
@@ -33,8 +31,7 @@ pub const TAG: &str = "sites";
     params(PageParams),
     responses(
         (status = 200, description = "A page of sites.", body = SitePage),
-        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "`limit` or `cursor` is not valid."),
     ),
 )]
 pub async fn list_sites(
@@ -69,8 +66,6 @@ pub async fn list_sites(
     post,
     path = "/v1/sites",
     tag = TAG,
-    operation_id = "create_site",
-    summary = "Add a site",
     description = "Adds a site to the token's account. Its IANA time zone decides which local day \
         each state of its mowers counts for. A token limited to some sites cannot add sites.",
     security(("bearer" = ["write"])),
@@ -78,12 +73,10 @@ pub async fn list_sites(
     responses(
         (status = 201, description = "The site was added.", body = SiteDto,
             headers(("Location" = String, description = "The path of the new site."))),
-        (status = 400, description = "The body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The body is not valid JSON."),
+        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
-            IANA time zone name.", body = Problem, content_type = "application/problem+json"),
+            IANA time zone name."),
     ),
 )]
 pub async fn create_site(
@@ -118,8 +111,6 @@ pub async fn create_site(
     get,
     path = "/v1/sites/{id}",
     tag = TAG,
-    operation_id = "get_site",
-    summary = "Get a site",
     description = "The site's name, time zone and display order.",
     security(("bearer" = ["read"])),
     params(
@@ -127,10 +118,8 @@ pub async fn create_site(
     ),
     responses(
         (status = 200, description = "The site.", body = SiteDto),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such site is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such site is visible to this token."),
     ),
 )]
 pub async fn get_site(
@@ -147,8 +136,6 @@ pub async fn get_site(
     patch,
     path = "/v1/sites/{id}",
     tag = TAG,
-    operation_id = "update_site",
-    summary = "Change a site",
     description = "Replaces the fields given (name, time zone, display order); the others stay. \
         A new time zone applies to the days of states counted from then on; day totals counted \
         before keep their days.",
@@ -159,14 +146,11 @@ pub async fn get_site(
     request_body(content = SitePatch, description = "The fields to change.", content_type = "application/json"),
     responses(
         (status = 200, description = "The changed site.", body = SiteDto),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such site is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID, or the body is not valid JSON."),
+        (status = 404, description = "No such site is visible to this token."),
+        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
-            IANA time zone name.", body = Problem, content_type = "application/problem+json"),
+            IANA time zone name."),
     ),
 )]
 pub async fn update_site(
@@ -197,8 +181,6 @@ pub async fn update_site(
     delete,
     path = "/v1/sites/{id}",
     tag = TAG,
-    operation_id = "delete_site",
-    summary = "Delete a site without mowers",
     description = "Deletes the site. A site that still has mowers is not deleted (`409`): move \
         them to another site or delete them first.",
     security(("bearer" = ["write"])),
@@ -207,12 +189,9 @@ pub async fn update_site(
     ),
     responses(
         (status = 204, description = "The site is deleted."),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such site is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 409, description = "The site still has mowers.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such site is visible to this token."),
+        (status = 409, description = "The site still has mowers."),
     ),
 )]
 pub async fn delete_site(

@@ -11,7 +11,7 @@
 
 use crate::auth::Writer;
 use crate::dto::ingest::{DropReason, IngestResult, Outcome, ReportOutcome, StateReportIn};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::ApiJsonElements;
 use crate::state::AppState;
 use axum::extract::State;
@@ -32,8 +32,6 @@ pub const MAX_REPORTS: usize = 1000;
     post,
     path = "/v1/states",
     tag = TAG,
-    operation_id = "record_states",
-    summary = "Record a batch of state reports",
     description = "Up to 1000 state reports, each exactly as a gateway would publish it, stored \
         through the same validation and write rules as the bus (one unit of work for the batch). \
         Each report is validated alone: the answer says per report, in order, whether it was \
@@ -53,18 +51,13 @@ pub const MAX_REPORTS: usize = 1000;
         content_type = "application/json"),
     responses(
         (status = 200, description = "What became of each report.", body = IngestResult),
-        (status = 400, description = "The body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 413, description = "The body is larger than 2 MiB.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 422, description = "The body is not an array, or has more than 1000 reports.",
-            body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The body is not valid JSON."),
+        (status = 413, description = "The body is larger than 2 MiB."),
+        (status = 415, description = "The body is not `application/json`."),
+        (status = 422, description = "The body is not an array, or has more than 1000 reports."),
         (status = 503, description = "The store is unavailable: nothing was stored. Send the same \
             request again as is. (Reports stored with their zones pending answer `200` with \
-            `zones_pending: true`, never `503`.)", body = Problem,
-            content_type = "application/problem+json"),
+            `zones_pending: true`, never `503`.)"),
     ),
 )]
 pub async fn record_states(

@@ -89,8 +89,6 @@ pub async fn get_mower_state(
     get,
     path = "/v1/mowers/{id}/health",
     tag = TAG,
-    operation_id = "get_mower_health",
-    summary = "Get a mower's health totals",
     description = "Running totals since the mower first reported: mowing and blade time in \
         seconds, distance in metres, error and charge counts, blade time since the last blade \
         reset and whether the blade is due. A mower that has not reported yet has zero totals and \
@@ -109,10 +107,8 @@ pub async fn get_mower_state(
             )),
         (status = 304, description = "The totals have not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower_health(
@@ -169,8 +165,6 @@ impl WindowParams {
     get,
     path = "/v1/mowers/{id}/history",
     tag = TAG,
-    operation_id = "get_mower_history",
-    summary = "Read a mower's history",
     description = "The states the mower reported in `[from, to)`, oldest first: activity, battery, \
         error code, blade. One entry per distinct `observed_at`. Page with `limit` and `cursor`: \
         each page says whether more follow (`truncated`) and where the next starts \
@@ -189,10 +183,8 @@ impl WindowParams {
     responses(
         (status = 200, description = "A page of the mower's history.", body = HistoryPage),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            after `to`, or `cursor` is not a cursor of this list."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower_history(
@@ -274,8 +266,6 @@ impl TrackParams {
     get,
     path = "/v1/mowers/{id}/track",
     tag = TAG,
-    operation_id = "get_mower_track",
-    summary = "Read a mower's track",
     description = "The positions the mower reported in `[from, to)`, oldest first, paged like the \
         history. The same page as GeoJSON is `GET /v1/mowers/{id}/track.geojson`. The embedded \
         memory store keeps the newest `SWATH_MEMORY_HISTORY_PER_MOWER` positions per mower \
@@ -290,10 +280,8 @@ impl TrackParams {
     responses(
         (status = 200, description = "A page of the mower's track.", body = TrackPage),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            after `to`, or `cursor` is not a cursor of this list."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower_track(
@@ -314,8 +302,6 @@ pub async fn get_mower_track(
     get,
     path = "/v1/mowers/{id}/track.geojson",
     tag = TAG,
-    operation_id = "get_mower_track_geojson",
-    summary = "Read a mower's track as GeoJSON",
     description = "The page `GET /v1/mowers/{id}/track` answers, as a GeoJSON `FeatureCollection` \
         (`application/geo+json`, RFC 7946) with one `Feature`: a `LineString` through the page's \
         positions (a `Point` when the page has one, no feature when it has none), the time of each \
@@ -332,10 +318,8 @@ pub async fn get_mower_track(
             `FeatureCollection`.", body = TrackFeatureCollection,
             content_type = "application/geo+json"),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            after `to`, or `cursor` is not a cursor of this list."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower_track_geojson(
@@ -400,8 +384,6 @@ pub struct DayParams {
     get,
     path = "/v1/mowers/{id}/days",
     tag = TAG,
-    operation_id = "get_mower_days",
-    summary = "Read a mower's day totals",
     description = "Per local day of the mower's site (its time zone decides the day of each \
         state): mowing and blade time in seconds, distance in metres, error and charge counts and \
         how many states counted. Days `from` to `to`, both included, at most 366 days; days on \
@@ -414,10 +396,8 @@ pub struct DayParams {
     responses(
         (status = 200, description = "The mower's day totals of the range.", body = DayList),
         (status = 400, description = "The id is not a UUID, a date is missing or not valid, `from` \
-            is after `to`, or the range has more than 366 days.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            is after `to`, or the range has more than 366 days."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn get_mower_days(

@@ -10,7 +10,7 @@ use crate::auth::Admin;
 use crate::dto::directory::{
     scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
 };
-use crate::error::{ApiError, Problem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page;
 use crate::state::AppState;
@@ -33,8 +33,6 @@ pub const TAG: &str = "tokens";
     get,
     path = "/v1/tokens",
     tag = TAG,
-    operation_id = "list_tokens",
-    summary = "List the API tokens",
     description = "The tokens of the account that the calling token could have created itself \
         (scopes and sites within its own), oldest first: id, name, scopes, sites. Never the token \
         or its hash. Page with `limit` and `cursor`.",
@@ -42,8 +40,7 @@ pub const TAG: &str = "tokens";
     params(PageParams),
     responses(
         (status = 200, description = "A page of tokens.", body = TokenPage),
-        (status = 400, description = "`limit` or `cursor` is not valid.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "`limit` or `cursor` is not valid."),
     ),
 )]
 pub async fn list_tokens(
@@ -75,8 +72,6 @@ pub async fn list_tokens(
     post,
     path = "/v1/tokens",
     tag = TAG,
-    operation_id = "create_token",
-    summary = "Create an API token",
     description = "Creates a token of the account with some of the calling token's scopes, \
         optionally limited to some sites (a calling token limited to sites must limit the new one \
         to some of its own). The answer is the only time the token is shown: Swath stores its \
@@ -87,13 +82,10 @@ pub async fn list_tokens(
     responses(
         (status = 201, description = "The token was created; the answer shows it once.", body = CreatedToken,
             headers(("Location" = String, description = "The path of the new token."))),
-        (status = 400, description = "The body is not valid JSON.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The body is not valid JSON."),
+        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, has no scope, an empty \
-            site list, or names a site not visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+            site list, or names a site not visible to this token."),
     ),
 )]
 pub async fn create_token(
@@ -207,8 +199,6 @@ async fn visible_token(
     get,
     path = "/v1/tokens/{id}",
     tag = TAG,
-    operation_id = "get_token",
-    summary = "Get an API token",
     description = "The token's id, name, scopes and sites; never the token or its hash.",
     security(("bearer" = ["admin"])),
     params(
@@ -216,10 +206,8 @@ async fn visible_token(
     ),
     responses(
         (status = 200, description = "The token.", body = TokenDto),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such token is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such token is visible to this token."),
     ),
 )]
 pub async fn get_token(
@@ -236,8 +224,6 @@ pub async fn get_token(
     delete,
     path = "/v1/tokens/{id}",
     tag = TAG,
-    operation_id = "revoke_token",
-    summary = "Revoke an API token",
     description = "Deletes the token: from the next request on, it answers `401` (through \
         another replica of the service within 2 s, the time a replica keeps a token's \
         principal). A token may revoke itself.",
@@ -247,10 +233,8 @@ pub async fn get_token(
     ),
     responses(
         (status = 204, description = "The token is revoked."),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such token is visible to this token.", body = Problem,
-            content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such token is visible to this token."),
     ),
 )]
 pub async fn revoke_token(

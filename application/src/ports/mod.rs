@@ -12,6 +12,7 @@ mod clock;
 mod directory;
 mod partitions;
 mod projections;
+mod publish_only;
 mod retention;
 mod telemetry;
 mod tokens;
@@ -29,6 +30,7 @@ pub use projections::{
     AlertCard, AssignmentError, Assignments, HealthCard, LatLon, MowerCard, MowerFilter,
     ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
+pub use publish_only::{PublishOnly, Publisher};
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
@@ -38,6 +40,6 @@ pub use tokens::{
     TokenStore, TOKEN_PREFIX,
 };
 pub use watch::{
-    AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, WatchBatch, WatchError,
-    WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
+    AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, NotificationPorts,
+    WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };

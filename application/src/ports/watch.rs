@@ -2,6 +2,7 @@ use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneChanges, ZoneWatch};
 use swath_domain::watch::{
@@ -251,4 +252,33 @@ pub trait WatchBatch: Send {
 #[async_trait]
 pub trait ZoneBatch: Send {
     async fn commit(self: Box<Self>, changes: ZoneChanges) -> Result<(), WatchError>;
+}
+
+/// The notification side's ports, one per concern (decision 95): the API's routes each take the
+/// one they need, and the notification side's contract suites reach a store through all four.
+#[derive(Clone)]
+pub struct NotificationPorts {
+    /// The watcher's units of work and the busy statuses (`/v1/mowers/{id}/busy`).
+    pub watch: Arc<dyn WatchStore>,
+    /// Virtual zones.
+    pub zones: Arc<dyn ZoneStore>,
+    /// Geofences.
+    pub geofences: Arc<dyn GeofenceStore>,
+    /// The events feed, open alerts and blade resets.
+    pub feed: Arc<dyn NotificationFeed>,
+}
+
+impl NotificationPorts {
+    /// One store behind all four ports (both adapters implement them all).
+    pub fn of<S>(store: Arc<S>) -> Self
+    where
+        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed + 'static,
+    {
+        Self {
+            watch: store.clone(),
+            zones: store.clone(),
+            geofences: store.clone(),
+            feed: store,
+        }
+    }
 }

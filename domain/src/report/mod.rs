@@ -101,6 +101,33 @@ struct WireReport {
     unknown: Map<String, Value>,
 }
 
+#[cfg(test)]
+impl StateReport {
+    /// A report for the tests: `activity` at `observed_at` with `battery_percent`; blade off, and
+    /// no position, error, vendor state or other field.
+    pub(crate) fn bare(
+        mower_id: MowerId,
+        account_id: AccountId,
+        observed_at: DateTime<Utc>,
+        activity: Activity,
+        battery_percent: Option<u8>,
+    ) -> Self {
+        Self {
+            mower_id,
+            account_id,
+            observed_at,
+            activity,
+            battery_percent,
+            position: None,
+            blade_on: false,
+            error_code: None,
+            vendor_state: None,
+            extra: None,
+            unknown: Map::new(),
+        }
+    }
+}
+
 impl StateReport {
     /// Parses and validates a report from its JSON bytes, received at `received_at`.
     pub fn parse(bytes: &[u8], received_at: DateTime<Utc>) -> Result<StateReport, InvalidReport> {

@@ -7,7 +7,6 @@ use crate::report::{Activity, Position};
 use crate::rows::{HealthTotals, StoredState};
 use chrono::TimeZone;
 use chrono_tz::Tz;
-use serde_json::Map;
 use std::ops::Bound;
 use uuid::Uuid;
 
@@ -24,19 +23,15 @@ fn at(seconds: i64) -> DateTime<Utc> {
 }
 
 fn state(observed_at: DateTime<Utc>, activity: Activity) -> StateReport {
-    StateReport {
-        mower_id: MOWER,
-        account_id: ACCOUNT,
-        observed_at,
-        activity,
-        battery_percent: Some(50),
-        position: None,
-        blade_on: false,
-        error_code: None,
-        vendor_state: None,
-        extra: None,
-        unknown: Map::new(),
-    }
+    StateReport::bare(MOWER, ACCOUNT, observed_at, activity, Some(50))
+}
+
+/// One state of each activity, ten seconds apart from `t0`.
+fn every_ten_seconds(activities: &[Activity]) -> Vec<StateReport> {
+    (0..)
+        .zip(activities)
+        .map(|(i, a)| state(at(i * 10), *a))
+        .collect()
 }
 
 fn mowing(observed_at: DateTime<Utc>, lat: f64) -> StateReport {
@@ -138,12 +133,7 @@ fn entering_error_and_charging_are_counted_once_per_entry() {
     let acts = [
         Error, Error, Idle, Error, Returning, Charging, Charging, Docked, Charging,
     ];
-    let states: Vec<_> = acts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| state(at(i as i64 * 10), *a))
-        .collect();
-    let (_, changes) = run(&states);
+    let (_, changes) = run(&every_ten_seconds(&acts));
     assert_eq!(
         changes.health[0].error_count, 2,
         "the first state entering error counts too"

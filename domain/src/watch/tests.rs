@@ -11,7 +11,7 @@ use crate::report::{Activity, DropReason, Position, StateReport};
 use crate::rules::StateOutcome;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
-use serde_json::{json, Map};
+use serde_json::json;
 use std::collections::BTreeMap;
 use uuid::Uuid;
 
@@ -45,19 +45,7 @@ fn square() -> GeoPolygon {
 }
 
 fn state(seconds: i64, activity: Activity) -> StateReport {
-    StateReport {
-        mower_id: MOWER,
-        account_id: ACCOUNT,
-        observed_at: at(seconds),
-        activity,
-        battery_percent: Some(80),
-        position: None,
-        blade_on: false,
-        error_code: None,
-        vendor_state: None,
-        extra: None,
-        unknown: Map::new(),
-    }
+    StateReport::bare(MOWER, ACCOUNT, at(seconds), activity, Some(80))
 }
 
 fn at_position(mut s: StateReport, east_m: f64, accuracy_m: Option<f64>) -> StateReport {

@@ -21,8 +21,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use swath_application::ports::{
-    BatchHandler, BatchSettings, BusError, Clock, Directory, DirectoryError, EventBus, LiveOptions,
-    LiveSubscription, ManualClock, Subscription,
+    BusError, Clock, Directory, DirectoryError, ManualClock, PublishOnly, Publisher,
 };
 use swath_application::subjects;
 use swath_domain::rules::DEFAULT_BLADE_THRESHOLD_MS;

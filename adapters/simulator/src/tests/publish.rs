@@ -1,15 +1,18 @@
 use super::*;
 
 /// A bus that records what is published, or refuses everything.
+type RecordingBus = PublishOnly<Recording>;
+
 #[derive(Default)]
-struct RecordingBus {
+struct Recording {
     published: Mutex<Vec<(String, Bytes, Option<String>)>>,
     down: bool,
 }
 
-#[async_trait]
-impl EventBus for RecordingBus {
-    async fn publish(
+impl Publisher for Recording {
+    const REFUSAL: &'static str = "not in this test";
+
+    fn publish(
         &self,
         subject: &str,
         payload: Bytes,
@@ -22,28 +25,6 @@ impl EventBus for RecordingBus {
             .lock()
             .unwrap()
             .push((subject.to_owned(), payload, dedup_id));
-        Ok(())
-    }
-
-    async fn subscribe_batch(
-        &self,
-        _subject: &str,
-        _consumer: &str,
-        _settings: BatchSettings,
-        _handler: Arc<dyn BatchHandler>,
-    ) -> Result<Subscription, BusError> {
-        Err(BusError::Refused("not in this test".into()))
-    }
-
-    async fn subscribe(
-        &self,
-        _subject: &str,
-        _options: LiveOptions,
-    ) -> Result<LiveSubscription, BusError> {
-        Err(BusError::Refused("not in this test".into()))
-    }
-
-    async fn ping(&self) -> Result<(), BusError> {
         Ok(())
     }
 }
@@ -107,10 +88,10 @@ async fn the_simulator_publishes_every_mower_on_its_subject_until_stopped() {
 #[tokio::test]
 async fn publish_failures_do_not_stop_the_simulator() {
     let fleet = fleet(2).await;
-    let bus = Arc::new(RecordingBus {
+    let bus = Arc::new(PublishOnly(Recording {
         down: true,
-        ..RecordingBus::default()
-    });
+        ..Recording::default()
+    }));
     let clock = Arc::new(ManualClock::new(start()));
     let (stop_tx, stop) = watch::channel(false);
     let settings = SimulatorSettings {

@@ -2,7 +2,7 @@
 
 use super::{views, PriorityDto, TAG};
 use crate::auth::{Reader, Writer};
-use crate::error::{ApiError, Problem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 use axum::extract::State;
@@ -97,7 +97,6 @@ const MOWER_PARAM: &str = "The mower's id.";
     get,
     path = "/v1/mowers/{id}/assignments",
     tag = TAG,
-    operation_id = "list_assignments",
     summary = "List a mower's operator assignments",
     description = "Every operator assignment of the mower: active ones first, in the order that \
         decides who is on duty (priority critical → low, then the most recently updated, then \
@@ -106,8 +105,8 @@ const MOWER_PARAM: &str = "The mower's id.";
     params(("id" = Uuid, Path, description = MOWER_PARAM)),
     responses(
         (status = 200, description = "The assignments.", body = AssignmentList),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token."),
     ),
 )]
 pub async fn list_assignments(
@@ -132,8 +131,6 @@ pub async fn list_assignments(
     post,
     path = "/v1/mowers/{id}/assignments",
     tag = TAG,
-    operation_id = "create_assignment",
-    summary = "Assign an operator to a mower",
     description = "Adds an operator assignment. A mower may have several active assignments; the \
         live views show the one on duty. At most 64 per mower.",
     security(("bearer" = ["write"])),
@@ -141,9 +138,9 @@ pub async fn list_assignments(
     request_body = AssignmentBody,
     responses(
         (status = 201, description = "The assignment was added.", body = AssignmentDto),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The mower has 64 assignments already.", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The body is not a valid assignment.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower is visible to this token."),
+        (status = 409, description = "The mower has 64 assignments already."),
+        (status = 422, description = "The body is not a valid assignment."),
     ),
 )]
 pub async fn create_assignment(
@@ -188,7 +185,6 @@ pub struct AssignmentPath {
     put,
     path = "/v1/mowers/{id}/assignments/{assignment_id}",
     tag = TAG,
-    operation_id = "update_assignment",
     summary = "Change an operator assignment",
     description = "Replaces the operator, priority and active flag of an assignment; its \
         `updated_at` becomes now.",
@@ -200,8 +196,8 @@ pub struct AssignmentPath {
     request_body = AssignmentBody,
     responses(
         (status = 200, description = "The assignment as stored.", body = AssignmentDto),
-        (status = 404, description = "No such mower or assignment is visible to this token.", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The body is not a valid assignment.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower or assignment is visible to this token."),
+        (status = 422, description = "The body is not a valid assignment."),
     ),
 )]
 pub async fn update_assignment(
@@ -238,7 +234,6 @@ pub async fn update_assignment(
     delete,
     path = "/v1/mowers/{id}/assignments/{assignment_id}",
     tag = TAG,
-    operation_id = "delete_assignment",
     summary = "Remove an operator assignment",
     description = "Deletes an operator assignment; if it was on duty, the next one in the ranking \
         takes over.",
@@ -249,7 +244,7 @@ pub async fn update_assignment(
     ),
     responses(
         (status = 204, description = "The assignment was removed."),
-        (status = 404, description = "No such mower or assignment is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such mower or assignment is visible to this token."),
     ),
 )]
 pub async fn delete_assignment(

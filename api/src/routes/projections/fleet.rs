@@ -184,8 +184,6 @@ impl FleetDashboard {
     get,
     path = "/v1/live/fleet",
     tag = TAG,
-    operation_id = "live_fleet",
-    summary = "The fleet dashboard",
     description = "A bounded snapshot of your fleet: the first 64 mowers visible to the token (by \
         display order, then name, then id), each with its latest activity, its 32 most urgent \
         open alerts and its operator on duty. Every list says whether it was cut (`truncated`) \

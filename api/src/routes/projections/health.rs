@@ -196,8 +196,6 @@ impl HealthWall {
     get,
     path = "/v1/live/health",
     tag = TAG,
-    operation_id = "live_health",
-    summary = "The health wall",
     description = "A bounded snapshot of your mowers' health: the first 16 sites visible to the \
         token, each with its first 32 mowers, each with a status computed over all of its open \
         alerts (never a window of them), its blade wear and its operator on duty. Every list \

@@ -73,8 +73,6 @@ impl SiteWall {
     get,
     path = "/v1/live/wall",
     tag = TAG,
-    operation_id = "live_wall",
-    summary = "The site wall",
     description = "A bounded snapshot for a display wall: the first 16 sites visible to the token, \
         each with its first 32 mowers in the field (reported, and neither docked, charging nor \
         offline; filtered before the cut), each with its 32 most urgent open alerts and its \

@@ -5,6 +5,18 @@
 
 use super::*;
 
+/// The stored health totals' error and charge counts, blade and mowing time and distance.
+fn counts_and_times(store: &Store) -> (i64, i64, i64, i64, i64) {
+    let h = store.health.clone().unwrap();
+    (
+        h.error_count,
+        h.charge_count,
+        h.blade_ms,
+        h.mowing_ms,
+        h.distance_mm,
+    )
+}
+
 fn june_1() -> NaiveDate {
     NaiveDate::from_ymd_opt(2026, 6, 1).unwrap()
 }
@@ -73,12 +85,7 @@ fn errors_and_charges_are_entered_from_any_other_activity() {
     let acts = [
         Error, Charging, Charging, Docked, Error, Error, Charging, Idle, Error,
     ];
-    let states: Vec<_> = acts
-        .iter()
-        .enumerate()
-        .map(|(i, a)| state(at(i as i64 * 10), *a))
-        .collect();
-    let (_, changes) = run(&states);
+    let (_, changes) = run(&every_ten_seconds(&acts));
     let h = &changes.health[0];
     assert_eq!((h.error_count, h.charge_count), (3, 2));
     assert_eq!(changes.days, vec![day(0, 0, 0, [3, 2, 9])]);
@@ -143,15 +150,8 @@ fn a_merge_takes_back_distance_and_re_decides_charging_entered_from_error() {
     // 30 s of mowing with 0.001° (52.001 at M… 52.002 at S); S enters charging again (after
     // mowing): two charges.
     store.ingest(&[at_lat(70, Mowing, false, 52.001)]);
-    let h = store.health.clone().unwrap();
     assert_eq!(
-        (
-            h.error_count,
-            h.charge_count,
-            h.blade_ms,
-            h.mowing_ms,
-            h.distance_mm
-        ),
+        counts_and_times(&store),
         (1, 2, 30_000, 30_000, MILLI_DEGREE_MM)
     );
 
@@ -159,17 +159,7 @@ fn a_merge_takes_back_distance_and_re_decides_charging_entered_from_error() {
     // position), so M→S's distance is taken back; N→S counts nothing. S enters charging after
     // idle: still two charges.
     store.ingest(&[state(at(85), Idle)]);
-    let h = store.health.clone().unwrap();
-    assert_eq!(
-        (
-            h.error_count,
-            h.charge_count,
-            h.blade_ms,
-            h.mowing_ms,
-            h.distance_mm
-        ),
-        (1, 2, 30_000, 15_000, 0)
-    );
+    assert_eq!(counts_and_times(&store), (1, 2, 30_000, 15_000, 0));
     assert_eq!(store.days(), vec![day(15_000, 30_000, 0, [1, 2, 5])]);
 }
 
