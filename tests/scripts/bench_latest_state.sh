@@ -74,14 +74,14 @@ for bin in "$@"; do
     cat "$wrk_log"
     requests=$(awk '/requests in/ {print $1}' "$wrk_log")
     awk -v r="$requests" -v hz="$TICKS" -v s0="$swath_before" -v s1="$swath_after" \
-        -v p0="$pg_before" -v p1="$pg_after" -v w="$wrk_times" -v n="${#pg[@]}" -v load="$load" \
+        -v p0="$pg_before" -v p1="$pg_after" -v w="$wrk_times" -v n="${#pg[@]}" -v loadavg="$load" \
         'BEGIN {
             split(s0, a, " "); split(s1, b, " "); split(p0, c, " "); split(p1, d, " ");
             split(w, t, " ");
             us = 1e6 / hz / r;
             printf "cpu per request (user + system): swath %.1f + %.1f us, postgres %.1f + %.1f us (%d backends), wrk %.1f + %.1f us; load average %s\n",
                 (b[1] - a[1]) * us, (b[2] - a[2]) * us, (d[1] - c[1]) * us, (d[2] - c[2]) * us, n,
-                t[1] / r * 1e6, t[2] / r * 1e6, load
+                t[1] / r * 1e6, t[2] / r * 1e6, loadavg
         }'
     rm -f "$wrk_log"
     kill "$pid"
