@@ -61,15 +61,24 @@ for bin in "$@"; do
     # Fill the pool first, so that every backend that serves the run is counted.
     wrk -t2 -c32 -d1s -H "Authorization: Bearer $TOKEN" \
         "http://127.0.0.1:$PORT/v1/mowers/$mower/state" >/dev/null
+    # Backends open now count from now; those opened during the run (a connection closed when
+    # wrk cut a request midway is replaced) count whole; those closed during the run are lost.
     mapfile -t pg < <(backends)
+    declare -A pg_start=()
+    for p in "${pg[@]}"; do pg_start[$p]=$(ticks "$p"); done
     swath_before=$(ticks "$pid")
-    pg_before=$(ticks "${pg[@]}")
     wrk_log=$(mktemp)
     wrk_times=$( { TIMEFORMAT='%U %S'; time wrk -t2 -c32 -d"${WRK_SECONDS}s" \
         -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/mowers/$mower/state" \
         >"$wrk_log"; } 2>&1)
     swath_after=$(ticks "$pid")
+    mapfile -t pg < <(backends)
+    pg_before="0 0"
+    for p in "${pg[@]}"; do
+        [ -n "${pg_start[$p]:-}" ] && pg_before=$(awk '{print $1 + $3, $2 + $4}' <<<"$pg_before ${pg_start[$p]}")
+    done
     pg_after=$(ticks "${pg[@]}")
+    unset pg_start
     load=$(cut -d' ' -f1-3 /proc/loadavg)
     cat "$wrk_log"
     requests=$(awk '/requests in/ {print $1}' "$wrk_log")
