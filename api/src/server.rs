@@ -378,11 +378,26 @@ async fn serve_connection(
     }
 }
 
+/// The length of `value` as displayed, counted without writing it anywhere (a URI's, on every
+/// request).
+fn displayed_len(value: &impl std::fmt::Display) -> usize {
+    struct Count(usize);
+    impl std::fmt::Write for Count {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = std::fmt::write(&mut count, format_args!("{value}"));
+    count.0
+}
+
 /// Answers as problems the head limits a client meets before hyper's: a URI longer than
 /// [`MAX_URI_BYTES`] (`414`), more than [`MAX_HEADERS`] header fields or a head larger than
 /// [`MAX_HEAD_BYTES`] (`431`).
 pub async fn head_limits(request: Request, next: Next) -> Response {
-    let uri = request.uri().to_string().len();
+    let uri = displayed_len(request.uri());
     if uri > MAX_URI_BYTES {
         return ApiError::UriTooLong(format!(
             "The request URI has {uri} bytes; at most {MAX_URI_BYTES} are accepted."

@@ -109,7 +109,8 @@ pub struct StoreArgs {
         value_parser = parse_database_url
     )]
     pub database_url: Option<String>,
-    /// The most PostgreSQL connections of this process.
+    /// The most PostgreSQL connections of this process's pool (the latest-state reads open up to
+    /// 4 more, decision 124).
     #[arg(long = "database-max-connections", env = "SWATH_DATABASE_MAX_CONNECTIONS",
         value_name = "SWATH_DATABASE_MAX_CONNECTIONS", default_value_t = 16,
         value_parser = clap::value_parser!(u32).range(1..=1000))]

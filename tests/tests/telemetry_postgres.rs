@@ -400,3 +400,56 @@ async fn a_store_error_keeps_the_database_error_as_its_source() {
         format!("store unavailable: {}", sqlx::Error::PoolClosed)
     );
 }
+
+/// The latest-state read runs on connections of its own, put back without sqlx's ping (decision
+/// 124). One whose read is dropped before its answer arrives is closed, never put back midway:
+/// the next read gets the right row. One that broke while idle fails its next read, and the read
+/// after answers on a new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    swath_no_postgres,
+    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
+)]
+async fn a_latest_read_dropped_or_broken_midway_leaves_no_connection_to_reuse() {
+    let factory = PostgresFactory::new(test_database_url());
+    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
+    h.ingest(&batches(&h)[0]).await;
+    let mower = h.fleet.mowers[0];
+    let expected = h.store.telemetry.latest(&[mower]).await.unwrap();
+    assert_eq!(expected.len(), 1);
+
+    // The read waits behind a lock until its future is dropped.
+    let pg = PostgresFactory::pool_of(&h);
+    let mut lock = pg.begin().await.unwrap();
+    sqlx::query("LOCK TABLE latest_states IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut *lock)
+        .await
+        .unwrap();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_millis(300),
+        h.store.telemetry.latest(&[mower]),
+    )
+    .await;
+    assert!(read.is_err(), "the read waited for the lock: {read:?}");
+    lock.commit().await.unwrap();
+    assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+
+    // The read's idle connection ends under it.
+    let terminated: Vec<bool> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid() \
+         AND query LIKE '%FROM latest_states%'",
+    )
+    .fetch_all(&pg)
+    .await
+    .unwrap();
+    assert!(terminated.contains(&true), "{terminated:?}");
+    let error = h
+        .store
+        .telemetry
+        .latest(&[mower])
+        .await
+        .expect_err("the connection is gone");
+    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+    assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+}

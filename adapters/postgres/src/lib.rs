@@ -14,16 +14,22 @@
 //! - `watch`: `WatchStore`, `ZoneStore`, `GeofenceStore`, `NotificationFeed`: the watcher's unit
 //!   of work, the offline sweep, virtual zones, the busy status, geofences, zones, the events feed
 //!   and alerts; one file per concern (`unit_of_work`, `admin`, `feeds`, `rows`).
+//! - `reads`: the few connections of the latest-state read, put back without sqlx's ping
+//!   (decision 124).
 //! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
 //!   `Assignments`.
 
 mod directory;
 mod entities;
 mod projections;
+mod reads;
 mod retention;
 mod telemetry;
 mod watch;
 
+pub use reads::READ_CONNECTIONS;
+
+use reads::ReadConnections;
 use sea_orm::{DatabaseConnection, SqlxPostgresConnector};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -65,6 +71,8 @@ impl Counters {
 #[derive(Clone)]
 pub struct PostgresStore {
     pool: PgPool,
+    /// The latest-state read's own connections (decision 124), opened with the pool's options.
+    reads: Arc<ReadConnections>,
     orm: DatabaseConnection,
     counters: Arc<Counters>,
     watch_counters: Arc<Counters>,
@@ -159,6 +167,7 @@ impl PostgresStore {
     pub fn from_pool(pool: PgPool) -> Self {
         let orm = SqlxPostgresConnector::from_sqlx_postgres_pool(pool.clone());
         Self {
+            reads: Arc::new(ReadConnections::new(&pool, READ_CONNECTIONS)),
             pool,
             orm,
             counters: Arc::default(),
@@ -203,6 +212,7 @@ impl PostgresStore {
     }
 
     pub async fn close(&self) {
+        self.reads.close().await;
         self.pool.close().await;
     }
 }

@@ -183,19 +183,21 @@ impl TelemetryStore for PostgresStore {
         ))
     }
 
+    /// On the read's own connections, put back without sqlx's ping (decision 124).
     async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
         let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
-        sqlx::query(
+        let mut taken = self.reads.take().await.map_err(unavailable)?;
+        let rows = sqlx::query(
             "SELECT mower_id, account_id, observed_at, last_seen_at, state FROM latest_states \
              WHERE mower_id = ANY($1) ORDER BY mower_id",
         )
         .bind(ids)
-        .fetch_all(&self.pool)
+        .fetch_all(taken.connection())
         .await
-        .map_err(unavailable)?
-        .iter()
-        .map(latest_from)
-        .collect()
+        .map_err(unavailable)?;
+        // Only now, its answer read to the end; on an error (above) it is closed.
+        taken.give_back();
+        rows.iter().map(latest_from).collect()
     }
 
     async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {

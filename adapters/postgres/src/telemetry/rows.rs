@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
+use sqlx::types::Json;
 use sqlx::Row;
 use swath_application::ports::Cause;
 use swath_application::ports::StoreError;
@@ -86,9 +87,10 @@ pub(super) fn health_from(row: &PgRow) -> Result<Option<HealthTotals>, StoreErro
     }))
 }
 
+/// The stored document is decoded straight into the report, with no `serde_json::Value` between
+/// (the same fields, numbers and key order; one pass instead of two, decision 124).
 pub(super) fn latest_from(row: &PgRow) -> Result<LatestRow, StoreError> {
-    let state: serde_json::Value = row.try_get("state").map_err(corrupt)?;
-    let state: StateReport = serde_json::from_value(state).map_err(corrupt)?;
+    let Json(state): Json<StateReport> = row.try_get("state").map_err(corrupt)?;
     Ok(LatestRow {
         mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
         account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
