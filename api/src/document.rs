@@ -16,7 +16,7 @@
 //!
 //! The edits are made on the JSON form of the document and read back, which keeps them short.
 
-use crate::error::{ApiError, Resource, PROBLEM_JSON};
+use crate::error::{ApiError, FieldProblem, Resource, PROBLEM_JSON};
 use serde_json::{json, Map, Value};
 use utoipa::openapi::OpenApi;
 
@@ -189,11 +189,10 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
         "415" => ApiError::UnsupportedMediaType(
             "Send the body as JSON, with `Content-Type: application/json`.".into(),
         ),
-        "422" => ApiError::Validation(
-            "`time_zone` is \"Mars/Olympus\", which is not an IANA time zone name (like \
-             `Europe/Berlin`)."
-                .into(),
-        ),
+        "422" => ApiError::Validation(vec![
+            FieldProblem::new("/name", "`/name` must not be only spaces."),
+            FieldProblem::new("/time_zone", "`/time_zone` is required."),
+        ]),
         "500" => ApiError::Internal(String::new()),
         "503" => ApiError::Unavailable(String::new()),
         _ => return None,

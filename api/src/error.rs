@@ -5,7 +5,7 @@
 //! Internal failures (a store or token store that failed) are logged here, with their cause, and
 //! answered with a generic body: a client never sees internals.
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -45,6 +45,36 @@ pub struct Problem {
     /// What went wrong with this request, for people.
     #[schema(example = "The mower does not exist or is not visible to this token.")]
     pub detail: String,
+    /// `validation-failed` only (absent from the other types): every problem found in the
+    /// request, each with where it is, in the order of the operation's schema. A body is checked
+    /// whole before it is refused, so fixing what this lists fixes the body's shape at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schema(example = json!([
+        {"pointer": "/name", "detail": "`/name` must not be only spaces."},
+        {"pointer": "/time_zone", "detail": "`/time_zone` is required."}
+    ]))]
+    pub errors: Vec<FieldProblem>,
+}
+
+/// One problem of a refused request: where it is and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct FieldProblem {
+    /// Where the problem is: a JSON Pointer (RFC 6901) into the request body, like `/name` or
+    /// `/polygon/coordinates/0/1`; `""` for the body as a whole.
+    #[schema(example = "/name")]
+    pub pointer: String,
+    /// What is wrong there, for people; it names the pointer.
+    #[schema(example = "`/name` must not be only spaces.")]
+    pub detail: String,
+}
+
+impl FieldProblem {
+    pub fn new(pointer: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            detail: detail.into(),
+        }
+    }
 }
 
 /// The kinds of resource a path can name. Each answers one `404` for "unknown", "another
@@ -108,9 +138,10 @@ pub enum ApiError {
     /// A path or query parameter, a cursor or the JSON body could not be read.
     #[error("{0}")]
     BadRequest(String),
-    /// The body is JSON but does not fit the operation's schema, or a value is out of range.
-    #[error("{0}")]
-    Validation(String),
+    /// The body is JSON but does not fit the operation's schema, or a value is out of range:
+    /// every problem found (at least one).
+    #[error("{}", validation_detail(.0))]
+    Validation(Vec<FieldProblem>),
     /// The request conflicts with the current state (a taken id, a site that still has mowers).
     #[error("{0}")]
     Conflict(String),
@@ -134,7 +165,28 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// The `detail` of a `validation-failed` problem: its one problem's, or how many and each.
+fn validation_detail(problems: &[FieldProblem]) -> String {
+    match problems {
+        [] => "The request is not valid.".to_owned(),
+        [one] => one.detail.clone(),
+        many => {
+            let each: Vec<&str> = many.iter().map(|p| p.detail.as_str()).collect();
+            format!(
+                "The request has {} problems: {}",
+                many.len(),
+                each.join(" ")
+            )
+        }
+    }
+}
+
 impl ApiError {
+    /// A `422` for one problem at `pointer` (see [`FieldProblem`]).
+    pub fn invalid(pointer: impl Into<String>, detail: impl Into<String>) -> Self {
+        ApiError::Validation(vec![FieldProblem::new(pointer, detail)])
+    }
+
     /// The status, the `type` slug and the title of each variant.
     fn kind(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
@@ -209,9 +261,9 @@ impl ApiError {
             ApiError::MethodNotAllowed => {
                 "This path does not accept this method; see the `Allow` header.".to_owned()
             }
+            ApiError::Validation(problems) => validation_detail(problems),
             ApiError::Forbidden(detail)
             | ApiError::BadRequest(detail)
-            | ApiError::Validation(detail)
             | ApiError::Conflict(detail)
             | ApiError::PayloadTooLarge(detail)
             | ApiError::UnsupportedMediaType(detail)
@@ -227,6 +279,10 @@ impl ApiError {
             title: title.to_owned(),
             status: status.as_u16(),
             detail,
+            errors: match self {
+                ApiError::Validation(problems) => problems.clone(),
+                _ => Vec::new(),
+            },
         }
     }
 }
@@ -278,9 +334,9 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The innermost cause of a rejection, in its own words: axum's outer text ("Failed to
-/// deserialize query string: …", "Invalid URL: …") describes the framework's step, not the
-/// client's mistake, which the serde error underneath names (`missing field \`from\``).
+/// The innermost cause of a rejection, in its own words: axum's outer text ("Failed to parse the
+/// request body as JSON: …") describes the framework's step, not the client's mistake, which the
+/// parser's error underneath names.
 fn cause(rejection: &dyn std::error::Error) -> String {
     let mut cause = rejection;
     while let Some(source) = cause.source() {
@@ -290,23 +346,10 @@ fn cause(rejection: &dyn std::error::Error) -> String {
 }
 
 impl From<PathRejection> for ApiError {
+    /// What `ApiPath` does not word itself: missing path parameters mean a route and its handler
+    /// disagree, a bug, not the client's.
     fn from(rejection: PathRejection) -> Self {
-        match rejection {
-            PathRejection::FailedToDeserializePathParams(e) => {
-                ApiError::BadRequest(format!("A path parameter is not valid: {}.", cause(&e)))
-            }
-            // Missing path parameters mean a route and its handler disagree: a bug, not the client's.
-            other => ApiError::Internal(other.body_text()),
-        }
-    }
-}
-
-impl From<QueryRejection> for ApiError {
-    fn from(rejection: QueryRejection) -> Self {
-        ApiError::BadRequest(format!(
-            "A query parameter is not valid: {}.",
-            cause(&rejection)
-        ))
+        ApiError::Internal(rejection.body_text())
     }
 }
 
@@ -319,10 +362,11 @@ impl From<JsonRejection> for ApiError {
             JsonRejection::JsonSyntaxError(e) => {
                 ApiError::BadRequest(format!("The body is not valid JSON: {}.", cause(&e)))
             }
-            JsonRejection::JsonDataError(e) => ApiError::Validation(format!(
-                "The body does not fit the operation's schema: {}.",
-                cause(&e)
-            )),
+            // Only `ApiJsonElements` reads through `axum::Json`, into an array of values: what
+            // does not deserialise is JSON that is no array.
+            JsonRejection::JsonDataError(_) => {
+                ApiError::invalid("", "The body must be a JSON array.")
+            }
             JsonRejection::BytesRejection(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 ApiError::PayloadTooLarge(format!(
                     "The body is larger than the {} bytes this service accepts.",
@@ -357,9 +401,10 @@ impl From<AccessError> for ApiError {
         match e {
             AccessError::NotVisible(Hidden::Mower) => ApiError::NotFound(Resource::Mower),
             AccessError::NotVisible(Hidden::Site) => ApiError::NotFound(Resource::Site),
-            AccessError::NotVisible(Hidden::ReferencedSite) => {
-                ApiError::Validation("`site_id` names no site visible to this token.".to_owned())
-            }
+            AccessError::NotVisible(Hidden::ReferencedSite) => ApiError::invalid(
+                "/site_id",
+                "`/site_id` names no site visible to this token.",
+            ),
             AccessError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
         }
     }
@@ -383,7 +428,7 @@ impl From<StoreError> for ApiError {
             // would be refused again: not a "try again".
             StoreError::Rejected(_) => {
                 tracing::warn!(error = %chain(&e), "The store refused a request's data.");
-                ApiError::Validation("The store refused a value of this request.".to_owned())
+                ApiError::invalid("", "The store refused a value of this request.")
             }
         }
     }

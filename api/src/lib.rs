@@ -34,6 +34,7 @@ pub mod pages;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod validate;
 
 pub use error::{ApiError, Problem};
 pub use state::{AppState, NotificationPorts};

@@ -5,6 +5,7 @@ mod helpers;
 
 use axum::http::{Method, StatusCode};
 use helpers::{TestApp, TOKEN_A, TOKEN_A_SOUTH, TOKEN_A_WRITE_ONLY};
+use swath_api::error::FieldProblem;
 use uuid::Uuid;
 
 #[tokio::test]
@@ -218,10 +219,17 @@ async fn malformed_bodies_are_problems_with_stable_types() {
     let response = app
         .send_body(Method::POST, "/v1/sites", token, &json, "{\"name\": 7}")
         .await;
-    let detail = response.problem().detail;
-    assert!(
-        detail.contains("name") && detail.contains("invalid type"),
-        "{detail}"
+    let problem = response.problem();
+    assert_eq!(
+        problem.detail,
+        "The request has 2 problems: `/name` must be a string. `/time_zone` is required."
+    );
+    assert_eq!(
+        problem.errors,
+        [
+            FieldProblem::new("/name", "`/name` must be a string."),
+            FieldProblem::new("/time_zone", "`/time_zone` is required.")
+        ]
     );
     // The same for the batch of states: not an array is 422, not JSON 400.
     let response = app
@@ -297,5 +305,130 @@ async fn bad_parameters_are_named_without_framework_text() {
         for framework in ["Failed to deserialize", "Invalid URL", "Failed to parse"] {
             assert!(!detail.contains(framework), "{path}: {detail}");
         }
+    }
+}
+
+/// A `422` lists every problem of the body, each with its JSON Pointer, in the schema's order,
+/// in the service's words (decision 121).
+#[tokio::test]
+async fn a_body_with_several_problems_lists_each_of_them() {
+    let app = TestApp::spawn().await;
+    let response = app
+        .post(
+            "/v1/mowers",
+            Some(helpers::TOKEN_A_ADMIN),
+            &serde_json::json!({
+                "site_id": "north",
+                "name": "   ",
+                "serial": "SN-1",
+                "display_order": "first",
+                "blade_threshold_seconds": 0,
+                "colour": "red"
+            }),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let problem = response.problem();
+    let pointers: Vec<&str> = problem.errors.iter().map(|e| e.pointer.as_str()).collect();
+    assert_eq!(
+        pointers,
+        [
+            "/site_id",
+            "/name",
+            "/model",
+            "/display_order",
+            "/blade_threshold_seconds",
+            "/colour"
+        ]
+    );
+    assert!(problem.detail.starts_with("The request has 6 problems: "));
+    for error in &problem.errors {
+        assert!(problem.detail.contains(&error.detail), "{}", problem.detail);
+    }
+    insta::assert_json_snapshot!("several_problems", response.json());
+
+    // What the schema cannot say is gathered too: a nil id and a site the token may not see.
+    let response = app
+        .post(
+            "/v1/mowers",
+            Some(helpers::TOKEN_A_ADMIN),
+            &serde_json::json!({
+                "id": Uuid::nil(),
+                "site_id": Uuid::now_v7(),
+                "name": "Front",
+                "model": "M",
+                "serial": "S"
+            }),
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let pointers: Vec<String> = response
+        .problem()
+        .errors
+        .into_iter()
+        .map(|e| e.pointer)
+        .collect();
+    assert_eq!(pointers, ["/id", "/site_id"]);
+
+    // A key given twice is refused, not the last one kept.
+    let response = app
+        .send_body(
+            Method::POST,
+            "/v1/sites",
+            Some(helpers::TOKEN_A_ADMIN),
+            &[("content-type", "application/json")],
+            r#"{"name": "A", "time_zone": "Europe/Berlin", "name": "B"}"#,
+        )
+        .await;
+    assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        response.problem().errors,
+        [FieldProblem::new(
+            "/name",
+            "`/name` is given more than once."
+        )]
+    );
+}
+
+/// A missing or malformed query parameter is named in the service's words, every one of them,
+/// with nothing of serde's or axum's ("missing field", "Failed to deserialize").
+#[tokio::test]
+async fn a_400_names_each_parameter_in_the_services_words() {
+    let app = TestApp::spawn().await;
+    let mower = app.a.mowers[0].0;
+    for (path, detail) in [
+        (
+            format!("/v1/mowers/{mower}/days"),
+            "The query parameter `from` is required. The query parameter `to` is required.",
+        ),
+        (
+            format!("/v1/mowers/{mower}/days?from=2026-06-01"),
+            "The query parameter `to` is required.",
+        ),
+        (
+            format!("/v1/mowers/{mower}/days?from=yesterday&to=2026-06-02"),
+            "The query parameter `from` must be a date (like `2026-06-01`).",
+        ),
+        (
+            "/v1/mowers?limit=abc".to_owned(),
+            "The query parameter `limit` must be an integer.",
+        ),
+        (
+            "/v1/events?kind=blade&mower_id=7".to_owned(),
+            "The query parameter `mower_id` must be a UUID. The query parameter `kind` must be \
+             one of `error_raised`, `error_cleared`, `geofence_left`, `geofence_returned`, \
+             `battery_low`, `mowing_started`, `mowing_finished`, `blade_due`, `zone_entered`, \
+             `zone_left`, `went_offline`, `came_online`.",
+        ),
+        (
+            "/v1/mowers/not-a-uuid/state".to_owned(),
+            "The path parameter `id` must be a UUID.",
+        ),
+    ] {
+        let response = app.get(&path, Some(TOKEN_A)).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{path}");
+        let problem = response.problem();
+        assert_eq!(problem.detail, detail, "{path}");
+        assert!(problem.errors.is_empty(), "{path}");
     }
 }

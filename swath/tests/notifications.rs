@@ -11,7 +11,9 @@ use std::sync::Arc;
 use swath_api::{router, AppState, NotificationPorts};
 use swath_application::ports::{Clock, WatchStore};
 use swath_application::{Ingest, SchedulerStatus, Watcher};
-use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
+use swath_domain::watch::{
+    Alert, AlertChanges, AlertKind, Event, EventDetail, EventKind, WatchChanges,
+};
 use swath_memory::MemoryBus;
 
 /// The test application, with its watcher and busy check (the same store, as `swath serve` wires
@@ -513,4 +515,83 @@ async fn an_empty_cursor_is_the_first_page_of_the_events_and_the_alerts() {
         .await;
     app.assert_empty_cursor_is_the_first_page("/v1/alerts?limit=1", TOKEN_A)
         .await;
+}
+
+/// Every kind's `details` in the feed: its own schema, with its kind again and only its fields,
+/// non-null where the kind always has them; the blade figures in `_seconds` (decisions 119, 120).
+#[tokio::test]
+async fn every_event_kind_has_details_of_its_own_shape() {
+    let (app, _watcher, _scheduler) = app().await;
+    let mower = app.a.mowers[0];
+    let version = uuid::Uuid::from_u128(0x0190_a2b4_5c3e_7d21_9f00_0000_0000_0f01);
+    let zone = uuid::Uuid::from_u128(0x0190_a2b4_5c3e_7d21_9f00_0000_0000_0a01);
+    let details = vec![
+        EventDetail::ErrorRaised {
+            error_code: Some("BLADE_BLOCKED".into()),
+        },
+        EventDetail::ErrorCleared { error_code: None },
+        EventDetail::GeofenceLeft {
+            lat: 52.5012345,
+            lon: 13.4012345,
+            accuracy_m: Some(0.4),
+            distance_m: 12.5,
+            geofence_version: version,
+        },
+        EventDetail::GeofenceReturned {
+            lat: 52.5,
+            lon: 13.4,
+            geofence_version: version,
+        },
+        EventDetail::BatteryLow {
+            battery_percent: 14,
+        },
+        EventDetail::MowingStarted {},
+        EventDetail::MowingFinished {},
+        EventDetail::BladeDue {
+            blade_since_reset_ms: 360_000_500,
+            threshold_ms: 360_000_000,
+        },
+        EventDetail::ZoneEntered {
+            zone_id: zone,
+            zone_name: "Roses".into(),
+        },
+        EventDetail::ZoneLeft {
+            zone_id: zone,
+            zone_name: "Roses".into(),
+        },
+        EventDetail::WentOffline { last_seen_at: t0() },
+        EventDetail::CameOnline {
+            silent_since: t0() + Duration::seconds(1),
+        },
+    ];
+    let events: Vec<Event> = details
+        .into_iter()
+        .enumerate()
+        .map(|(i, detail)| {
+            let at = t0() + Duration::minutes(10 + i as i64);
+            Event::new(mower, app.a.account_id, at, detail)
+        })
+        .collect();
+    let watch: &dyn WatchStore = &app.store;
+    let (_, batch) = watch.begin_watch(&[mower], &[]).await.unwrap();
+    batch
+        .commit(WatchChanges {
+            events,
+            ..WatchChanges::default()
+        })
+        .await
+        .unwrap();
+
+    let page = app.get("/v1/events?limit=100", Some(TOKEN_A)).await.json();
+    let items = page["items"].as_array().unwrap();
+    assert_eq!(items.len(), EventKind::ALL.len());
+    for item in items {
+        assert_eq!(item["details"]["kind"], item["kind"], "{item}");
+    }
+    // Oldest first, to read in the order above.
+    let mut details: Vec<Value> = items.iter().rev().map(|i| i["details"].clone()).collect();
+    redacted_snapshot!("event_details_of_every_kind", &details);
+    let blade = details.remove(7);
+    assert_eq!(blade["blade_since_reset_seconds"], json!(360000.5));
+    assert_eq!(blade["blade_threshold_seconds"], json!(360000.0));
 }

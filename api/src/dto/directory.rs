@@ -23,9 +23,10 @@ pub const DEFAULT_BLADE_THRESHOLD_SECONDS: f64 = 360_000.0;
 pub fn text(field: &str, value: String) -> Result<String, ApiError> {
     let chars = value.chars().count();
     if value.trim().is_empty() || chars > MAX_TEXT_CHARS {
-        return Err(ApiError::Validation(format!(
-            "`{field}` must have 1 to {MAX_TEXT_CHARS} characters, not only spaces."
-        )));
+        return Err(ApiError::invalid(
+            format!("/{field}"),
+            format!("`/{field}` must have 1 to {MAX_TEXT_CHARS} characters, not only spaces."),
+        ));
     }
     Ok(value)
 }
@@ -33,19 +34,26 @@ pub fn text(field: &str, value: String) -> Result<String, ApiError> {
 /// An IANA time zone name, as `chrono-tz` knows them.
 pub fn time_zone(value: &str) -> Result<Tz, ApiError> {
     value.parse().map_err(|_| {
-        ApiError::Validation(format!(
-            "`time_zone` is {value:?}, which is not an IANA time zone name (like `Europe/Berlin`)."
-        ))
+        ApiError::invalid(
+            "/time_zone",
+            format!(
+                "`/time_zone` is {value:?}, which is not an IANA time zone name (like \
+                 `Europe/Berlin`)."
+            ),
+        )
     })
 }
 
 /// A blade threshold in seconds, to milliseconds.
 pub fn blade_threshold_ms(seconds: f64) -> Result<i64, ApiError> {
     if !seconds.is_finite() || !(1.0..=MAX_BLADE_THRESHOLD_SECONDS).contains(&seconds) {
-        return Err(ApiError::Validation(format!(
-            "`blade_threshold_seconds` is {seconds}; it must be between 1 and \
-             {MAX_BLADE_THRESHOLD_SECONDS}."
-        )));
+        return Err(ApiError::invalid(
+            "/blade_threshold_seconds",
+            format!(
+                "`/blade_threshold_seconds` is {seconds}; it must be between 1 and \
+                 {MAX_BLADE_THRESHOLD_SECONDS}."
+            ),
+        ));
     }
     Ok((seconds * 1000.0).round() as i64)
 }

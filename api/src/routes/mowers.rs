@@ -7,7 +7,7 @@ use crate::dto::directory::{
     blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
 };
 use crate::dto::{MowerList, MowerSummary};
-use crate::error::{ApiError, Resource};
+use crate::error::{ApiError, FieldProblem, Resource};
 use crate::etag::json_with_etag;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
@@ -108,19 +108,32 @@ pub async fn create_mower(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewMower>,
 ) -> Result<Response, ApiError> {
+    // Both problems of the body at once: a nil id and a site the token may not see.
+    let mut problems = Vec::new();
     let id = match body.id {
         Some(id) if id.is_nil() => {
-            return Err(ApiError::Validation(
-                "`id` must not be the nil UUID.".to_owned(),
-            ))
+            problems.push(FieldProblem::new("/id", "`/id` must not be the nil UUID."));
+            MowerId(id)
         }
         Some(id) => MowerId(id),
         None => MowerId::new(),
     };
-    let site = state
+    let site = match state
         .access
         .referenced_site(&principal, SiteId(body.site_id))
-        .await?;
+        .await
+        .map_err(ApiError::from)
+    {
+        Ok(site) => Some(site),
+        Err(ApiError::Validation(mut found)) => {
+            problems.append(&mut found);
+            None
+        }
+        Err(other) => return Err(other),
+    };
+    let Some(site) = site.filter(|_| problems.is_empty()) else {
+        return Err(ApiError::Validation(problems));
+    };
     let mower = Mower {
         id,
         account_id: principal.account_id,
@@ -143,8 +156,9 @@ pub async fn create_mower(
         }
         // The site was deleted between the check and the insert.
         Err(DirectoryError::NotFound(_)) => {
-            return Err(ApiError::Validation(
-                "`site_id` names no site visible to this token.".to_owned(),
+            return Err(ApiError::invalid(
+                "/site_id",
+                "`/site_id` names no site visible to this token.",
             ))
         }
         Err(e) => return Err(e.into()),

@@ -66,10 +66,13 @@ pub async fn record_states(
     ApiJsonElements(reports): ApiJsonElements<Vec<Value>>,
 ) -> Result<Json<IngestResult>, ApiError> {
     if reports.len() > MAX_REPORTS {
-        return Err(ApiError::Validation(format!(
-            "The body has {} reports; at most {MAX_REPORTS} are accepted per request.",
-            reports.len()
-        )));
+        return Err(ApiError::invalid(
+            "",
+            format!(
+                "The body has {} reports; at most {MAX_REPORTS} are accepted per request.",
+                reports.len()
+            ),
+        ));
     }
     let received_at = state.clock.now();
     let batch: Vec<Result<StateReport, InvalidReport>> = reports

@@ -10,7 +10,7 @@ use crate::auth::Admin;
 use crate::dto::directory::{
     scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
 };
-use crate::error::{ApiError, Resource};
+use crate::error::{ApiError, FieldProblem, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page;
 use crate::state::AppState;
@@ -93,41 +93,48 @@ pub async fn create_token(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewTokenRequest>,
 ) -> Result<Response, ApiError> {
+    // The schema walk of `ApiJson` refuses these first; kept for what reaches here otherwise.
     if body.name.chars().count() > MAX_TEXT_CHARS {
-        return Err(ApiError::Validation(format!(
-            "`name` has more than {MAX_TEXT_CHARS} characters."
-        )));
+        return Err(ApiError::invalid(
+            "/name",
+            format!("`/name` has more than {MAX_TEXT_CHARS} characters."),
+        ));
     }
     let mut scopes: Vec<Scope> = body.scopes.iter().map(|s| (*s).into()).collect();
     scopes.sort();
     scopes.dedup();
     if scopes.is_empty() {
-        return Err(ApiError::Validation(
-            "`scopes` must name at least one scope.".to_owned(),
+        return Err(ApiError::invalid(
+            "/scopes",
+            "`/scopes` must name at least one scope.",
         ));
     }
     let sites = match body.sites {
         None => None,
         Some(ids) if ids.is_empty() => {
-            return Err(ApiError::Validation(
-                "`sites` must name at least one site, or be absent for every site.".to_owned(),
+            return Err(ApiError::invalid(
+                "/sites",
+                "`/sites` must name at least one site, or be absent for every site.",
             ))
         }
         Some(mut ids) => {
+            // Every site the token may not see is named, not only the first.
+            let mut problems = Vec::new();
+            for (i, id) in ids.iter().enumerate() {
+                match state.access.referenced_site(&principal, SiteId(*id)).await {
+                    Ok(_) => {}
+                    Err(AccessError::NotVisible(_)) => problems.push(FieldProblem::new(
+                        format!("/sites/{i}"),
+                        format!("`/sites/{i}` is {id}, which is no site visible to this token."),
+                    )),
+                    Err(other) => return Err(other.into()),
+                }
+            }
+            if !problems.is_empty() {
+                return Err(ApiError::Validation(problems));
+            }
             ids.sort();
             ids.dedup();
-            for id in &ids {
-                state
-                    .access
-                    .referenced_site(&principal, SiteId(*id))
-                    .await
-                    .map_err(|e| match e {
-                        AccessError::NotVisible(_) => ApiError::Validation(format!(
-                            "`sites` names {id}, which is no site visible to this token."
-                        )),
-                        other => other.into(),
-                    })?;
-            }
             Some(ids.into_iter().map(SiteId).collect())
         }
     };

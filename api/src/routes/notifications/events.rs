@@ -1,5 +1,6 @@
 //! The events feed: the derived events of the token's mowers, newest first, paged by `page`.
 
+use super::event_details::EventDetails;
 use super::{ports, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
@@ -12,7 +13,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use swath_application::ports::EventQuery;
-use swath_domain::watch::{self as rules, EventDetail, EventKind};
+use swath_domain::watch::{self as rules, EventKind};
 use swath_domain::MowerId;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -53,47 +54,6 @@ impl EventKindDto {
     }
 }
 
-/// What an event carries; the fields that do not apply to its kind are `null`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, ToSchema)]
-pub struct EventDetails {
-    /// `error_*`: the mower's error code.
-    #[schema(required = true)]
-    pub error_code: Option<String>,
-    /// `geofence_*`: the reported latitude, degrees.
-    #[schema(required = true)]
-    pub lat: Option<f64>,
-    /// `geofence_*`: the reported longitude, degrees.
-    #[schema(required = true)]
-    pub lon: Option<f64>,
-    /// `geofence_left`: the position's accuracy, metres.
-    #[schema(required = true)]
-    pub accuracy_m: Option<f64>,
-    /// `geofence_left`: how far outside the fence, metres.
-    #[schema(required = true)]
-    pub distance_m: Option<f64>,
-    /// `geofence_*`: the geofence version judged against.
-    #[schema(required = true)]
-    pub geofence_version: Option<Uuid>,
-    /// `battery_low`: the charge, percent.
-    #[schema(required = true)]
-    pub battery_percent: Option<u8>,
-    /// `blade_due`: blade time since the last blade reset, seconds.
-    #[schema(required = true)]
-    pub blade_since_reset_s: Option<f64>,
-    /// `blade_due`: the mower's blade threshold, seconds.
-    #[schema(required = true)]
-    pub blade_threshold_s: Option<f64>,
-    /// `zone_*`: the zone.
-    #[schema(required = true)]
-    pub zone_id: Option<Uuid>,
-    /// `zone_*`: the zone's name when the event was raised.
-    #[schema(required = true)]
-    pub zone_name: Option<String>,
-    /// `went_offline`: when Swath last received a state; `came_online`: the same, before this one.
-    #[schema(required = true)]
-    pub last_seen_at: Option<DateTime<Utc>>,
-}
-
 /// A derived event, as stored in the feed and published on `notifications.mower.<id>.<kind>`.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = Event)]
@@ -107,60 +67,18 @@ pub struct EventDto {
     /// The `observed_at` of the state that raised it; for `went_offline`, the moment the mower had
     /// been silent for the offline period.
     pub observed_at: DateTime<Utc>,
-    /// What the event carries.
+    /// What the event carries: the fields of its kind, with the kind again.
     pub details: EventDetails,
 }
 
 impl From<rules::Event> for EventDto {
     fn from(e: rules::Event) -> Self {
-        let mut d = EventDetails::default();
-        match &e.detail {
-            EventDetail::ErrorRaised { error_code } | EventDetail::ErrorCleared { error_code } => {
-                d.error_code = error_code.clone();
-            }
-            EventDetail::GeofenceLeft {
-                lat,
-                lon,
-                accuracy_m,
-                distance_m,
-                geofence_version,
-            } => {
-                (d.lat, d.lon, d.accuracy_m) = (Some(*lat), Some(*lon), *accuracy_m);
-                d.distance_m = Some(*distance_m);
-                d.geofence_version = Some(*geofence_version);
-            }
-            EventDetail::GeofenceReturned {
-                lat,
-                lon,
-                geofence_version,
-            } => {
-                (d.lat, d.lon) = (Some(*lat), Some(*lon));
-                d.geofence_version = Some(*geofence_version);
-            }
-            EventDetail::BatteryLow { battery_percent } => {
-                d.battery_percent = Some(*battery_percent)
-            }
-            EventDetail::MowingStarted {} | EventDetail::MowingFinished {} => {}
-            EventDetail::BladeDue {
-                blade_since_reset_ms,
-                threshold_ms,
-            } => {
-                d.blade_since_reset_s = Some(*blade_since_reset_ms as f64 / 1000.0);
-                d.blade_threshold_s = Some(*threshold_ms as f64 / 1000.0);
-            }
-            EventDetail::ZoneEntered { zone_id, zone_name }
-            | EventDetail::ZoneLeft { zone_id, zone_name } => {
-                (d.zone_id, d.zone_name) = (Some(*zone_id), Some(zone_name.clone()));
-            }
-            EventDetail::WentOffline { last_seen_at } => d.last_seen_at = Some(*last_seen_at),
-            EventDetail::CameOnline { silent_since } => d.last_seen_at = Some(*silent_since),
-        }
         Self {
             id: e.id,
             kind: EventKindDto::of(e.kind()),
             mower_id: e.mower_id.0,
             observed_at: e.observed_at,
-            details: d,
+            details: EventDetails::from(&e.detail),
         }
     }
 }

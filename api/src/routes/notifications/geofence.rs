@@ -40,10 +40,11 @@ impl PolygonGeometry {
         })
     }
 
-    /// The domain polygon, or the `422` that says what is wrong with it.
-    pub(super) fn validate(&self) -> Result<GeoPolygon, ApiError> {
+    /// The domain polygon, or the `422` that says what is wrong with it, pointing at `pointer`
+    /// (where the polygon is in the body).
+    pub(super) fn validate(&self, pointer: &str) -> Result<GeoPolygon, ApiError> {
         let value = serde_json::to_value(self).map_err(|e| ApiError::Internal(e.to_string()))?;
-        GeoPolygon::from_geojson(&value).map_err(|e| ApiError::Validation(e.to_string()))
+        GeoPolygon::from_geojson(&value).map_err(|e| ApiError::invalid(pointer, e.to_string()))
     }
 }
 
@@ -133,7 +134,7 @@ pub async fn put_geofence(
     ApiJson(body): ApiJson<PolygonGeometry>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let polygon = body.validate()?;
+    let polygon = body.validate("")?;
     let geofence = Geofence {
         mower_id: mower.id,
         account_id: mower.account_id,

@@ -5,19 +5,22 @@
 //! another account answers the `404` of an unknown id before any notification data is read. The
 //! feeds filter by the principal's visible mowers inside the store's query, before the limit.
 //!
-//! One module per resource, each with its DTOs: [`geofence`], [`zones`], [`blade`], [`events`],
-//! [`alerts`] and [`busy`]. The feeds page like every other list, through `crate::page`.
+//! One module per resource, each with its DTOs: [`geofence`], [`zones`], [`blade`], [`events`]
+//! (its details in [`event_details`]), [`alerts`] and [`busy`]. The feeds page like every other
+//! list, through `crate::page`.
 
 pub mod alerts;
 pub mod blade;
 pub mod busy;
+pub mod event_details;
 pub mod events;
 pub mod geofence;
 pub mod zones;
 
 pub use alerts::{AlertDto, AlertKindDto, AlertPage, AlertParams, SeverityDto};
 pub use busy::BusyDto;
-pub use events::{EventDetails, EventDto, EventKindDto, EventPage, EventParams};
+pub use event_details::EventDetails;
+pub use events::{EventDto, EventKindDto, EventPage, EventParams};
 pub use geofence::{GeofenceDto, PolygonGeometry};
 pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
 

@@ -120,9 +120,10 @@ fn check_name(name: &str) -> Result<String, ApiError> {
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > MAX_ZONE_NAME_CHARS {
-        return Err(ApiError::Validation(format!(
-            "`name` must have 1 to {MAX_ZONE_NAME_CHARS} characters."
-        )));
+        return Err(ApiError::invalid(
+            "/name",
+            format!("`/name` must have 1 to {MAX_ZONE_NAME_CHARS} characters."),
+        ));
     }
     Ok(name.to_owned())
 }
@@ -164,7 +165,7 @@ pub async fn create_zone(
         mower_id: mower.id,
         account_id: mower.account_id,
         name: check_name(&body.name)?,
-        polygon: body.polygon.validate()?,
+        polygon: body.polygon.validate("/polygon")?,
         created_at: now,
         updated_at: now,
     };
@@ -233,7 +234,7 @@ pub async fn update_zone(
         mower_id: mower.id,
         account_id: mower.account_id,
         name: check_name(&body.name)?,
-        polygon: body.polygon.validate()?,
+        polygon: body.polygon.validate("/polygon")?,
         created_at: state.clock.now().trunc_subsecs(6),
         updated_at: state.clock.now().trunc_subsecs(6),
     };

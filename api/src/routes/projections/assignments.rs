@@ -83,9 +83,10 @@ fn check_operator(name: &str) -> Result<String, ApiError> {
     let name = name.trim();
     let chars = name.chars().count();
     if chars == 0 || chars > MAX_OPERATOR_CHARS {
-        return Err(ApiError::Validation(format!(
-            "`operator` must be 1 to {MAX_OPERATOR_CHARS} characters."
-        )));
+        return Err(ApiError::invalid(
+            "/operator",
+            format!("`/operator` must be 1 to {MAX_OPERATOR_CHARS} characters."),
+        ));
     }
     Ok(name.to_owned())
 }
