@@ -125,7 +125,8 @@ pub struct AlertParams {
     /// Items per page, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged. Absent (or
+    /// empty) for the first page.
     pub cursor: Option<String>,
 }
 

@@ -54,7 +54,8 @@ impl EventKindDto {
     }
 }
 
-/// A derived event, as stored in the feed and published on `notifications.mower.<id>.<kind>`.
+/// A derived event, as the feed answers it and the live stream sends it. (Each is also published
+/// on `notifications.mower.<id>.<kind>`, in the service's internal form, not this document.)
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = Event)]
 pub struct EventDto {
@@ -108,7 +109,8 @@ pub struct EventParams {
     /// Items per page, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u32>,
-    /// The `next_cursor` of the previous page.
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged. Absent (or
+    /// empty) for the first page.
     pub cursor: Option<String>,
 }
 
