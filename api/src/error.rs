@@ -337,12 +337,22 @@ impl IntoResponse for ApiError {
 /// The innermost cause of a rejection, in its own words: axum's outer text ("Failed to parse the
 /// request body as JSON: …") describes the framework's step, not the client's mistake, which the
 /// parser's error underneath names.
-fn cause(rejection: &dyn std::error::Error) -> String {
-    let mut cause = rejection;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    cause.to_string()
+/// A body that does not parse as JSON, in the service's words: where the parser stopped and
+/// why in a few words, never the parser's own sentence.
+pub(crate) fn not_json(e: &serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    let (line, column) = (e.line(), e.column());
+    ApiError::BadRequest(match e.classify() {
+        Category::Eof => format!(
+            "The body is not valid JSON: it ends (line {line}, column {column}) before its value \
+             is complete."
+        ),
+        Category::Syntax => format!(
+            "The body is not valid JSON: line {line}, column {column} holds a character JSON does \
+             not allow there."
+        ),
+        Category::Data | Category::Io => "The body is not valid JSON.".to_owned(),
+    })
 }
 
 impl From<PathRejection> for ApiError {
@@ -360,7 +370,20 @@ impl From<JsonRejection> for ApiError {
                 "Send the body as JSON, with `Content-Type: application/json`.".to_owned(),
             ),
             JsonRejection::JsonSyntaxError(e) => {
-                ApiError::BadRequest(format!("The body is not valid JSON: {}.", cause(&e)))
+                // The parser's error is somewhere in axum's chain, bare or with its path.
+                let mut next: Option<&dyn std::error::Error> = Some(&e);
+                while let Some(error) = next {
+                    if let Some(e) = error.downcast_ref::<serde_json::Error>() {
+                        return not_json(e);
+                    }
+                    if let Some(e) =
+                        error.downcast_ref::<serde_path_to_error::Error<serde_json::Error>>()
+                    {
+                        return not_json(e.inner());
+                    }
+                    next = error.source();
+                }
+                ApiError::BadRequest("The body is not valid JSON.".to_owned())
             }
             // Only `ApiJsonElements` reads through `axum::Json`, into an array of values: what
             // does not deserialise is JSON that is no array.

@@ -130,8 +130,8 @@ where
                 "Send the body as JSON, with `Content-Type: application/json`.".to_owned(),
             ));
         }
-        let value: Value = serde_json::from_slice(&bytes)
-            .map_err(|e| ApiError::BadRequest(format!("The body is not valid JSON: {e}.")))?;
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| crate::error::not_json(&e))?;
         let mut problems = validate::body_problems(&value, &T::name()).unwrap_or_default();
         if swath_domain::text::json_has_nul(&bytes) {
             let at = swath_domain::text::nul_in_value(&value).unwrap_or_default();

@@ -117,7 +117,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
         (name = routes::live::TAG, description = "Live views: the states and events of your mowers as they arrive (Server-Sent Events), resumable with `Last-Event-ID`."),
         (name = routes::operations::TAG, description = "Liveness, readiness, metrics and this document. No token needed."),
     ),
-    components(schemas(Problem, routes::live::StreamEvent)),
+    components(schemas(Problem, routes::live::StreamEvent, routes::live::StreamAlertCleared)),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;

@@ -33,6 +33,16 @@ pub fn notification(mower_id: MowerId, kind: &str) -> String {
     format!("notifications.mower.{mower_id}.{kind}")
 }
 
+/// An alert cleared without an event (decision 130): `notifications.alert.<mower_id>.cleared`.
+/// Kept by the stream of events like them, but outside [`NOTIFICATIONS_ALL`]: it is not an
+/// event, and whoever reads that subject reads events only.
+pub fn alert_cleared(mower_id: MowerId) -> String {
+    format!("notifications.alert.{mower_id}.cleared")
+}
+
+/// Every alert cleared without an event: `notifications.alert.<mower_id>.cleared`.
+pub const ALERTS_CLEARED_ALL: &str = "notifications.alert.*.cleared";
+
 /// The durable consumer of the ingest use case.
 pub const INGEST_CONSUMER: &str = "swath-ingest";
 

@@ -2,7 +2,8 @@
 //! reads each mower's account, geofence version and watch row once (the watch rows locked in
 //! mower id order), runs the notification rules state by state, writes each changed watch once
 //! and stores the derived events and alerts in the same transaction, then publishes the events
-//! after the commit, in order, with their id as the de-duplication id.
+//! after the commit, in order, with their id as the de-duplication id, and with them the alerts
+//! it cleared without an event (decision 130).
 //!
 //! A redelivered state is older than or equal to `watched_until` and skipped, so an event is never
 //! derived twice; so is any late state (a backfill, or one overtaken by a newer one): the
@@ -16,8 +17,8 @@
 //! the next batch on and never mistaken for none (decision 48).
 
 use crate::ports::{
-    chain, BatchHandler, Clock, EventBus, HandlerError, Message, Publication, Settle, WatchError,
-    WatchStore,
+    chain, BatchHandler, Clock, EventBus, HandlerError, Message, NotificationFeed, Publication,
+    Settle, WatchError, WatchStore,
 };
 use crate::scheduler::SchedulerStatus;
 use crate::{ingest, subjects};
@@ -29,9 +30,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use swath_domain::watch::geometry::Fence;
 use swath_domain::watch::{
-    apply_watch, went_offline, Event, GeoPolygon, GeofenceRef, WatchChanges,
+    apply_watch, went_offline, AlertKind, ClearCause, ClearedAlert, Event, GeoPolygon, GeofenceRef,
+    WatchChanges,
 };
-use swath_domain::{InvalidReport, MowerId, StateOutcome, StateReport};
+use swath_domain::{AccountId, InvalidReport, MowerId, StateOutcome, StateReport};
 use uuid::Uuid;
 
 /// Parsed geofences kept at most; past it the cache starts over (a fence is parsed again when
@@ -111,9 +113,10 @@ impl Watcher {
                 .collect();
             let (outcomes, changes) = apply_watch(&mut snapshots, &refs, &valid, received_at);
             let events = changes.events.clone();
+            let cleared = changes.cleared_without_event.clone();
             unit.commit(changes).await?;
             metrics::histogram!("swath_watch_batch_size").record(valid.len() as f64);
-            publish(self.bus.as_ref(), &events).await;
+            publish_told(self.bus.as_ref(), &events, &cleared).await;
             applied = outcomes;
         }
         let mut applied = applied.into_iter();
@@ -233,30 +236,116 @@ impl Watcher {
 /// cannot undo the commit: it is logged, the event stays in the feed, and a later re-publish of
 /// the same id is recognised by the bus.
 pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
-    let mut sent = Vec::with_capacity(events.len());
-    let mut publications = Vec::with_capacity(events.len());
-    for event in events {
-        let payload = match serde_json::to_vec(event) {
+    publish_told(bus, events, &[]).await;
+}
+
+/// Publishes what a commit tells: its events (as [`publish`] does) and the alerts it cleared
+/// without an event, each on [`subjects::alert_cleared`] (decision 130), in one
+/// [`EventBus::publish_all`], in the one order they were derived in: each clear comes after the
+/// number of events it names ([`WatchChanges::cleared_without_event`]).
+pub async fn publish_told(bus: &dyn EventBus, events: &[Event], cleared: &[(usize, ClearedAlert)]) {
+    let mut told: Vec<Told<'_>> = Vec::with_capacity(events.len() + cleared.len());
+    let mut clears = cleared.iter().peekable();
+    for (derived, event) in events.iter().enumerate() {
+        while let Some((_, clear)) = clears.next_if(|(before, _)| *before <= derived) {
+            told.push(Told::Cleared(clear));
+        }
+        told.push(Told::Event(event));
+    }
+    told.extend(clears.map(|(_, clear)| Told::Cleared(clear)));
+    if told.is_empty() {
+        return;
+    }
+    let mut sent = Vec::with_capacity(told.len());
+    let mut publications = Vec::with_capacity(told.len());
+    for item in told {
+        let (subject, dedup_id, payload) = match item {
+            Told::Event(event) => (
+                subjects::notification(event.mower_id, event.kind().as_str()),
+                event.id.to_string(),
+                serde_json::to_vec(event),
+            ),
+            Told::Cleared(clear) => (
+                subjects::alert_cleared(clear.mower_id),
+                clear.dedup_id(),
+                serde_json::to_vec(clear),
+            ),
+        };
+        let payload = match payload {
             Ok(p) => Bytes::from(p),
             Err(e) => {
-                tracing::error!(mower_id = %event.mower_id, error = %e, "Could not encode an event.");
+                tracing::error!(mower_id = %item.mower_id(), error = %e, "Could not encode what a commit tells.");
                 continue;
             }
         };
-        metrics::counter!("swath_events_total", "kind" => event.kind().as_str()).increment(1);
+        match item {
+            Told::Event(event) => {
+                metrics::counter!("swath_events_total", "kind" => event.kind().as_str())
+                    .increment(1);
+            }
+            Told::Cleared(clear) => {
+                metrics::counter!("swath_alerts_cleared_without_event_total", "kind" => clear.kind.as_str())
+                    .increment(1);
+            }
+        }
         publications.push(Publication {
-            subject: subjects::notification(event.mower_id, event.kind().as_str()),
+            subject,
             payload,
-            dedup_id: Some(event.id.to_string()),
+            dedup_id: Some(dedup_id),
         });
-        sent.push(event);
+        sent.push(item);
     }
-    if publications.is_empty() {
-        return;
-    }
-    for (event, result) in sent.into_iter().zip(bus.publish_all(publications).await) {
+    for (item, result) in sent.into_iter().zip(bus.publish_all(publications).await) {
         if let Err(e) = result {
-            tracing::error!(mower_id = %event.mower_id, kind = event.kind().as_str(), error = %chain(&e), "Could not publish an event after its commit.");
+            tracing::error!(mower_id = %item.mower_id(), what = item.name(), error = %chain(&e), "Could not publish after its commit.");
+        }
+    }
+}
+
+/// A blade reset (`POST /v1/mowers/{id}/blade-reset`): W6 re-armed and the open `blade_due`
+/// alert cleared by the store, then, when there was one, the clear published like the
+/// watcher's clears without an event (decision 130), so that live streams see it.
+pub async fn reset_blade(
+    feed: &dyn NotificationFeed,
+    bus: &dyn EventBus,
+    mower: MowerId,
+    account: AccountId,
+    at: chrono::DateTime<chrono::Utc>,
+) -> Result<(), WatchError> {
+    // To the microsecond, like every stored instant.
+    let at = at.trunc_subsecs(6);
+    if feed.reset_blade(mower, at).await? {
+        let clear = ClearedAlert {
+            mower_id: mower,
+            account_id: account,
+            kind: AlertKind::BladeDue,
+            cleared_at: at,
+            cause: ClearCause::BladeReset,
+        };
+        publish_told(bus, &[], &[(0, clear)]).await;
+    }
+    Ok(())
+}
+
+/// One thing a commit tells the bus.
+#[derive(Clone, Copy)]
+enum Told<'a> {
+    Event(&'a Event),
+    Cleared(&'a ClearedAlert),
+}
+
+impl Told<'_> {
+    fn mower_id(&self) -> MowerId {
+        match self {
+            Told::Event(e) => e.mower_id,
+            Told::Cleared(c) => c.mower_id,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Told::Event(e) => e.kind().as_str(),
+            Told::Cleared(_) => "alert_cleared",
         }
     }
 }

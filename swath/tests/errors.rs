@@ -240,6 +240,38 @@ async fn malformed_bodies_are_problems_with_stable_types() {
         .send_body(Method::POST, "/v1/states", token, &json, "[{]")
         .await;
     assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        response.problem().detail,
+        "The body is not valid JSON: line 1, column 3 holds a character JSON does not allow there."
+    );
+    // Where the parser stopped, in the service's words, never the parser's sentence ("EOF while
+    // parsing an object", "key must be a string").
+    for (path, body, detail) in [
+        (
+            "/v1/sites",
+            "{\"name\": ",
+            "The body is not valid JSON: it ends (line 1, column 9) before its value is complete.",
+        ),
+        (
+            "/v1/sites",
+            "",
+            "The body is not valid JSON: it ends (line 1, column 0) before its value is complete.",
+        ),
+        (
+            "/v1/sites",
+            "{\n  \"name\": \"North\",\n  time_zone: 1\n}",
+            "The body is not valid JSON: line 3, column 3 holds a character JSON does not allow there.",
+        ),
+        (
+            "/v1/states",
+            "[{\"a\": 1}",
+            "The body is not valid JSON: it ends (line 1, column 9) before its value is complete.",
+        ),
+    ] {
+        let response = app.send_body(Method::POST, path, token, &json, body).await;
+        assert_eq!(response.status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(response.problem().detail, detail, "{body}");
+    }
 }
 
 #[tokio::test]

@@ -334,3 +334,180 @@ async fn stream_instants_are_to_the_microsecond_like_rest() {
         "truncated to the microsecond, as REST's instants are"
     );
 }
+
+/// The `alert` event the stream sends for an alert cleared without an event of its own.
+fn cleared(mower: MowerId, kind: &str, at: &Value, cause: &str) -> Value {
+    json!({
+        "mower_id": mower,
+        "kind": kind,
+        "change": "cleared",
+        "cleared_at": at,
+        "cause": cause,
+    })
+}
+
+/// The open alerts of a kind, as `GET /v1/alerts` lists them.
+async fn open_alerts(app: &TestApp, kind: &str) -> usize {
+    let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
+    alerts["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["kind"] == kind)
+        .count()
+}
+
+#[tokio::test]
+async fn alerts_cleared_without_an_event_are_on_the_stream() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0];
+    let fence = json!({"type": "Polygon", "coordinates": [[
+        [13.399, 52.499], [13.401, 52.499], [13.401, 52.501], [13.399, 52.501], [13.399, 52.499]
+    ]]});
+    let geofence = format!("/v1/mowers/{bravo}/geofence");
+    let put = app
+        .json(
+            axum::http::Method::PUT,
+            &geofence,
+            Some(TOKEN_A_ADMIN),
+            &fence,
+        )
+        .await;
+    assert_eq!(put.status, StatusCode::OK);
+    let mut client = Client::connect(
+        &app,
+        TOKEN_A,
+        "?kinds=alert,battery_low,geofence_left",
+        None,
+    )
+    .await;
+
+    // Outside the fence with 15 %: both alerts raised by events.
+    watch(&app, &report(&app, bravo, "w1", 15, 52.51)).await;
+    let raised = client.take(2).await;
+    assert_eq!(
+        raised.iter().map(marker).collect::<Vec<_>>(),
+        ["geofence_left", "battery_low"]
+    );
+    assert_eq!(
+        raised[1].data["alert"],
+        json!({"kind": "battery_low", "change": "raised"})
+    );
+    assert_eq!(
+        (
+            open_alerts(&app, "battery_low").await,
+            open_alerts(&app, "geofence").await
+        ),
+        (1, 1)
+    );
+
+    // Back at 35 %: no event, the alert is cleared, and the stream says so.
+    app.clock.advance(Span::seconds(1));
+    let recovered = report(&app, bravo, "w2", 35, 52.51);
+    watch(&app, &recovered).await;
+    let got = client.next().await;
+    assert_eq!(got.event, "alert");
+    assert_eq!(
+        got.data,
+        cleared(
+            bravo,
+            "battery_low",
+            &got.data["cleared_at"],
+            "battery_recovered"
+        )
+    );
+    assert_eq!(
+        got.data["cleared_at"]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap(),
+        recovered["observed_at"]
+            .as_str()
+            .unwrap()
+            .parse::<chrono::DateTime<chrono::Utc>>()
+            .unwrap(),
+        "cleared at the instant of the state that re-armed it"
+    );
+    assert_eq!(open_alerts(&app, "battery_low").await, 0);
+
+    // The geofence removed while outside it: its alarm clears with the next state.
+    assert_eq!(
+        app.delete(&geofence, Some(TOKEN_A_ADMIN)).await.status,
+        StatusCode::NO_CONTENT
+    );
+    app.clock.advance(Span::seconds(1));
+    watch(&app, &report(&app, bravo, "w3", 35, 52.51)).await;
+    let got = client.next().await;
+    assert_eq!(got.event, "alert");
+    assert_eq!(
+        got.data,
+        cleared(
+            bravo,
+            "geofence",
+            &got.data["cleared_at"],
+            "geofence_removed"
+        )
+    );
+    assert_eq!(open_alerts(&app, "geofence").await, 0);
+
+    // A blade reset clears an open blade alert (stored as W6 would have raised it).
+    let reset = format!("/v1/mowers/{bravo}/blade-reset");
+    let open_blade = || async {
+        use swath_application::ports::WatchStore;
+        use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
+        let store: &dyn WatchStore = &app.store;
+        let (_, batch) = store.begin_watch(&[bravo], &[]).await.unwrap();
+        batch
+            .commit(WatchChanges {
+                alerts: AlertChanges {
+                    clears: Vec::new(),
+                    raised: vec![Alert {
+                        id: uuid::Uuid::now_v7(),
+                        mower_id: bravo,
+                        account_id: app.a.account_id,
+                        kind: AlertKind::BladeDue,
+                        severity: AlertKind::BladeDue.severity(),
+                        raised_at: app.clock.now(),
+                        cleared_at: None,
+                        code: None,
+                    }],
+                },
+                ..WatchChanges::default()
+            })
+            .await
+            .unwrap();
+    };
+    open_blade().await;
+    assert_eq!(open_alerts(&app, "blade_due").await, 1);
+    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
+    assert_eq!(response.status, StatusCode::NO_CONTENT);
+    let got = client.next().await;
+    assert_eq!(got.event, "alert");
+    assert_eq!(
+        got.data,
+        cleared(bravo, "blade_due", &got.data["cleared_at"], "blade_reset")
+    );
+    assert_eq!(open_alerts(&app, "blade_due").await, 0);
+
+    // A reset with no open alert clears nothing and tells nothing.
+    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
+    assert_eq!(response.status, StatusCode::NO_CONTENT);
+    let nothing = tokio::time::timeout(Duration::from_millis(300), client.next()).await;
+    assert!(nothing.is_err(), "no alert was open: nothing to tell");
+
+    // Another tenant sees none of it; `kinds` without `alert` leaves them out.
+    let mut b_all = Client::connect(&app, TOKEN_B, "", None).await;
+    let mut no_alerts = Client::connect(&app, TOKEN_A, "?kinds=state", None).await;
+    open_blade().await;
+    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
+    assert_eq!(response.status, StatusCode::NO_CONTENT);
+    publish(&app, &report(&app, bravo, "after", 35, 52.51)).await;
+    assert_eq!(
+        marker(&no_alerts.next().await),
+        "after",
+        "the alert was filtered out"
+    );
+    let nothing = tokio::time::timeout(Duration::from_millis(300), b_all.next()).await;
+    assert!(nothing.is_err(), "B's stream gets nothing of A's mower");
+}

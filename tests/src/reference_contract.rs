@@ -15,7 +15,7 @@ use crate::traces::{
 use crate::watch_contract::{lawn_rectangle, WatchFactory, WatchHarness};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use swath_domain::watch::{Event, EventKind};
+use swath_domain::watch::{ClearedAlert, Event, EventKind};
 use swath_domain::{MowerId, StateReport};
 use uuid::Uuid;
 
@@ -70,11 +70,22 @@ fn parsed(reports: &[Value]) -> Vec<StateReport> {
         .collect()
 }
 
-/// What a use case published, as events, in order.
+/// What a use case published as events, in order.
 fn published_events(bus: &crate::support::RecordingBus) -> Vec<Event> {
+    published(bus, "notifications.mower.")
+}
+
+/// What a use case published on subjects that begin with `prefix`, parsed, in order.
+fn published<T: serde::de::DeserializeOwned>(
+    bus: &crate::support::RecordingBus,
+    prefix: &str,
+) -> Vec<T> {
     bus.published()
         .iter()
-        .map(|(_, payload, _)| serde_json::from_slice(payload).expect("an event"))
+        .filter(|(subject, _, _)| subject.starts_with(prefix))
+        .map(|(subject, payload, _)| {
+            serde_json::from_slice(payload).unwrap_or_else(|e| panic!("{subject}: {e}"))
+        })
         .collect()
 }
 
@@ -190,4 +201,16 @@ pub async fn watch_matches_the_reference(
         .map(|e| e.id)
         .collect();
     assert_eq!(published, stored, "published events");
+    // And the alerts cleared without an event, each once, as the reference clears them.
+    let mut cleared: Vec<ClearedAlert> = self::published(&h.bus, "notifications.alert.");
+    cleared.sort_by_key(|c| (c.mower_id, c.cleared_at));
+    assert_eq!(
+        cleared, expected.cleared_without_event,
+        "alerts cleared without an event"
+    );
+    assert_eq!(
+        h.bus.published().len(),
+        stored.len() + cleared.len(),
+        "nothing else was published"
+    );
 }

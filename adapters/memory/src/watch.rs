@@ -97,13 +97,17 @@ impl Tables {
         self.trim_cleared();
     }
 
-    fn clear(&mut self, mower: MowerId, kind: AlertKind, at: DateTime<Utc>) {
-        if let Some(id) = self.open.remove(&(mower, kind)) {
-            if let Some(alert) = self.alerts.get_mut(&id) {
-                alert.cleared_at = Some(at);
-                self.cleared += 1;
-            }
-        }
+    /// Clears the open alert of the mower and kind; `true` when there was one.
+    fn clear(&mut self, mower: MowerId, kind: AlertKind, at: DateTime<Utc>) -> bool {
+        let Some(id) = self.open.remove(&(mower, kind)) else {
+            return false;
+        };
+        let Some(alert) = self.alerts.get_mut(&id) else {
+            return false;
+        };
+        alert.cleared_at = Some(at);
+        self.cleared += 1;
+        true
     }
 
     fn trim_cleared(&mut self) {
@@ -456,13 +460,13 @@ impl NotificationFeed for MemoryStore {
         Ok(open.into_iter().take(query.limit).cloned().collect())
     }
 
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<bool, WatchError> {
         let data = Arc::clone(&self.watch);
-        self.reset_blade_locked(mower, move || {
-            write(&data.rows).clear(mower, AlertKind::BladeDue, at);
-        })
-        .await;
-        Ok(())
+        Ok(self
+            .reset_blade_locked(mower, move || {
+                write(&data.rows).clear(mower, AlertKind::BladeDue, at)
+            })
+            .await)
     }
 }
 

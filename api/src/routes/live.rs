@@ -24,6 +24,7 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
+use chrono::{DateTime, Utc};
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -33,10 +34,11 @@ use swath_application::live_feed::filter::{StreamFilter, StreamKind, StreamView}
 use swath_application::live_feed::{Cursor, Delivery, FeedBody, FeedItem, LiveFeed, RESUME_WINDOW};
 use swath_application::ports::{chain, hash_token, TokenHash};
 use swath_domain::live::{alert_change, AlertChange};
-use swath_domain::watch::AlertKind;
+use swath_domain::watch::{AlertKind, ClearCause, ClearedAlert};
 use swath_domain::Principal;
 use tokio::time::Instant;
 use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "live";
@@ -53,6 +55,10 @@ pub const STATE_EVENT: &str = "state";
 
 /// The SSE event name of a derived event (`went_offline`, `error_raised`, …).
 pub const EVENT_EVENT: &str = "event";
+
+/// The SSE event name of an alert cleared without an event of its own (the battery re-armed, a
+/// geofence removed, a blade reset): its `data` is a [`StreamAlertCleared`].
+pub const ALERT_EVENT: &str = "alert";
 
 /// The SSE event name that tells a client it may have missed items: its `data` is
 /// `{"reason": "unknown_id" | "window_exceeded"}`; reload through REST, then keep reading.
@@ -76,8 +82,9 @@ pub struct StreamParams {
     /// Only mowers of these sites (ids, comma-separated); sites the token cannot see match
     /// nothing.
     pub sites: Option<String>,
-    /// Only these kinds of items, comma-separated: `state`, or event kinds (`went_offline`,
-    /// `came_online`, `error_raised`, …, as in `GET /v1/events`).
+    /// Only these kinds of items, comma-separated: `state`, `alert` (alerts cleared without an
+    /// event), or event kinds (`went_offline`, `came_online`, `error_raised`, …, as in
+    /// `GET /v1/events`).
     pub kinds: Option<String>,
     /// `true`: a mower's state is sent only when, against the last one this stream sent of it,
     /// its activity, error code, battery band (10 points), blade or availability changed, or it
@@ -114,6 +121,52 @@ pub struct StreamEvent {
     pub alert: Option<StreamAlert>,
 }
 
+/// Why an alert was cleared without an event of its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertClearCause {
+    /// The battery reached 30 % again after `battery_low`.
+    BatteryRecovered,
+    /// The mower's geofence was removed while it was outside it (told with its next state).
+    GeofenceRemoved,
+    /// The blade was reset (`POST /v1/mowers/{id}/blade-reset`).
+    BladeReset,
+}
+
+/// The `data` of an SSE event `alert`: an alert cleared without an event of its own. Alerts
+/// raised, and cleared by an event (`came_online`, `error_cleared`, `geofence_returned`), come
+/// as events `event` with their `alert`.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct StreamAlertCleared {
+    /// The mower whose alert was cleared.
+    pub mower_id: Uuid,
+    /// The alert's kind: `battery_low`, `geofence` or `blade_due`.
+    pub kind: AlertKindDto,
+    /// Always `cleared`.
+    pub change: AlertChangeKind,
+    /// When it was cleared: the `observed_at` of the state that cleared it, or the instant of
+    /// the blade reset. From then on `GET /v1/alerts` no longer lists the alert.
+    pub cleared_at: DateTime<Utc>,
+    /// Why it was cleared.
+    pub cause: AlertClearCause,
+}
+
+impl From<&ClearedAlert> for StreamAlertCleared {
+    fn from(c: &ClearedAlert) -> Self {
+        Self {
+            mower_id: c.mower_id.0,
+            kind: alert_kind(c.kind),
+            change: AlertChangeKind::Cleared,
+            cleared_at: c.cleared_at,
+            cause: match c.cause {
+                ClearCause::BatteryRecovered => AlertClearCause::BatteryRecovered,
+                ClearCause::GeofenceRemoved => AlertClearCause::GeofenceRemoved,
+                ClearCause::BladeReset => AlertClearCause::BladeReset,
+            },
+        }
+    }
+}
+
 /// Stream the states and events of your mowers
 #[utoipa::path(
     get,
@@ -127,7 +180,9 @@ pub struct StreamEvent {
         `GET /v1/mowers/{id}/state` answers (with `last_seen_at` the time Swath relayed it); an \
         event `event` per derived event (`went_offline`, `came_online`, `error_raised`, …), whose \
         `data` is the event as `GET /v1/events` lists it plus `alert`, the alert it raised or \
-        cleared (`null` for none). Every instant is UTC RFC 3339 to the microsecond, as in every \
+        cleared (`null` for none); an event `alert` per alert cleared without an event (the \
+        battery back at 30 %, a geofence removed, a blade reset), whose `data` is a \
+        `StreamAlertCleared`. Every instant is UTC RFC 3339 to the microsecond, as in every \
         REST answer. Every event but `end` has an `id:`. Reconnect with `Last-Event-ID` (browsers' \
         `EventSource` does) and the stream first sends what you missed, in order: the replica \
         that gave the id keeps its last 10 000 items (states and events of every tenant; minutes \
@@ -150,8 +205,8 @@ pub struct StreamEvent {
     ),
     responses(
         (status = 200, description = "The stream: events `state` (a state document as `data`), \
-            `event` (a `StreamEvent` as `data`), `reset`, and a last event `end` when the token \
-            is revoked.", body = MowerState, content_type = "text/event-stream"),
+            `event` (a `StreamEvent` as `data`), `alert` (a `StreamAlertCleared` as `data`), \
+            `reset`, and a last event `end` when the token is revoked.", body = MowerState, content_type = "text/event-stream"),
         (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
             unknown kind.", body = crate::error::Problem,
             content_type = "application/problem+json"),
@@ -326,6 +381,9 @@ impl Live {
                 }),
                 event: EventDto::from(event.clone()),
             }),
+            FeedBody::Cleared(clear) => Event::default()
+                .event(ALERT_EVENT)
+                .json_data(StreamAlertCleared::from(clear)),
         }
     }
 

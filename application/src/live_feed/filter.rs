@@ -8,18 +8,21 @@ use swath_domain::live::{is_change, SentState};
 use swath_domain::watch::EventKind;
 use swath_domain::{MowerId, SiteId};
 
-/// A kind of item a client may ask for: states, or events of one kind.
+/// A kind of item a client may ask for: states, events of one kind, or alerts cleared without
+/// an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum StreamKind {
     State,
     Event(EventKind),
+    Alert,
 }
 
 impl StreamKind {
-    /// `state`, or an event kind's wire name (`went_offline`, …).
+    /// `state`, `alert`, or an event kind's wire name (`went_offline`, …).
     pub fn parse(value: &str) -> Option<StreamKind> {
         match value {
             "state" => Some(StreamKind::State),
+            "alert" => Some(StreamKind::Alert),
             other => EventKind::parse(other).map(StreamKind::Event),
         }
     }
@@ -86,6 +89,7 @@ impl StreamView {
         let kind = match &item.body {
             FeedBody::State(_) => StreamKind::State,
             FeedBody::Event(e) => StreamKind::Event(e.kind()),
+            FeedBody::Cleared(_) => StreamKind::Alert,
         };
         // Availability changes are followed even when their events are not asked for, so that
         // the next state after an outage counts as a change.

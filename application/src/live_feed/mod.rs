@@ -2,7 +2,8 @@
 //! from (decisions 101 and 102).
 //!
 //! One [`LiveFeed`] per replica holds an ack-less live subscription on every state
-//! (`telemetry.mower.*`) and every derived event (`notifications.mower.*.*`), numbers what
+//! (`telemetry.mower.*`), every derived event (`notifications.mower.*.*`) and every alert cleared
+//! without an event (`notifications.alert.*.cleared`, decision 130), numbers what
 //! arrives with a sequence of its own, keeps the last [`RESUME_WINDOW`] items in a ring and
 //! fans them out to the open streams. A stream's event ids are `<feed>-<seq>`: `feed` names this
 //! feed (random per process), so an id is only meaningful to the replica that gave it. A client
@@ -20,7 +21,7 @@ use crate::subjects;
 use chrono::SubsecRound;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use swath_domain::watch::Event;
+use swath_domain::watch::{ClearedAlert, Event};
 use swath_domain::{AccountId, LatestRow, MowerId};
 use tokio::sync::broadcast;
 
@@ -40,6 +41,9 @@ pub enum FeedBody {
     State(Box<LatestRow>),
     /// An event the watcher derived and published.
     Event(Event),
+    /// An alert cleared without an event (the battery re-armed, a geofence removed, a blade
+    /// reset): events tell their own clears.
+    Cleared(ClearedAlert),
 }
 
 /// One numbered item of the feed.
@@ -54,6 +58,7 @@ impl FeedItem {
         match &self.body {
             FeedBody::State(row) => row.mower_id,
             FeedBody::Event(e) => e.mower_id,
+            FeedBody::Cleared(c) => c.mower_id,
         }
     }
 
@@ -61,6 +66,7 @@ impl FeedItem {
         match &self.body {
             FeedBody::State(row) => row.account_id,
             FeedBody::Event(e) => e.account_id,
+            FeedBody::Cleared(c) => c.account_id,
         }
     }
 }
@@ -142,7 +148,8 @@ impl Drop for Tasks {
 }
 
 impl LiveFeed {
-    /// Subscribes to every state and event on the bus and starts numbering them.
+    /// Subscribes to every state, event and alert cleared without an event on the bus and
+    /// starts numbering them.
     pub async fn start(
         bus: Arc<dyn EventBus>,
         clock: Arc<dyn Clock>,
@@ -153,6 +160,9 @@ impl LiveFeed {
             .await?;
         let events = bus
             .subscribe(subjects::NOTIFICATIONS_ALL, LiveOptions::default())
+            .await?;
+        let cleared = bus
+            .subscribe(subjects::ALERTS_CLEARED_ALL, LiveOptions::default())
             .await?;
         let shared = Shared::new(capacity);
         let tasks = vec![
@@ -171,6 +181,11 @@ impl LiveFeed {
                 serde_json::from_slice::<Event>(&message.payload)
                     .ok()
                     .map(FeedBody::Event)
+            })),
+            tokio::spawn(relay(Arc::clone(&shared), cleared, |message| {
+                serde_json::from_slice::<ClearedAlert>(&message.payload)
+                    .ok()
+                    .map(FeedBody::Cleared)
             })),
         ];
         Ok(LiveFeed {

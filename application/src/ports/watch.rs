@@ -227,7 +227,7 @@ pub trait GeofenceStore: Send + Sync {
 ///   strictly after `query.after`.
 /// - in [`NotificationFeed::reset_blade`], restart the blade time of the mower's health totals at
 ///   zero, re-arm W6 and clear its open `blade_due` alert, atomically and serialised with
-///   ingestion.
+///   ingestion, and answer `true` only when an alert was open.
 /// - answer reads with what was committed, and never another account's rows.
 /// - return [`WatchError::Unavailable`] when its backing store fails.
 #[async_trait]
@@ -239,7 +239,8 @@ pub trait NotificationFeed: Send + Sync {
     async fn open_alerts(&self, query: &AlertQuery) -> Result<Vec<Alert>, WatchError>;
 
     /// A blade reset at `at` (see the contract above); `at` is when the blade alert is cleared.
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError>;
+    /// Answers whether an open `blade_due` alert was cleared (the caller tells the live streams).
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<bool, WatchError>;
 }
 
 /// One open watcher batch or sweep: the locks, released on commit or drop.

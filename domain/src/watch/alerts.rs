@@ -104,6 +104,52 @@ pub struct Alert {
     pub code: Option<String>,
 }
 
+/// Why an alert was cleared without an event of its own: the events that clear alerts
+/// (`came_online`, `error_cleared`, `geofence_returned`) say so themselves, these three do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClearCause {
+    /// The battery reached the re-arm level (30 %) after `battery_low`.
+    BatteryRecovered,
+    /// The mower's geofence was removed while it was outside it (told with its next state).
+    GeofenceRemoved,
+    /// The blade was reset (`POST /v1/mowers/{id}/blade-reset`).
+    BladeReset,
+}
+
+impl ClearCause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClearCause::BatteryRecovered => "battery_recovered",
+            ClearCause::GeofenceRemoved => "geofence_removed",
+            ClearCause::BladeReset => "blade_reset",
+        }
+    }
+}
+
+/// An alert cleared without an event (decision 130): published on the bus after its commit, so
+/// that a live stream shows every clear, not only those an event tells.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClearedAlert {
+    pub mower_id: MowerId,
+    pub account_id: AccountId,
+    pub kind: AlertKind,
+    pub cleared_at: DateTime<Utc>,
+    pub cause: ClearCause,
+}
+
+impl ClearedAlert {
+    /// The bus's de-duplication id: the same clear published twice is one message.
+    pub fn dedup_id(&self) -> String {
+        format!(
+            "alert-cleared:{}:{}:{}",
+            self.mower_id,
+            self.kind.as_str(),
+            self.cleared_at.timestamp_micros()
+        )
+    }
+}
+
 /// An alert opened before this batch, cleared by it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AlertClear {

@@ -1,7 +1,7 @@
 //! The watch row and the fold that advances it: [`apply_watch`] state by state, the offline
 //! sweep's [`went_offline`], and the notifications of the ingest rules.
 
-use super::alerts::{AlertChanges, AlertKind};
+use super::alerts::{AlertChanges, AlertKind, ClearCause, ClearedAlert};
 use super::events::{Event, EventDetail};
 use super::geometry::{accuracy_of, Fence};
 use super::{round_degrees, round_metres, BATTERY_LOW_BELOW, BATTERY_REARM_AT};
@@ -58,6 +58,11 @@ pub struct WatchChanges {
     /// Events in the order they were derived: stored, then published after the commit.
     pub events: Vec<Event>,
     pub alerts: AlertChanges,
+    /// Alerts the batch cleared without an event (the battery re-armed, the geofence gone), in
+    /// the order they were cleared, each with how many of `events` were derived before it (so
+    /// that both are published in the one order they were derived in): not stored as such
+    /// (`alerts` clears them), published after the commit for the live streams.
+    pub cleared_without_event: Vec<(usize, ClearedAlert)>,
 }
 
 impl WatchChanges {
@@ -154,6 +159,7 @@ fn watch_state(
         event
     };
     let mut alerts = AlertChanges::default();
+    let mut silent = Vec::new();
 
     if w.offline {
         w.offline = false;
@@ -196,6 +202,11 @@ fn watch_state(
             if w.outside_geofence {
                 w.outside_geofence = false;
                 alerts.clear(state.mower_id, AlertKind::Geofence, at);
+                silent.push(cleared(
+                    state,
+                    AlertKind::Geofence,
+                    ClearCause::GeofenceRemoved,
+                ));
             }
             w.geofence_version = None;
         }
@@ -234,6 +245,11 @@ fn watch_state(
             if battery >= BATTERY_REARM_AT {
                 w.battery_low = false;
                 alerts.clear(state.mower_id, AlertKind::BatteryLow, at);
+                silent.push(cleared(
+                    state,
+                    AlertKind::BatteryLow,
+                    ClearCause::BatteryRecovered,
+                ));
             }
         } else if battery < BATTERY_LOW_BELOW
             && !matches!(state.activity, Activity::Charging | Activity::Docked)
@@ -255,6 +271,22 @@ fn watch_state(
             .clear(clear.mower_id, clear.kind, clear.cleared_at);
     }
     changes.alerts.raised.extend(alerts.raised);
+    // After the state's events: within one state no rule raises and clears the same kind.
+    let derived = changes.events.len();
+    changes
+        .cleared_without_event
+        .extend(silent.into_iter().map(|c| (derived, c)));
+}
+
+/// An alert of `state`'s mower cleared at its instant, without an event.
+fn cleared(state: &StateReport, kind: AlertKind, cause: ClearCause) -> ClearedAlert {
+    ClearedAlert {
+        mower_id: state.mower_id,
+        account_id: state.account_id,
+        kind,
+        cleared_at: state.observed_at,
+        cause,
+    }
 }
 
 /// The offline sweep's rule for one watch not heard from since `last_seen_at`: marks it offline

@@ -36,7 +36,7 @@ mod events;
 mod fold;
 mod geofence;
 
-pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, Severity};
+pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, ClearCause, ClearedAlert, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
 pub use fold::{
     apply_watch, ingest_notifications, went_offline, GeofenceRef, Watch, WatchChanges,

@@ -39,7 +39,8 @@ use swath_application::ports::WatchRows;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Occupancy, ZoneWatch};
 use swath_domain::watch::{
-    Alert, AlertKind, Event, EventDetail, EventKind, GeoPolygon, Severity, Watch,
+    Alert, AlertKind, ClearCause, ClearedAlert, Event, EventDetail, EventKind, GeoPolygon,
+    Severity, Watch,
 };
 use swath_domain::{
     AccountId, Activity, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, PositionRow,
@@ -132,6 +133,9 @@ pub struct Expected {
     /// Watches carry `last_seen_at` = the Unix epoch; no offline event or alert; `busy` is empty
     /// unless the clock was [`BusyClock::Fixed`].
     pub watch: WatchRows,
+    /// The alerts cleared without an event (decision 130), what the watcher publishes beside
+    /// its events, by mower and instant.
+    pub cleared_without_event: Vec<ClearedAlert>,
 }
 
 /// The reference for `arrivals`: valid state reports in the order the service received them
@@ -169,6 +173,8 @@ pub fn expect(
         }
     }
     out.watch.events.sort_by_key(|e| e.id);
+    out.cleared_without_event
+        .sort_by_key(|c| (c.mower_id, c.cleared_at));
     out.watch.alerts = alerts.all;
     out.watch.alerts.sort_by_key(|a| a.id);
     out

@@ -78,6 +78,13 @@ pub(super) fn watcher(
                 if w.outside_geofence {
                     w.outside_geofence = false;
                     alerts.clear(s.mower_id, AlertKind::Geofence, at);
+                    out.cleared_without_event.push(ClearedAlert {
+                        mower_id: s.mower_id,
+                        account_id: s.account_id,
+                        kind: AlertKind::Geofence,
+                        cleared_at: at,
+                        cause: ClearCause::GeofenceRemoved,
+                    });
                 }
             }
             (Some(_), None) => {}
@@ -112,6 +119,13 @@ pub(super) fn watcher(
             if w.battery_low && battery >= BATTERY_OK {
                 w.battery_low = false;
                 alerts.clear(s.mower_id, AlertKind::BatteryLow, at);
+                out.cleared_without_event.push(ClearedAlert {
+                    mower_id: s.mower_id,
+                    account_id: s.account_id,
+                    kind: AlertKind::BatteryLow,
+                    cleared_at: at,
+                    cause: ClearCause::BatteryRecovered,
+                });
             } else if !w.battery_low
                 && battery < BATTERY_LOW
                 && !matches!(s.activity, Activity::Charging | Activity::Docked)

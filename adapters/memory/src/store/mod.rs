@@ -116,8 +116,13 @@ impl MemoryStore {
     }
 
     /// A blade reset (W6 re-armed), serialised with ingest batches like PostgreSQL's row lock
-    /// serialises it; `also` runs under the same lock (it clears the blade alert).
-    pub(crate) async fn reset_blade_locked(&self, mower: MowerId, also: impl FnOnce()) {
+    /// serialises it; `also` runs under the same lock (it clears the blade alert) and gives the
+    /// answer.
+    pub(crate) async fn reset_blade_locked<T>(
+        &self,
+        mower: MowerId,
+        also: impl FnOnce() -> T,
+    ) -> T {
         let _batch = self.batch_lock.lock().await;
         if let Some(health) = write(&self.telemetry)
             .get_mut(&mower)
@@ -125,6 +130,6 @@ impl MemoryStore {
         {
             health.reset_blade();
         }
-        also();
+        also()
     }
 }

@@ -170,7 +170,7 @@ pub(super) async fn reset_blade(
     store: &PostgresStore,
     mower: MowerId,
     at: DateTime<Utc>,
-) -> Result<(), WatchError> {
+) -> Result<bool, WatchError> {
     let mut tx = store.pool().begin().await.map_err(unavailable)?;
     // The health row is the ingest batch's lock: this waits for a running batch, and the
     // next batch reads the reset totals.
@@ -182,7 +182,7 @@ pub(super) async fn reset_blade(
     .execute(&mut *tx)
     .await
     .map_err(unavailable)?;
-    sqlx::query(
+    let cleared = sqlx::query(
         "UPDATE alerts SET cleared_at = $2 WHERE mower_id = $1 AND kind = 'blade_due' \
          AND cleared_at IS NULL",
     )
@@ -190,7 +190,8 @@ pub(super) async fn reset_blade(
     .bind(at)
     .execute(&mut *tx)
     .await
-    .map_err(unavailable)?;
+    .map_err(unavailable)?
+    .rows_affected();
     tx.commit().await.map_err(unavailable)?;
-    Ok(())
+    Ok(cleared > 0)
 }

@@ -133,7 +133,7 @@ impl NotificationFeed for PostgresStore {
         feeds::open_alerts(self, query).await
     }
 
-    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<(), WatchError> {
+    async fn reset_blade(&self, mower: MowerId, at: DateTime<Utc>) -> Result<bool, WatchError> {
         admin::reset_blade(self, mower, at).await
     }
 }

@@ -18,8 +18,9 @@ use uuid::Uuid;
     operation_id = "reset_blade",
     summary = "Reset a mower's blade",
     description = "Records a blade change: blade time since the last reset starts again from zero, \
-        the open `blade_due` alert is cleared, and `blade_due` will be raised again once the \
-        blade time crosses the mower's threshold.",
+        the open `blade_due` alert is cleared (and the clear sent on `GET /v1/live/stream` as \
+        an event `alert`), and `blade_due` will be raised again once the blade time crosses the \
+        mower's threshold.",
     security(("bearer" = ["write"])),
     params(("id" = Uuid, Path, description = MOWER_PARAM)),
     responses(
@@ -34,10 +35,14 @@ pub async fn reset_blade(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    ports(&state)?
-        .feed
-        .reset_blade(mower.id, state.clock.now())
-        .await?;
+    swath_application::watcher::reset_blade(
+        ports(&state)?.feed.as_ref(),
+        state.bus.as_ref(),
+        mower.id,
+        mower.account_id,
+        state.clock.now(),
+    )
+    .await?;
     tracing::info!(mower_id = %mower.id, "Reset a mower's blade.");
     Ok(StatusCode::NO_CONTENT)
 }

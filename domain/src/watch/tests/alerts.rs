@@ -221,6 +221,19 @@ fn a_removed_geofence_clears_the_alarm_without_an_event() {
             cleared_at: at(10),
         }]
     );
+    assert_eq!(
+        changes.cleared_without_event,
+        vec![(
+            0,
+            ClearedAlert {
+                mower_id: MOWER,
+                account_id: ACCOUNT,
+                kind: AlertKind::Geofence,
+                cleared_at: at(10),
+                cause: ClearCause::GeofenceRemoved,
+            }
+        )]
+    );
     let watch = &changes.watches[0];
     assert_eq!(
         (watch.outside_geofence, watch.geofence_version),
@@ -229,6 +242,53 @@ fn a_removed_geofence_clears_the_alarm_without_an_event() {
     // Nothing more to clear on the state after.
     let (_, changes) = run.watch(&[state(20, Activity::Mowing)]);
     assert!(changes.alerts.is_empty());
+    assert!(changes.cleared_without_event.is_empty());
+}
+
+#[test]
+fn a_battery_back_at_thirty_percent_clears_its_alert_without_an_event() {
+    let mut run = Run::new(false);
+    // Raised and re-armed in one batch: the alert is stored cleared, and the clear is still told.
+    let (_, changes) = run.watch(&[
+        battery(state(0, Activity::Returning), 15),
+        battery(state(10, Activity::Charging), 30),
+    ]);
+    assert_eq!(changes.events.len(), 1);
+    assert_eq!(changes.alerts.raised[0].cleared_at, Some(at(10)));
+    let recovered = |seconds| ClearedAlert {
+        mower_id: MOWER,
+        account_id: ACCOUNT,
+        kind: AlertKind::BatteryLow,
+        cleared_at: at(seconds),
+        cause: ClearCause::BatteryRecovered,
+    };
+    // After the one event derived before it.
+    assert_eq!(changes.cleared_without_event, vec![(1, recovered(10))]);
+    // Raised in one batch, re-armed in a later one: a clear of the stored alert, told once.
+    let (_, changes) = run.watch(&[battery(state(20, Activity::Mowing), 12)]);
+    assert!(changes.cleared_without_event.is_empty());
+    let (_, changes) = run.watch(&[
+        battery(state(30, Activity::Mowing), 29),
+        battery(state(40, Activity::Mowing), 31),
+        battery(state(50, Activity::Mowing), 80),
+    ]);
+    assert!(changes.events.is_empty());
+    assert_eq!(
+        changes.alerts.clears,
+        vec![AlertClear {
+            mower_id: MOWER,
+            kind: AlertKind::BatteryLow,
+            cleared_at: at(40),
+        }]
+    );
+    assert_eq!(changes.cleared_without_event, vec![(0, recovered(40))]);
+    assert_eq!(
+        recovered(40).dedup_id(),
+        format!(
+            "alert-cleared:{MOWER}:battery_low:{}",
+            at(40).timestamp_micros()
+        )
+    );
 }
 
 #[test]
