@@ -177,9 +177,35 @@ pub(crate) async fn store_ingest_events(
     Ok(())
 }
 
+/// The end of a batch's unit of work: its events, its alerts, the commit.
+async fn finish(
+    mut tx: Transaction<'static, Postgres>,
+    events: &[Event],
+    alerts: &AlertChanges,
+    counters: &Counters,
+) -> Result<(), WatchError> {
+    insert_events(&mut tx, events, counters)
+        .await
+        .map_err(unavailable)?;
+    apply_alerts(&mut tx, alerts, counters)
+        .await
+        .map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
+    counters.commit();
+    Ok(())
+}
+
 struct PostgresWatchBatch {
     store: PostgresStore,
     tx: Transaction<'static, Postgres>,
+}
+
+/// The unit of work `tx` of the watcher's batch or sweep, committed by [`WatchBatch::commit`].
+fn watch_batch(store: &PostgresStore, tx: Transaction<'static, Postgres>) -> Box<dyn WatchBatch> {
+    Box::new(PostgresWatchBatch {
+        store: store.clone(),
+        tx,
+    })
 }
 
 #[async_trait]
@@ -211,15 +237,7 @@ impl WatchBatch for PostgresWatchBatch {
             .await
             .map_err(unavailable)?;
         counters.statement();
-        insert_events(&mut tx, &changes.events, counters)
-            .await
-            .map_err(unavailable)?;
-        apply_alerts(&mut tx, &changes.alerts, counters)
-            .await
-            .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
-        counters.commit();
-        Ok(())
+        finish(tx, &changes.events, &changes.alerts, counters).await
     }
 }
 
@@ -247,12 +265,8 @@ impl ZoneBatch for PostgresZoneBatch {
             .await
             .map_err(unavailable)?;
         counters.statement();
-        insert_events(&mut tx, &changes.events, counters)
-            .await
-            .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
-        counters.commit();
-        Ok(())
+        // Zones raise events only; no alert.
+        finish(tx, &changes.events, &AlertChanges::default(), counters).await
     }
 }
 
@@ -305,13 +319,7 @@ pub(super) async fn begin_watch(
             },
         );
     }
-    Ok((
-        read,
-        Box::new(PostgresWatchBatch {
-            store: store.clone(),
-            tx,
-        }),
-    ))
+    Ok((read, watch_batch(store, tx)))
 }
 
 pub(super) async fn begin_sweep(
@@ -331,13 +339,7 @@ pub(super) async fn begin_sweep(
     for row in &rows {
         watches.extend(watch_from(row)?);
     }
-    Ok((
-        watches,
-        Box::new(PostgresWatchBatch {
-            store: store.clone(),
-            tx,
-        }),
-    ))
+    Ok((watches, watch_batch(store, tx)))
 }
 
 pub(super) async fn begin_zones(
