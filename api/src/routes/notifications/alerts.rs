@@ -39,7 +39,8 @@ impl AlertKindDto {
         }
     }
 
-    fn of(kind: AlertKind) -> Self {
+    /// The document's kind of a domain alert kind (every view of alerts names them so).
+    pub(crate) fn of(kind: AlertKind) -> Self {
         match kind {
             AlertKind::Error => AlertKindDto::Error,
             AlertKind::Geofence => AlertKindDto::Geofence,
@@ -60,6 +61,18 @@ pub enum SeverityDto {
     High,
     Normal,
     Low,
+}
+
+impl SeverityDto {
+    /// The document's severity of a domain severity.
+    pub(crate) fn of(severity: rules::Severity) -> Self {
+        match severity {
+            rules::Severity::Critical => SeverityDto::Critical,
+            rules::Severity::High => SeverityDto::High,
+            rules::Severity::Normal => SeverityDto::Normal,
+            rules::Severity::Low => SeverityDto::Low,
+        }
+    }
 }
 
 /// An open alert: raised by an event, open until the condition clears.
@@ -86,12 +99,7 @@ impl From<rules::Alert> for AlertDto {
         Self {
             id: a.id,
             kind: AlertKindDto::of(a.kind),
-            severity: match a.severity {
-                rules::Severity::Critical => SeverityDto::Critical,
-                rules::Severity::High => SeverityDto::High,
-                rules::Severity::Normal => SeverityDto::Normal,
-                rules::Severity::Low => SeverityDto::Low,
-            },
+            severity: SeverityDto::of(a.severity),
             mower_id: a.mower_id.0,
             raised_at: a.raised_at,
             code: a.code,
