@@ -2,7 +2,9 @@
 //! zones (W7) and the busy status, and the events and alerts an ingest batch raises. Every write
 //! is one constant statement per table with array parameters (see the parent module).
 
-use super::rows::{busy_from, corrupt, unavailable, watch_from, zone_from, zone_watch_from};
+use super::rows::{
+    busy_from, corrupt, mower_id, unavailable, watch_from, zone_from, zone_watch_from,
+};
 use crate::{Counters, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -301,7 +303,7 @@ pub(super) async fn begin_watch(
     store.watch_counters().statement();
     let mut read = WatchRead::default();
     for row in &rows {
-        let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+        let mower_id = mower_id(row)?;
         let polygon: Option<serde_json::Value> =
             row.try_get("geofence_polygon").map_err(corrupt)?;
         if let Some(polygon) = polygon {
@@ -367,7 +369,7 @@ pub(super) async fn begin_zones(
     store.counters().statement();
     let mut out = ZoneRows::new();
     for row in &rows {
-        let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+        let mower_id = mower_id(row)?;
         let zone = zone_from(row, mower_id)?;
         match out.get_mut(&mower_id) {
             Some((zones, _)) => zones.push(zone),
