@@ -322,15 +322,8 @@ impl Access {
         if principal.sites.is_none() {
             return Ok(None);
         }
-        Ok(Some(
-            self.directory
-                .mowers(principal.account_id)
-                .await?
-                .into_iter()
-                .filter(|m| sees(principal, m.account_id, m.site_id))
-                .map(|m| m.id)
-                .collect(),
-        ))
+        let mowers = self.seen_mowers(principal).await?;
+        Ok(Some(mowers.into_iter().map(|m| m.id).collect()))
     }
 
     /// The tenant filter of state reports received from `principal` (`POST /v1/states`): a
