@@ -34,3 +34,36 @@ impl Ticks {
         &self.stop
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_first_tick_is_at_once_and_a_stop_ends_them() {
+        let (stop, stopped) = watch::channel(false);
+        let mut ticks = Ticks::new(Duration::from_secs(3600), stopped);
+        let first = tokio::time::timeout(Duration::from_secs(5), ticks.next()).await;
+        assert_eq!(first, Ok(true), "the first tick comes at once");
+        stop.send(true).unwrap();
+        assert!(!ticks.next().await, "a stop ends the ticks");
+        assert!(*ticks.stop().borrow());
+    }
+
+    #[tokio::test]
+    async fn a_stop_wins_over_a_due_tick_and_a_gone_sender_stops_too() {
+        let (stop, stopped) = watch::channel(true);
+        let mut ticks = Ticks::new(Duration::from_secs(1), stopped);
+        assert!(
+            !ticks.next().await,
+            "the first tick was due, the stop given"
+        );
+        drop((stop, ticks));
+        let (_, stopped) = watch::channel(false);
+        let mut ticks = Ticks::new(Duration::from_secs(3600), stopped);
+        assert!(
+            !ticks.next().await,
+            "no sender: no tick, not even a due one"
+        );
+    }
+}
