@@ -12,6 +12,36 @@
 //! - [`ingest`]: `POST /v1/states`.
 //! - [`imports`]: `POST /v1/imports` and the import's document.
 
+/// A page of one of the directory's lists (sites, mowers, tokens, imports): its `items`, then the
+/// paging members each of these lists answers in the same words. The page's and the items'
+/// documentation comes first, then the sentence of `truncated` (it names what follows).
+macro_rules! list_page {
+    (
+        $(#[$page:meta])*
+        $name:ident: $item:ty,
+        $(#[$items:meta])*
+        items,
+        $(#[$truncated:meta])*
+        truncated
+    ) => {
+        $(#[$page])*
+        #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        pub struct $name {
+            $(#[$items])*
+            pub items: Vec<$item>,
+            /// The most items this page could have had (the request's `limit`).
+            #[schema(example = 100)]
+            pub limit: u32,
+            $(#[$truncated])*
+            #[schema(example = false)]
+            pub truncated: bool,
+            /// Pass it as `cursor` to get the next page; `null` on the last page.
+            #[schema(required = true, example = json!(null))]
+            pub next_cursor: Option<String>,
+        }
+    };
+}
+
 pub mod directory;
 pub mod imports;
 pub mod ingest;
@@ -259,20 +289,13 @@ impl MowerSummary {
     }
 }
 
-/// A page of the mowers the principal may see, each with its latest state.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct MowerList {
+list_page! {
+    /// A page of the mowers the principal may see, each with its latest state.
+    MowerList: MowerSummary,
     /// The mowers, ordered by display order, then name (byte by byte), then id.
-    pub items: Vec<MowerSummary>,
-    /// The most items this page could have had (the request's `limit`).
-    #[schema(example = 100)]
-    pub limit: u32,
+    items,
     /// Whether more mowers follow this page.
-    #[schema(example = false)]
-    pub truncated: bool,
-    /// Pass it as `cursor` to get the next page; `null` on the last page.
-    #[schema(required = true, example = json!(null))]
-    pub next_cursor: Option<String>,
+    truncated
 }
 
 /// A mower's running health totals (docs/rules.md §3, W4): time and distance attributed to its states,

@@ -193,18 +193,10 @@ impl Access {
     /// never across a revocation in this process.
     pub async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, AccessError> {
         let now = self.clock.now();
-        // Read before the store is asked: a revocation during the lookup makes its answer stale.
-        let generation = self.revocations.generation();
-        if let Some(principal) = self.principals.get(hash, now, generation) {
-            return Ok(Some(principal));
-        }
-        let principal = self.tokens.principal(hash).await?;
-        if let Some(p) = &principal {
-            let current = self.revocations.generation();
-            self.principals
-                .remember(hash, p.clone(), now, generation, current);
-        }
-        Ok(principal)
+        let read = async { Ok::<_, AccessError>(self.tokens.principal(hash).await?) };
+        self.principals
+            .read_through(hash, now, || self.revocations.generation(), read)
+            .await
     }
 
     /// The principal of a token from the token store itself, never from memory (a live stream's
@@ -240,21 +232,18 @@ impl Access {
         id: MowerId,
     ) -> Result<MowerId, AccessError> {
         let now = self.clock.now();
-        let generation = self.mower_changes.load(Ordering::Acquire);
-        let placement = match self.placements.get(&id, now, generation) {
-            Some(p) => Some(p),
-            None => self.directory.mower(id).await?.map(|m| {
-                let placement = Placement {
-                    account: m.account_id,
-                    site: m.site_id,
-                };
-                let current = self.mower_changes.load(Ordering::Acquire);
-                self.placements
-                    .remember(&id, placement, now, generation, current);
-                placement
-            }),
+        let read = async {
+            Ok::<_, AccessError>(self.directory.mower(id).await?.map(|m| Placement {
+                account: m.account_id,
+                site: m.site_id,
+            }))
         };
-        match placement {
+        let generation = || self.mower_changes.load(Ordering::Acquire);
+        match self
+            .placements
+            .read_through(&id, now, generation, read)
+            .await?
+        {
             Some(p) if sees(principal, p.account, p.site) => Ok(id),
             _ => Err(AccessError::NotVisible(Hidden::Mower)),
         }
@@ -290,19 +279,20 @@ impl Access {
         })
     }
 
+    /// Every mower of the principal's account that it may see.
+    async fn seen_mowers(&self, principal: &Principal) -> Result<Vec<Mower>, AccessError> {
+        let mut mowers = self.directory.mowers(principal.account_id).await?;
+        mowers.retain(|m| sees(principal, m.account_id, m.site_id));
+        Ok(mowers)
+    }
+
     /// The ids of every mower `principal` may see (the live stream's set).
     pub async fn visible_mowers(
         &self,
         principal: &Principal,
     ) -> Result<HashSet<MowerId>, AccessError> {
-        Ok(self
-            .directory
-            .mowers(principal.account_id)
-            .await?
-            .into_iter()
-            .filter(|m| sees(principal, m.account_id, m.site_id))
-            .map(|m| m.id)
-            .collect())
+        let mowers = self.seen_mowers(principal).await?;
+        Ok(mowers.into_iter().map(|m| m.id).collect())
     }
 
     /// The principal's visible mowers with their sites (the live stream's site filter).
@@ -310,14 +300,8 @@ impl Access {
         &self,
         principal: &Principal,
     ) -> Result<HashMap<MowerId, SiteId>, AccessError> {
-        Ok(self
-            .directory
-            .mowers(principal.account_id)
-            .await?
-            .into_iter()
-            .filter(|m| sees(principal, m.account_id, m.site_id))
-            .map(|m| (m.id, m.site_id))
-            .collect())
+        let mowers = self.seen_mowers(principal).await?;
+        Ok(mowers.into_iter().map(|m| (m.id, m.site_id)).collect())
     }
 
     /// The mowers a feed (events, alerts) may show: `None` (the whole account) for an unlimited
@@ -338,15 +322,8 @@ impl Access {
         if principal.sites.is_none() {
             return Ok(None);
         }
-        Ok(Some(
-            self.directory
-                .mowers(principal.account_id)
-                .await?
-                .into_iter()
-                .filter(|m| sees(principal, m.account_id, m.site_id))
-                .map(|m| m.id)
-                .collect(),
-        ))
+        let mowers = self.seen_mowers(principal).await?;
+        Ok(Some(mowers.into_iter().map(|m| m.id).collect()))
     }
 
     /// The tenant filter of state reports received from `principal` (`POST /v1/states`): a

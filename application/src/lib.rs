@@ -45,6 +45,7 @@ pub mod scheduler;
 pub mod sentinel;
 pub mod subjects;
 pub mod submissions;
+pub mod ticks;
 pub mod watcher;
 
 pub use access::{Access, AccessError, Hidden, Revocations};

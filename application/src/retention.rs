@@ -26,6 +26,7 @@ use crate::ports::{
     chain, Clock, DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun,
     RetentionStore,
 };
+use crate::ticks::Ticks;
 use chrono::{DateTime, Duration, SubsecRound, Utc};
 use std::sync::Arc;
 use swath_domain::MowerId;
@@ -434,19 +435,13 @@ impl Retention {
 pub async fn run_every(
     retention: Arc<Retention>,
     interval: std::time::Duration,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    let mut ticks = tokio::time::interval(interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => return,
-            _ = ticks.tick() => {}
-        }
+    let mut ticks = Ticks::new(interval, stop);
+    while ticks.next().await {
         let options = RunOptions {
             dry_run: false,
-            stop: Some(stop.clone()),
+            stop: Some(ticks.stop().clone()),
         };
         if let Err(e) = retention.run(options, &mut |_| {}).await {
             metrics::counter!("swath_retention_runs_total", "outcome" => "failed").increment(1);

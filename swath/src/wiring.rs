@@ -20,9 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{AppState, NotificationPorts};
 use swath_application::ports::{
-    chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, Partitioning,
-    ProjectionStore, RetentionStore, StartAt, Subscription, TelemetryStore, TokenStore,
+    chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
+    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
+    TelemetryStore, TokenStore, WatchStore, ZoneStore,
 };
+use swath_application::ticks::Ticks;
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
 };
@@ -54,16 +56,7 @@ impl Stores {
     /// PostgreSQL behind every port, the live projections included.
     pub fn postgres(store: PostgresStore) -> Stores {
         let store = Arc::new(store);
-        Stores {
-            projections: store.clone(),
-            assignments: store.clone(),
-            directory: store.clone(),
-            admin: store.clone(),
-            tokens: store.clone(),
-            telemetry: store.clone(),
-            notifications: NotificationPorts::of(store.clone()),
-            retention: store,
-        }
+        Stores::of(store.clone(), store.clone(), store)
     }
 
     /// The memory adapters: `store` behind every port, and the live projections over the same
@@ -71,9 +64,22 @@ impl Stores {
     pub fn memory(store: MemoryStore) -> Stores {
         let store = Arc::new(store);
         let projections = Arc::new(MemoryProjections::new((*store).clone()));
+        Stores::of(store, projections.clone(), projections)
+    }
+
+    /// `store` behind every port but the live projections' and the assignments'.
+    fn of<S>(
+        store: Arc<S>,
+        projections: Arc<dyn ProjectionStore>,
+        assignments: Arc<dyn Assignments>,
+    ) -> Stores
+    where
+        S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + 'static,
+        S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed,
+    {
         Stores {
-            projections: projections.clone(),
-            assignments: projections,
+            projections,
+            assignments,
             directory: store.clone(),
             admin: store.clone(),
             tokens: store.clone(),
@@ -366,15 +372,9 @@ async fn report_partitions_owned(
 
 /// Runs the offline sweep every `period` until `stop` turns `true`. A failed sweep is logged and
 /// tried again at the next period (what it did not commit, it did not do).
-async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, mut stop: watch::Receiver<bool>) {
-    let mut ticks = tokio::time::interval(period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => return,
-            _ = ticks.tick() => {}
-        }
+async fn offline_sweep(watcher: Arc<Watcher>, period: Duration, stop: watch::Receiver<bool>) {
+    let mut ticks = Ticks::new(period, stop);
+    while ticks.next().await {
         match watcher.sweep_offline().await {
             Ok(0) => {}
             Ok(n) => tracing::info!(mowers = n, "Marked silent mowers offline."),

@@ -18,8 +18,8 @@ use swath_application::ports::{
     HealthCard, LatLon, ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError,
     ProjectionStore, SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
-use swath_domain::watch::{AlertKind, Severity};
-use swath_domain::{list_order, AccountId, Assignment, MowerId, SiteId};
+use swath_domain::watch::{Alert, AlertKind, Severity};
+use swath_domain::{list_order, AccountId, Assignment, Mower, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The projections' ports on a [`MemoryStore`]. Cheap to clone.
@@ -196,17 +196,7 @@ impl ProjectionStore for MemoryProjections {
         per_mower: usize,
     ) -> Result<Vec<AlertCard>, ProjectionError> {
         let visible = self.visible(who, mowers).await?;
-        let alerts = self
-            .store
-            .open_alerts(&AlertQuery {
-                account_id: who.account_id,
-                mowers: Some(visible.clone()),
-                kind: None,
-                after: None,
-                limit: usize::MAX,
-            })
-            .await
-            .map_err(unavailable)?;
+        let alerts = self.every_open_alert(who, visible.clone()).await?;
         // Already in (severity desc, raised_at desc, id desc) order: keep the first of each mower.
         let mut by_mower: HashMap<MowerId, Vec<AlertCard>> = HashMap::new();
         for a in alerts {
@@ -233,33 +223,9 @@ impl ProjectionStore for MemoryProjections {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<HealthCard>, ProjectionError> {
-        let directory: HashMap<MowerId, i64> = self
-            .store
-            .mowers_by_id(mowers)
-            .await
-            .map_err(unavailable)?
-            .into_iter()
-            .filter(|m| {
-                m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
-            })
-            .map(|m| (m.id, m.blade_threshold_ms))
-            .collect();
-        let visible: Vec<MowerId> = mowers
-            .iter()
-            .filter(|m| directory.contains_key(m))
-            .copied()
-            .collect();
-        let alerts = self
-            .store
-            .open_alerts(&AlertQuery {
-                account_id: who.account_id,
-                mowers: Some(visible.clone()),
-                kind: None,
-                after: None,
-                limit: usize::MAX,
-            })
-            .await
-            .map_err(unavailable)?;
+        let visible = self.visible_mowers(who, mowers).await?;
+        let ids = visible.iter().map(|m| m.id).collect();
+        let alerts = self.every_open_alert(who, ids).await?;
         let mut cards: HashMap<MowerId, HealthCard> = HashMap::new();
         for a in alerts {
             let card = cards.entry(a.mower_id).or_default();
@@ -272,10 +238,10 @@ impl ProjectionStore for MemoryProjections {
         }
         let mut out = Vec::with_capacity(visible.len());
         for mower in visible {
-            let mut card = cards.remove(&mower).unwrap_or_default();
-            card.mower_id = mower;
-            card.blade_threshold_ms = directory[&mower];
-            if let Some(h) = TelemetryStore::health(&self.store, mower)
+            let mut card = cards.remove(&mower.id).unwrap_or_default();
+            card.mower_id = mower.id;
+            card.blade_threshold_ms = mower.blade_threshold_ms;
+            if let Some(h) = TelemetryStore::health(&self.store, mower.id)
                 .await
                 .map_err(unavailable)?
             {
@@ -316,7 +282,17 @@ impl MemoryProjections {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<MowerId>, ProjectionError> {
-        let seen: HashSet<MowerId> = self
+        let visible = self.visible_mowers(who, mowers).await?;
+        Ok(visible.into_iter().map(|m| m.id).collect())
+    }
+
+    /// The directory's entries of those of `mowers` that `who` may see, in the given order.
+    async fn visible_mowers(
+        &self,
+        who: &Visibility,
+        mowers: &[MowerId],
+    ) -> Result<Vec<Mower>, ProjectionError> {
+        let seen: HashMap<MowerId, Mower> = self
             .store
             .mowers_by_id(mowers)
             .await
@@ -325,13 +301,27 @@ impl MemoryProjections {
             .filter(|m| {
                 m.account_id == who.account_id && sees_site(who.sites.as_deref(), m.site_id)
             })
-            .map(|m| m.id)
+            .map(|m| (m.id, m))
             .collect();
-        Ok(mowers
-            .iter()
-            .filter(|m| seen.contains(m))
-            .copied()
-            .collect())
+        Ok(mowers.iter().filter_map(|m| seen.get(m).cloned()).collect())
+    }
+
+    /// Every open alert of `mowers` (visible ones), most severe first, then newest.
+    async fn every_open_alert(
+        &self,
+        who: &Visibility,
+        mowers: Vec<MowerId>,
+    ) -> Result<Vec<Alert>, ProjectionError> {
+        self.store
+            .open_alerts(&AlertQuery {
+                account_id: who.account_id,
+                mowers: Some(mowers),
+                kind: None,
+                after: None,
+                limit: usize::MAX,
+            })
+            .await
+            .map_err(unavailable)
     }
 }
 

@@ -12,8 +12,9 @@ use async_trait::async_trait;
 use chrono::Utc;
 use chrono_tz::Tz;
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, SqlErr, Statement, TransactionTrait, Value,
+    ActiveValue::Set, ColumnTrait, ConnectionTrait, DatabaseBackend, DatabaseTransaction, DbErr,
+    EntityTrait, FromQueryResult, QueryFilter, QueryOrder, SqlErr, Statement, TransactionTrait,
+    Value,
 };
 use swath_application::ports::{
     Directory, DirectoryAdmin, DirectoryError, ListQuery, NewToken, TokenError, TokenHash, TokenId,
@@ -203,28 +204,60 @@ impl Directory for PostgresStore {
     }
 
     async fn sites(&self, account: AccountId) -> Result<Vec<Site>, DirectoryError> {
-        self.list_sites(&ListQuery {
-            account,
-            sites: None,
-            after: None,
-            limit: usize::MAX,
-        })
-        .await
+        self.list_sites(&all_of(account)).await
     }
 
     async fn mowers(&self, account: AccountId) -> Result<Vec<Mower>, DirectoryError> {
-        self.list_mowers(&ListQuery {
-            account,
-            sites: None,
-            after: None,
-            limit: usize::MAX,
-        })
-        .await
+        self.list_mowers(&all_of(account)).await
     }
 }
 
 fn statement(sql: &str, values: Vec<Value>) -> Statement {
     Statement::from_sql_and_values(DatabaseBackend::Postgres, sql, values)
+}
+
+/// `NotFound(what)` unless `sql` (`$1` the id, `$2` the account) finds the row `id` of `account`.
+async fn owned(
+    txn: &DatabaseTransaction,
+    sql: &str,
+    id: Uuid,
+    account: AccountId,
+    what: String,
+) -> Result<(), DirectoryError> {
+    let row = txn
+        .query_one(statement(sql, vec![id.into(), account.0.into()]))
+        .await
+        .map_err(unavailable)?;
+    match row {
+        Some(_) => Ok(()),
+        None => Err(DirectoryError::NotFound(what)),
+    }
+}
+
+impl PostgresStore {
+    /// The rows of one of the constant lists, read into their entity's model, each made a `T` by
+    /// `from`.
+    async fn listed<M: FromQueryResult + Send, T>(
+        &self,
+        sql: &str,
+        values: Vec<Value>,
+        from: impl FnMut(M) -> T + Send,
+    ) -> Result<Vec<T>, DbErr> {
+        let rows = M::find_by_statement(statement(sql, values))
+            .all(&self.orm)
+            .await?;
+        Ok(rows.into_iter().map(from).collect())
+    }
+}
+
+/// Every site or mower of `account`, in list order.
+fn all_of(account: AccountId) -> ListQuery {
+    ListQuery {
+        account,
+        sites: None,
+        after: None,
+        limit: usize::MAX,
+    }
 }
 
 #[async_trait]
@@ -251,25 +284,13 @@ impl DirectoryAdmin for PostgresStore {
     }
 
     async fn list_sites(&self, query: &ListQuery) -> Result<Vec<Site>, DirectoryError> {
-        site::Entity::find()
-            .from_raw_sql(statement(LIST_SITES, list_values(query)))
-            .all(&self.orm)
-            .await
-            .map_err(unavailable)?
-            .into_iter()
-            .map(site_from)
-            .collect()
+        let sites = self.listed(LIST_SITES, list_values(query), site_from);
+        sites.await.map_err(unavailable)?.into_iter().collect()
     }
 
     async fn list_mowers(&self, query: &ListQuery) -> Result<Vec<Mower>, DirectoryError> {
-        Ok(mower::Entity::find()
-            .from_raw_sql(statement(LIST_MOWERS, list_values(query)))
-            .all(&self.orm)
-            .await
-            .map_err(unavailable)?
-            .into_iter()
-            .map(mower_from)
-            .collect())
+        let mowers = self.listed(LIST_MOWERS, list_values(query), mower_from);
+        mowers.await.map_err(unavailable)
     }
 
     async fn update_site(&self, s: Site) -> Result<(), DirectoryError> {
@@ -293,16 +314,8 @@ impl DirectoryAdmin for PostgresStore {
         // FOR UPDATE conflicts with the KEY SHARE lock a mower insert (or move) takes on its site
         // through the foreign key: a mower added concurrently either commits first (and is seen by
         // the check below, a new snapshot in READ COMMITTED) or fails its foreign key after us.
-        let locked = txn
-            .query_one(statement(
-                "SELECT id FROM sites WHERE id = $1 AND account_id = $2 FOR UPDATE",
-                vec![id.0.into(), account.0.into()],
-            ))
-            .await
-            .map_err(unavailable)?;
-        if locked.is_none() {
-            return Err(DirectoryError::NotFound(format!("site {id}")));
-        }
+        let locked = "SELECT id FROM sites WHERE id = $1 AND account_id = $2 FOR UPDATE";
+        owned(&txn, locked, id.0, account, format!("site {id}")).await?;
         let in_use = txn
             .query_one(statement(
                 "SELECT 1 AS one FROM mowers WHERE site_id = $1 LIMIT 1",
@@ -366,16 +379,8 @@ impl DirectoryAdmin for PostgresStore {
         ))
         .await
         .map_err(unavailable)?;
-        let owned = txn
-            .query_one(statement(
-                "SELECT id FROM mowers WHERE id = $1 AND account_id = $2",
-                vec![id.0.into(), account.0.into()],
-            ))
-            .await
-            .map_err(unavailable)?;
-        if owned.is_none() {
-            return Err(DirectoryError::NotFound(format!("mower {id}")));
-        }
+        let sql = "SELECT id FROM mowers WHERE id = $1 AND account_id = $2";
+        owned(&txn, sql, id.0, account, format!("mower {id}")).await?;
         for sql in [
             "DELETE FROM positions WHERE mower_id = $1",
             "DELETE FROM state_history WHERE mower_id = $1",
@@ -485,14 +490,8 @@ impl TokenStore for PostgresStore {
                 .into(),
             limit_value(query.limit),
         ];
-        Ok(api_token::Entity::find()
-            .from_raw_sql(statement(LIST_TOKENS, values))
-            .all(&self.orm)
-            .await
-            .map_err(token_unavailable)?
-            .into_iter()
-            .map(token_from)
-            .collect())
+        let tokens = self.listed(LIST_TOKENS, values, token_from);
+        tokens.await.map_err(token_unavailable)
     }
 
     async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {

@@ -19,6 +19,19 @@
 //! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
 //!   `Assignments`.
 
+/// A struct read from a row: `$ty { a, b; c: expr }` reads each field listed before the `;` from
+/// the column of its name (as the field's type, a value that does not decode going through
+/// `$corrupt`), and takes the fields after it as given. The column's name is written once, as the
+/// field's.
+macro_rules! from_row {
+    ($row:expr, $corrupt:expr, $ty:ident { $($column:ident),* ; $($field:ident : $value:expr),* $(,)? }) => {
+        $ty {
+            $($column: sqlx::Row::try_get($row, stringify!($column)).map_err($corrupt)?,)*
+            $($field: $value,)*
+        }
+    };
+}
+
 mod directory;
 mod entities;
 mod projections;

@@ -286,6 +286,29 @@ impl PostgresStore {
         }
         query.fetch_all(self.pool()).await.map_err(unavailable)
     }
+
+    /// The first `n` rows (and the sentinel) of a first-level window as `who` sees it: `sql[0]`
+    /// takes the account and the limit, `sql[1]` (a principal limited to some sites) the
+    /// account, the sites and the limit. One statement.
+    async fn first_level(
+        &self,
+        sql: [&'static str; 2],
+        who: &Visibility,
+        n: usize,
+    ) -> Result<Vec<PgRow>, ProjectionError> {
+        let query = match &who.sites {
+            None => sqlx::query(sql[0]).bind(who.account_id.0),
+            Some(sites) => sqlx::query(sql[1])
+                .bind(who.account_id.0)
+                .bind(uuids(sites, |s| s.0)),
+        };
+        self.projection_counters().statement();
+        query
+            .bind(limit(n))
+            .fetch_all(self.pool())
+            .await
+            .map_err(unavailable)
+    }
 }
 
 #[async_trait]
@@ -295,17 +318,9 @@ impl ProjectionStore for PostgresStore {
         who: &Visibility,
         n: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
-        let query = match &who.sites {
-            None => sqlx::query(WINDOW_MOWERS)
-                .bind(who.account_id.0)
-                .bind(limit(n)),
-            Some(sites) => sqlx::query(WINDOW_MOWERS_OF_SITES)
-                .bind(who.account_id.0)
-                .bind(uuids(sites, |s| s.0))
-                .bind(limit(n)),
-        };
-        self.projection_counters().statement();
-        let rows = query.fetch_all(self.pool()).await.map_err(unavailable)?;
+        let rows = self
+            .first_level([WINDOW_MOWERS, WINDOW_MOWERS_OF_SITES], who, n)
+            .await?;
         rows.iter().map(mower_card).collect()
     }
 
@@ -314,17 +329,9 @@ impl ProjectionStore for PostgresStore {
         who: &Visibility,
         n: usize,
     ) -> Result<Vec<SiteCard>, ProjectionError> {
-        let query = match &who.sites {
-            None => sqlx::query(WINDOW_SITES)
-                .bind(who.account_id.0)
-                .bind(limit(n)),
-            Some(sites) => sqlx::query(WINDOW_SITES_OF_SITES)
-                .bind(who.account_id.0)
-                .bind(uuids(sites, |s| s.0))
-                .bind(limit(n)),
-        };
-        self.projection_counters().statement();
-        let rows = query.fetch_all(self.pool()).await.map_err(unavailable)?;
+        let rows = self
+            .first_level([WINDOW_SITES, WINDOW_SITES_OF_SITES], who, n)
+            .await?;
         rows.iter().map(site_card).collect()
     }
 
@@ -388,6 +395,21 @@ impl ProjectionStore for PostgresStore {
     }
 }
 
+/// `INSERT_ASSIGNMENT` and `UPDATE_ASSIGNMENT` take the same parameters, in this order.
+fn bind_assignment<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    a: &'q Assignment,
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    query
+        .bind(a.id)
+        .bind(a.mower_id.0)
+        .bind(a.account_id.0)
+        .bind(&a.operator)
+        .bind(a.priority.as_str())
+        .bind(a.active)
+        .bind(a.updated_at)
+}
+
 fn store_failed(e: impl Into<Cause>) -> AssignmentError {
     AssignmentError::Unavailable(e.into())
 }
@@ -418,14 +440,7 @@ impl Assignments for PostgresStore {
             )));
         }
         counters.statement();
-        let inserted = sqlx::query(INSERT_ASSIGNMENT)
-            .bind(a.id)
-            .bind(a.mower_id.0)
-            .bind(a.account_id.0)
-            .bind(&a.operator)
-            .bind(a.priority.as_str())
-            .bind(a.active)
-            .bind(a.updated_at)
+        let inserted = bind_assignment(sqlx::query(INSERT_ASSIGNMENT), &a)
             .execute(&mut *tx)
             .await;
         match inserted {
@@ -459,14 +474,7 @@ impl Assignments for PostgresStore {
 
     async fn update_assignment(&self, a: Assignment) -> Result<bool, AssignmentError> {
         self.projection_counters().statement();
-        let done = sqlx::query(UPDATE_ASSIGNMENT)
-            .bind(a.id)
-            .bind(a.mower_id.0)
-            .bind(a.account_id.0)
-            .bind(&a.operator)
-            .bind(a.priority.as_str())
-            .bind(a.active)
-            .bind(a.updated_at)
+        let done = bind_assignment(sqlx::query(UPDATE_ASSIGNMENT), &a)
             .execute(self.pool())
             .await
             .map_err(store_failed)?;

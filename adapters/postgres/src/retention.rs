@@ -136,12 +136,67 @@ impl Drop for PgRun {
     }
 }
 
+/// A statement of the run, its parameters bound one by one.
+type PgQuery<'q> = sqlx::query::Query<'q, Postgres, sqlx::postgres::PgArguments>;
+
+/// What a chunked count or delete is about: the mowers, the most rows to delete, whether only to
+/// count.
+struct Chunks<'a> {
+    mowers: &'a [MowerId],
+    limit: u64,
+    dry_run: bool,
+}
+
 impl PgRun {
     fn conn(&mut self) -> &mut sqlx::PgConnection {
         // Only `release` takes the connection, and it consumes the run.
         self.conn
             .as_deref_mut()
             .expect("a run holds its connection")
+    }
+
+    /// Counts (a dry run) or deletes, partition by partition (the children `of` picks), the rows
+    /// that `victims(part)` selects: `FROM {part} p WHERE …`, with `$1` the mowers and the next
+    /// `params - 1` parameters bound by `bind`. A delete goes in one chunk per partition of at
+    /// most what is left of the limit (`$params+1`), and stops once the limit is reached.
+    async fn in_chunks(
+        &mut self,
+        chunks: Chunks<'_>,
+        of: impl Fn(&Child) -> bool,
+        victims: impl Fn(&str) -> String,
+        params: usize,
+        bind: impl for<'q> Fn(PgQuery<'q>) -> PgQuery<'q>,
+    ) -> Result<u64, RetentionError> {
+        let ids: Vec<Uuid> = chunks.mowers.iter().map(|m| m.0).collect();
+        let mut done = 0u64;
+        for child in self.children().await?.into_iter().filter(|c| of(c)) {
+            let part = quoted(&child.name);
+            let victims = victims(&part);
+            let n = if chunks.dry_run {
+                let sql = format!("SELECT count(*) {victims}");
+                let row = bind(sqlx::query(&sql).bind(&ids))
+                    .fetch_one(&mut *self.conn())
+                    .await
+                    .map_err(failed)?;
+                row.try_get::<i64, _>(0).map_err(failed)? as u64
+            } else {
+                let limit = params + 1;
+                let sql = format!(
+                    "DELETE FROM {part} WHERE ctid IN (SELECT p.ctid {victims} LIMIT ${limit})"
+                );
+                bind(sqlx::query(&sql).bind(&ids))
+                    .bind((chunks.limit - done) as i64)
+                    .execute(&mut *self.conn())
+                    .await
+                    .map_err(failed)?
+                    .rows_affected()
+            };
+            done += n;
+            if !chunks.dry_run && done >= chunks.limit {
+                break;
+            }
+        }
+        Ok(done)
     }
 
     async fn children(&mut self) -> Result<Vec<Child>, RetentionError> {
@@ -254,44 +309,16 @@ impl RetentionRun for PgRun {
         limit: u64,
         dry_run: bool,
     ) -> Result<u64, RetentionError> {
-        let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
-        let mut done = 0u64;
-        for child in self.children().await? {
-            if child.table != table || !child.overlaps(None, before) {
-                continue;
-            }
-            let part = quoted(&child.name);
-            let n = if dry_run {
-                let sql = format!(
-                    "SELECT count(*) FROM {part} WHERE mower_id = ANY($1) AND observed_at < $2"
-                );
-                let n: i64 = sqlx::query_scalar(&sql)
-                    .bind(&ids)
-                    .bind(before)
-                    .fetch_one(&mut *self.conn())
-                    .await
-                    .map_err(failed)?;
-                n as u64
-            } else {
-                let sql = format!(
-                    "DELETE FROM {part} WHERE ctid IN (SELECT ctid FROM {part} \
-                     WHERE mower_id = ANY($1) AND observed_at < $2 LIMIT $3)"
-                );
-                sqlx::query(&sql)
-                    .bind(&ids)
-                    .bind(before)
-                    .bind((limit - done) as i64)
-                    .execute(&mut *self.conn())
-                    .await
-                    .map_err(failed)?
-                    .rows_affected()
-            };
-            done += n;
-            if !dry_run && done >= limit {
-                break;
-            }
-        }
-        Ok(done)
+        let chunks = Chunks {
+            mowers,
+            limit,
+            dry_run,
+        };
+        let of = |child: &Child| child.table == table && child.overlaps(None, before);
+        let victims =
+            |part: &str| format!("FROM {part} p WHERE p.mower_id = ANY($1) AND p.observed_at < $2");
+        self.in_chunks(chunks, of, victims, 2, |query| query.bind(before))
+            .await
     }
 
     async fn downsample(
@@ -304,54 +331,32 @@ impl RetentionRun for PgRun {
         if window.from >= window.to {
             return Ok(0);
         }
-        let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
-        let mut done = 0u64;
-        for child in self.children().await? {
-            if child.table != RetainedTable::Positions
-                || !child.overlaps(Some(window.from), window.to)
-            {
-                continue;
-            }
-            let part = quoted(&child.name);
-            // A position goes when an earlier one of its mower and UTC minute stays: at or
-            // after `keep_from` ($4), the instant before which positions expire anyway.
-            let victims = format!(
+        let chunks = Chunks {
+            mowers,
+            limit,
+            dry_run,
+        };
+        let of = |child: &Child| {
+            child.table == RetainedTable::Positions && child.overlaps(Some(window.from), window.to)
+        };
+        // A position goes when an earlier one of its mower and UTC minute stays: at or
+        // after `keep_from` ($4), the instant before which positions expire anyway.
+        let victims = |part: &str| {
+            format!(
                 "FROM {part} p WHERE p.mower_id = ANY($1) AND p.observed_at >= $2 \
                  AND p.observed_at < $3 AND EXISTS (SELECT 1 FROM {part} q \
                  WHERE q.mower_id = p.mower_id \
                  AND q.observed_at >= greatest(date_trunc('minute', p.observed_at, 'UTC'), $4) \
                  AND q.observed_at < p.observed_at)"
-            );
-            let n = if dry_run {
-                let n: i64 = sqlx::query_scalar(&format!("SELECT count(*) {victims}"))
-                    .bind(&ids)
-                    .bind(window.from)
-                    .bind(window.to)
-                    .bind(window.keep_from)
-                    .fetch_one(&mut *self.conn())
-                    .await
-                    .map_err(failed)?;
-                n as u64
-            } else {
-                let sql =
-                    format!("DELETE FROM {part} WHERE ctid IN (SELECT p.ctid {victims} LIMIT $5)");
-                sqlx::query(&sql)
-                    .bind(&ids)
-                    .bind(window.from)
-                    .bind(window.to)
-                    .bind(window.keep_from)
-                    .bind((limit - done) as i64)
-                    .execute(&mut *self.conn())
-                    .await
-                    .map_err(failed)?
-                    .rows_affected()
-            };
-            done += n;
-            if !dry_run && done >= limit {
-                break;
-            }
-        }
-        Ok(done)
+            )
+        };
+        self.in_chunks(chunks, of, victims, 4, |query| {
+            query
+                .bind(window.from)
+                .bind(window.to)
+                .bind(window.keep_from)
+        })
+        .await
     }
 
     async fn downsampled_until(&mut self) -> Result<Option<DateTime<Utc>>, RetentionError> {

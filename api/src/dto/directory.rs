@@ -138,20 +138,13 @@ impl From<&domain::Site> for SiteDto {
     }
 }
 
-/// A page of sites.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct SitePage {
+list_page! {
+    /// A page of sites.
+    SitePage: SiteDto,
     /// The sites, ordered by display order, then name (byte by byte), then id.
-    pub items: Vec<SiteDto>,
-    /// The most items this page could have had (the request's `limit`).
-    #[schema(example = 100)]
-    pub limit: u32,
+    items,
     /// Whether more sites follow this page.
-    #[schema(example = false)]
-    pub truncated: bool,
-    /// Pass it as `cursor` to get the next page; `null` on the last page.
-    #[schema(required = true, example = json!(null))]
-    pub next_cursor: Option<String>,
+    truncated
 }
 
 /// A new site.
@@ -383,20 +376,13 @@ impl From<&TokenInfo> for TokenDto {
     }
 }
 
-/// A page of tokens.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-pub struct TokenPage {
+list_page! {
+    /// A page of tokens.
+    TokenPage: TokenDto,
     /// The tokens, oldest first.
-    pub items: Vec<TokenDto>,
-    /// The most items this page could have had (the request's `limit`).
-    #[schema(example = 100)]
-    pub limit: u32,
+    items,
     /// Whether more tokens follow this page.
-    #[schema(example = false)]
-    pub truncated: bool,
-    /// Pass it as `cursor` to get the next page; `null` on the last page.
-    #[schema(required = true, example = json!(null))]
-    pub next_cursor: Option<String>,
+    truncated
 }
 
 /// A new token of the caller's account. It can do no more than the caller's token: its scopes

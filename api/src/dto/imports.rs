@@ -186,18 +186,12 @@ fn bad_line(refused: RefusedLine) -> BadLine {
     }
 }
 
-/// A page of this replica's imports.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct ImportPage {
+list_page! {
+    /// A page of this replica's imports.
+    #[derive(Eq)]
+    ImportPage: ImportDocument,
     /// The imports, newest first; running ones with their counts so far.
-    pub items: Vec<ImportDocument>,
-    /// The most items this page could have had (the request's `limit`).
-    #[schema(example = 100)]
-    pub limit: u32,
+    items,
     /// Whether more imports follow this page.
-    #[schema(example = false)]
-    pub truncated: bool,
-    /// Pass it as `cursor` to get the next page; `null` on the last page.
-    #[schema(required = true, example = json!(null))]
-    pub next_cursor: Option<String>,
+    truncated
 }

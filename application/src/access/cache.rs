@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
+use std::future::Future;
 use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -70,6 +71,28 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
                 generation,
             },
         );
+    }
+
+    /// The answer for `key`: a fresh one kept, or else the store's (`read`), kept when it is
+    /// one. `generation` is asked before the store is read and again after it (see
+    /// [`TtlCache::remember`]).
+    pub async fn read_through<E>(
+        &self,
+        key: &K,
+        now: DateTime<Utc>,
+        generation: impl Fn() -> u64,
+        read: impl Future<Output = Result<Option<V>, E>>,
+    ) -> Result<Option<V>, E> {
+        // Read before the store is asked: a change during the read makes its answer stale.
+        let before = generation();
+        if let Some(value) = self.get(key, now, before) {
+            return Ok(Some(value));
+        }
+        let value = read.await?;
+        if let Some(value) = &value {
+            self.remember(key, value.clone(), now, before, generation());
+        }
+        Ok(value)
     }
 
     /// Fresh: of the current generation, and stored no longer than the bound ago (a clock that

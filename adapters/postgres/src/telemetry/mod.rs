@@ -150,7 +150,7 @@ impl TelemetryStore for PostgresStore {
         self.counters().statement();
         let mut snapshots = BTreeMap::new();
         for row in &rows {
-            let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+            let mower_id = rows::mower_id(row)?;
             let zone: String = row.try_get("time_zone").map_err(corrupt)?;
             let time_zone: Tz = zone
                 .parse()

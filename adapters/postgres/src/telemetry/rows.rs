@@ -16,38 +16,31 @@ use uuid::Uuid;
 pub(super) fn history_from(row: &PgRow) -> Result<HistoryRow, StoreError> {
     let battery: Option<i16> = row.try_get("battery_percent").map_err(corrupt)?;
     let name: String = row.try_get("activity").map_err(corrupt)?;
-    Ok(HistoryRow {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-        observed_at: row.try_get("observed_at").map_err(corrupt)?,
+    Ok(from_row!(row, corrupt, HistoryRow {
+        observed_at, error_code, blade_on;
+        mower_id: mower_id(row)?,
         activity: activity(&name)?,
         battery_percent: battery.map(|b| b as u8),
-        error_code: row.try_get("error_code").map_err(corrupt)?,
-        blade_on: row.try_get("blade_on").map_err(corrupt)?,
-    })
+    }))
 }
 
 pub(super) fn position_from(row: &PgRow) -> Result<PositionRow, StoreError> {
-    Ok(PositionRow {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-        observed_at: row.try_get("observed_at").map_err(corrupt)?,
-        lat: row.try_get("lat").map_err(corrupt)?,
-        lon: row.try_get("lon").map_err(corrupt)?,
-        accuracy_m: row.try_get("accuracy_m").map_err(corrupt)?,
-        heading_deg: row.try_get("heading_deg").map_err(corrupt)?,
-    })
+    Ok(from_row!(row, corrupt, PositionRow {
+        observed_at, lat, lon, accuracy_m, heading_deg;
+        mower_id: mower_id(row)?,
+    }))
 }
 
 pub(super) fn day_from(row: &PgRow) -> Result<DayTotals, StoreError> {
-    Ok(DayTotals {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-        day: row.try_get("day").map_err(corrupt)?,
-        mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
-        blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
-        distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
-        error_count: row.try_get("error_count").map_err(corrupt)?,
-        charge_count: row.try_get("charge_count").map_err(corrupt)?,
-        state_count: row.try_get("state_count").map_err(corrupt)?,
-    })
+    Ok(from_row!(row, corrupt, DayTotals {
+        day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count;
+        mower_id: mower_id(row)?,
+    }))
+}
+
+/// The `mower_id` column, the key of every telemetry row.
+pub(super) fn mower_id(row: &PgRow) -> Result<MowerId, StoreError> {
+    Ok(MowerId(row.try_get("mower_id").map_err(corrupt)?))
 }
 
 pub(super) fn corrupt(what: impl Into<Cause>) -> StoreError {
@@ -67,35 +60,25 @@ pub(super) fn health_from(row: &PgRow) -> Result<Option<HealthTotals>, StoreErro
     let account_id: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
     let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
     let counted_from: Option<DateTime<Utc>> = row.try_get("counted_from").map_err(corrupt)?;
-    Ok(Some(HealthTotals {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+    Ok(Some(from_row!(row, corrupt, HealthTotals {
+        last_blade_on, last_lat, last_lon, mowing_ms, blade_ms, distance_mm, error_count,
+        charge_count, blade_since_reset_ms, blade_due_raised, blade_reset_until;
+        mower_id: mower_id(row)?,
         account_id: AccountId(account_id.ok_or_else(|| corrupt("health row without account"))?),
         counted_from: counted_from.unwrap_or(counted_until),
-        counted_until,
+        counted_until: counted_until,
         last_activity: activity(&last_activity.unwrap_or_default())?,
-        last_blade_on: row.try_get("last_blade_on").map_err(corrupt)?,
-        last_lat: row.try_get("last_lat").map_err(corrupt)?,
-        last_lon: row.try_get("last_lon").map_err(corrupt)?,
-        mowing_ms: row.try_get("mowing_ms").map_err(corrupt)?,
-        blade_ms: row.try_get("blade_ms").map_err(corrupt)?,
-        distance_mm: row.try_get("distance_mm").map_err(corrupt)?,
-        error_count: row.try_get("error_count").map_err(corrupt)?,
-        charge_count: row.try_get("charge_count").map_err(corrupt)?,
-        blade_since_reset_ms: row.try_get("blade_since_reset_ms").map_err(corrupt)?,
-        blade_due_raised: row.try_get("blade_due_raised").map_err(corrupt)?,
-        blade_reset_until: row.try_get("blade_reset_until").map_err(corrupt)?,
-    }))
+    })))
 }
 
 /// The stored document is decoded straight into the report, with no `serde_json::Value` between
 /// (the same fields, numbers and key order; one pass instead of two, decision 124).
 pub(super) fn latest_from(row: &PgRow) -> Result<LatestRow, StoreError> {
     let Json(state): Json<StateReport> = row.try_get("state").map_err(corrupt)?;
-    Ok(LatestRow {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+    Ok(from_row!(row, corrupt, LatestRow {
+        observed_at, last_seen_at;
+        mower_id: mower_id(row)?,
         account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
-        observed_at: row.try_get("observed_at").map_err(corrupt)?,
-        last_seen_at: row.try_get("last_seen_at").map_err(corrupt)?,
-        state,
-    })
+        state: state,
+    }))
 }

@@ -28,6 +28,16 @@ pub(super) fn corrupt(e: impl Into<Cause>) -> WatchError {
     WatchError::Corrupt(e.into())
 }
 
+/// The `mower_id` column.
+pub(super) fn mower_id(row: &PgRow) -> Result<MowerId, WatchError> {
+    Ok(MowerId(row.try_get("mower_id").map_err(corrupt)?))
+}
+
+/// The `account_id` column.
+fn account_id(row: &PgRow) -> Result<AccountId, WatchError> {
+    Ok(AccountId(row.try_get("account_id").map_err(corrupt)?))
+}
+
 pub(super) fn activity(name: &str) -> Result<Activity, WatchError> {
     Activity::parse(name).ok_or_else(|| corrupt(format!("unknown activity {name:?}")))
 }
@@ -41,18 +51,14 @@ pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
     let account: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
     let last_seen_at: Option<DateTime<Utc>> = row.try_get("last_seen_at").map_err(corrupt)?;
     let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
-    Ok(Some(Watch {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+    Ok(Some(from_row!(row, corrupt, Watch {
+        error_code, outside_geofence, battery_low, offline, geofence_version;
+        mower_id: mower_id(row)?,
         account_id: AccountId(account.ok_or_else(|| corrupt("watch row without account"))?),
-        watched_until,
+        watched_until: watched_until,
         last_seen_at: last_seen_at.ok_or_else(|| corrupt("watch row without last_seen_at"))?,
         last_activity: activity(&last_activity.unwrap_or_default())?,
-        error_code: row.try_get("error_code").map_err(corrupt)?,
-        outside_geofence: row.try_get("outside_geofence").map_err(corrupt)?,
-        battery_low: row.try_get("battery_low").map_err(corrupt)?,
-        offline: row.try_get("offline").map_err(corrupt)?,
-        geofence_version: row.try_get("geofence_version").map_err(corrupt)?,
-    }))
+    })))
 }
 
 pub(super) fn event_from(row: &PgRow) -> Result<Event, WatchError> {
@@ -63,49 +69,40 @@ pub(super) fn event_from(row: &PgRow) -> Result<Event, WatchError> {
 pub(super) fn alert_from(row: &PgRow) -> Result<Alert, WatchError> {
     let kind: String = row.try_get("kind").map_err(corrupt)?;
     let severity: String = row.try_get("severity").map_err(corrupt)?;
-    Ok(Alert {
-        id: row.try_get("id").map_err(corrupt)?,
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+    Ok(from_row!(row, corrupt, Alert {
+        id, raised_at, cleared_at, code;
+        mower_id: mower_id(row)?,
+        account_id: account_id(row)?,
         kind: AlertKind::parse(&kind).ok_or_else(|| corrupt(format!("alert kind {kind:?}")))?,
         severity: Severity::parse(&severity)
             .ok_or_else(|| corrupt(format!("severity {severity:?}")))?,
-        raised_at: row.try_get("raised_at").map_err(corrupt)?,
-        cleared_at: row.try_get("cleared_at").map_err(corrupt)?,
-        code: row.try_get("code").map_err(corrupt)?,
-    })
+    }))
 }
 
 pub(super) fn busy_from(row: &PgRow) -> Result<BusyStatus, WatchError> {
     let name: String = row.try_get("activity").map_err(corrupt)?;
-    Ok(BusyStatus {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
-        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
+    Ok(from_row!(row, corrupt, BusyStatus {
+        observed_at, lat, lon, written_at;
+        mower_id: mower_id(row)?,
+        account_id: account_id(row)?,
         activity: activity(&name)?,
-        observed_at: row.try_get("observed_at").map_err(corrupt)?,
-        lat: row.try_get("lat").map_err(corrupt)?,
-        lon: row.try_get("lon").map_err(corrupt)?,
-        written_at: row.try_get("written_at").map_err(corrupt)?,
-    })
+    }))
 }
 
 pub(super) fn zone_from(row: &PgRow, mower_id: MowerId) -> Result<Zone, WatchError> {
     let polygon: serde_json::Value = row.try_get("polygon").map_err(corrupt)?;
-    Ok(Zone {
-        id: row.try_get("id").map_err(corrupt)?,
-        mower_id,
-        account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
-        name: row.try_get("name").map_err(corrupt)?,
+    Ok(from_row!(row, corrupt, Zone {
+        id, name, created_at, updated_at;
+        mower_id: mower_id,
+        account_id: account_id(row)?,
         polygon: GeoPolygon::from_geojson(&polygon).map_err(corrupt)?,
-        created_at: row.try_get("created_at").map_err(corrupt)?,
-        updated_at: row.try_get("updated_at").map_err(corrupt)?,
-    })
+    }))
 }
 
 pub(super) fn zone_watch_from(row: &PgRow) -> Result<ZoneWatch, WatchError> {
     let occupancy: serde_json::Value = row.try_get("occupancy").map_err(corrupt)?;
     Ok(ZoneWatch {
-        mower_id: MowerId(row.try_get("mower_id").map_err(corrupt)?),
+        mower_id: mower_id(row)?,
         evaluated_until: row.try_get("evaluated_until").map_err(corrupt)?,
         occupancy: serde_json::from_value::<Vec<Occupancy>>(occupancy).map_err(corrupt)?,
     })

@@ -2,7 +2,9 @@
 //! zones (W7) and the busy status, and the events and alerts an ingest batch raises. Every write
 //! is one constant statement per table with array parameters (see the parent module).
 
-use super::rows::{busy_from, corrupt, unavailable, watch_from, zone_from, zone_watch_from};
+use super::rows::{
+    busy_from, corrupt, mower_id, unavailable, watch_from, zone_from, zone_watch_from,
+};
 use crate::{Counters, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -177,9 +179,35 @@ pub(crate) async fn store_ingest_events(
     Ok(())
 }
 
+/// The end of a batch's unit of work: its events, its alerts, the commit.
+async fn finish(
+    mut tx: Transaction<'static, Postgres>,
+    events: &[Event],
+    alerts: &AlertChanges,
+    counters: &Counters,
+) -> Result<(), WatchError> {
+    insert_events(&mut tx, events, counters)
+        .await
+        .map_err(unavailable)?;
+    apply_alerts(&mut tx, alerts, counters)
+        .await
+        .map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
+    counters.commit();
+    Ok(())
+}
+
 struct PostgresWatchBatch {
     store: PostgresStore,
     tx: Transaction<'static, Postgres>,
+}
+
+/// The unit of work `tx` of the watcher's batch or sweep, committed by [`WatchBatch::commit`].
+fn watch_batch(store: &PostgresStore, tx: Transaction<'static, Postgres>) -> Box<dyn WatchBatch> {
+    Box::new(PostgresWatchBatch {
+        store: store.clone(),
+        tx,
+    })
 }
 
 #[async_trait]
@@ -211,15 +239,7 @@ impl WatchBatch for PostgresWatchBatch {
             .await
             .map_err(unavailable)?;
         counters.statement();
-        insert_events(&mut tx, &changes.events, counters)
-            .await
-            .map_err(unavailable)?;
-        apply_alerts(&mut tx, &changes.alerts, counters)
-            .await
-            .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
-        counters.commit();
-        Ok(())
+        finish(tx, &changes.events, &changes.alerts, counters).await
     }
 }
 
@@ -247,12 +267,8 @@ impl ZoneBatch for PostgresZoneBatch {
             .await
             .map_err(unavailable)?;
         counters.statement();
-        insert_events(&mut tx, &changes.events, counters)
-            .await
-            .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
-        counters.commit();
-        Ok(())
+        // Zones raise events only; no alert.
+        finish(tx, &changes.events, &AlertChanges::default(), counters).await
     }
 }
 
@@ -287,7 +303,7 @@ pub(super) async fn begin_watch(
     store.watch_counters().statement();
     let mut read = WatchRead::default();
     for row in &rows {
-        let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+        let mower_id = mower_id(row)?;
         let polygon: Option<serde_json::Value> =
             row.try_get("geofence_polygon").map_err(corrupt)?;
         if let Some(polygon) = polygon {
@@ -305,13 +321,7 @@ pub(super) async fn begin_watch(
             },
         );
     }
-    Ok((
-        read,
-        Box::new(PostgresWatchBatch {
-            store: store.clone(),
-            tx,
-        }),
-    ))
+    Ok((read, watch_batch(store, tx)))
 }
 
 pub(super) async fn begin_sweep(
@@ -331,13 +341,7 @@ pub(super) async fn begin_sweep(
     for row in &rows {
         watches.extend(watch_from(row)?);
     }
-    Ok((
-        watches,
-        Box::new(PostgresWatchBatch {
-            store: store.clone(),
-            tx,
-        }),
-    ))
+    Ok((watches, watch_batch(store, tx)))
 }
 
 pub(super) async fn begin_zones(
@@ -365,7 +369,7 @@ pub(super) async fn begin_zones(
     store.counters().statement();
     let mut out = ZoneRows::new();
     for row in &rows {
-        let mower_id = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+        let mower_id = mower_id(row)?;
         let zone = zone_from(row, mower_id)?;
         match out.get_mut(&mower_id) {
             Some((zones, _)) => zones.push(zone),

@@ -1,6 +1,6 @@
 //! The open alerts of the token's mowers, most severe first, paged by `page`.
 
-use super::{ports, TAG};
+use super::{feed_rows, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiQuery;
@@ -12,7 +12,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{AlertCursor, AlertQuery};
 use swath_domain::watch::{self as rules, AlertKind};
-use swath_domain::MowerId;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -39,7 +38,8 @@ impl AlertKindDto {
         }
     }
 
-    fn of(kind: AlertKind) -> Self {
+    /// The document's kind of a domain alert kind (every view of alerts names them so).
+    pub(crate) fn of(kind: AlertKind) -> Self {
         match kind {
             AlertKind::Error => AlertKindDto::Error,
             AlertKind::Geofence => AlertKindDto::Geofence,
@@ -60,6 +60,18 @@ pub enum SeverityDto {
     High,
     Normal,
     Low,
+}
+
+impl SeverityDto {
+    /// The document's severity of a domain severity.
+    pub(crate) fn of(severity: rules::Severity) -> Self {
+        match severity {
+            rules::Severity::Critical => SeverityDto::Critical,
+            rules::Severity::High => SeverityDto::High,
+            rules::Severity::Normal => SeverityDto::Normal,
+            rules::Severity::Low => SeverityDto::Low,
+        }
+    }
 }
 
 /// An open alert: raised by an event, open until the condition clears.
@@ -86,12 +98,7 @@ impl From<rules::Alert> for AlertDto {
         Self {
             id: a.id,
             kind: AlertKindDto::of(a.kind),
-            severity: match a.severity {
-                rules::Severity::Critical => SeverityDto::Critical,
-                rules::Severity::High => SeverityDto::High,
-                rules::Severity::Normal => SeverityDto::Normal,
-                rules::Severity::Low => SeverityDto::Low,
-            },
+            severity: SeverityDto::of(a.severity),
             mower_id: a.mower_id.0,
             raised_at: a.raised_at,
             code: a.code,
@@ -155,24 +162,17 @@ pub async fn list_alerts(
 ) -> Result<Json<AlertPage>, ApiError> {
     let limit = page::limit(params.limit)?;
     let after = page::alert_after(params.cursor.as_deref())?;
-    let mowers = state
-        .access
-        .feed_mowers(&principal, params.mower_id.map(MowerId))
-        .await?;
-    let rows = if mowers.as_ref().is_some_and(Vec::is_empty) {
-        Vec::new()
-    } else {
-        ports(&state)?
-            .feed
-            .open_alerts(&AlertQuery {
-                account_id: principal.account_id,
-                mowers,
-                kind: params.kind.map(AlertKindDto::domain),
-                after,
-                limit: page::with_sentinel(limit),
-            })
-            .await?
-    };
+    let rows = feed_rows(&state, &principal, params.mower_id, |ports, mowers| {
+        let query = AlertQuery {
+            account_id: principal.account_id,
+            mowers,
+            kind: params.kind.map(AlertKindDto::domain),
+            after,
+            limit: page::with_sentinel(limit),
+        };
+        async move { ports.feed.open_alerts(&query).await }
+    })
+    .await?;
     let page = page::cut(rows, limit, |a| page::alert_cursor(&AlertCursor::of(a)));
     Ok(Json(AlertPage {
         items: page.rows.into_iter().map(AlertDto::from).collect(),

@@ -26,7 +26,10 @@ pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
 
 use crate::error::ApiError;
 use crate::state::{AppState, NotificationPorts};
+use std::future::Future;
 use swath_application::ports::{chain, WatchError};
+use swath_domain::{MowerId, Principal};
+use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
@@ -47,6 +50,28 @@ fn ports(state: &AppState) -> Result<&NotificationPorts, ApiError> {
         .notifications
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no notification store is configured".into()))
+}
+
+/// The rows of a feed (events, open alerts) as `principal` may see them, of the mower `only` when
+/// given: `read` asks the store with the mowers to show (`None`: the whole account), unless none
+/// is left to show (an empty page, without a read).
+async fn feed_rows<'s, R, F>(
+    state: &'s AppState,
+    principal: &Principal,
+    only: Option<Uuid>,
+    read: impl FnOnce(&'s NotificationPorts, Option<Vec<MowerId>>) -> F,
+) -> Result<Vec<R>, ApiError>
+where
+    F: Future<Output = Result<Vec<R>, WatchError>>,
+{
+    let mowers = state
+        .access
+        .feed_mowers(principal, only.map(MowerId))
+        .await?;
+    if mowers.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
+    Ok(read(ports(state)?, mowers).await?)
 }
 
 /// The description of the `{id}` path parameter of every route that names a mower.

@@ -12,7 +12,7 @@ use axum::Json;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
-use swath_domain::{Assignment, MowerId, MAX_OPERATOR_CHARS};
+use swath_domain::{Assignment, Mower, MowerId, MAX_OPERATOR_CHARS};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -77,6 +77,25 @@ pub struct AssignmentBody {
 
 fn active_default() -> bool {
     true
+}
+
+/// The assignment `id` of `mower` that `body` asks for, updated now.
+fn assignment(
+    id: Uuid,
+    mower: &Mower,
+    body: &AssignmentBody,
+    state: &AppState,
+) -> Result<Assignment, ApiError> {
+    Ok(Assignment {
+        id,
+        mower_id: mower.id,
+        account_id: mower.account_id,
+        operator: check_operator(&body.operator)?,
+        priority: body.priority.domain(),
+        active: body.active,
+        // Microseconds: what every store keeps, so that rankings agree.
+        updated_at: state.clock.now().trunc_subsecs(6),
+    })
 }
 
 fn check_operator(name: &str) -> Result<String, ApiError> {
@@ -151,16 +170,7 @@ pub async fn create_assignment(
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Response, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let assignment = Assignment {
-        id: Uuid::now_v7(),
-        mower_id: mower.id,
-        account_id: mower.account_id,
-        operator: check_operator(&body.operator)?,
-        priority: body.priority.domain(),
-        active: body.active,
-        // Microseconds: what every store keeps, so that rankings agree.
-        updated_at: state.clock.now().trunc_subsecs(6),
-    };
+    let assignment = assignment(Uuid::now_v7(), &mower, &body, &state)?;
     views(&state)?
         .assignments
         .create_assignment(assignment.clone())
@@ -211,15 +221,7 @@ pub async fn update_assignment(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    let assignment = Assignment {
-        id: path.assignment_id,
-        mower_id: mower.id,
-        account_id: mower.account_id,
-        operator: check_operator(&body.operator)?,
-        priority: body.priority.domain(),
-        active: body.active,
-        updated_at: state.clock.now().trunc_subsecs(6),
-    };
+    let assignment = assignment(path.assignment_id, &mower, &body, &state)?;
     if !views(&state)?
         .assignments
         .update_assignment(assignment.clone())

@@ -14,28 +14,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::AlertCard;
 use swath_application::projections::{FleetSnapshot, LiveMower, Window};
-use swath_domain::watch::{AlertKind, Severity};
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-fn kind_dto(kind: AlertKind) -> AlertKindDto {
-    match kind {
-        AlertKind::Error => AlertKindDto::Error,
-        AlertKind::Geofence => AlertKindDto::Geofence,
-        AlertKind::BatteryLow => AlertKindDto::BatteryLow,
-        AlertKind::BladeDue => AlertKindDto::BladeDue,
-        AlertKind::Offline => AlertKindDto::Offline,
-    }
-}
-
-fn severity_dto(severity: Severity) -> SeverityDto {
-    match severity {
-        Severity::Critical => SeverityDto::Critical,
-        Severity::High => SeverityDto::High,
-        Severity::Normal => SeverityDto::Normal,
-        Severity::Low => SeverityDto::Low,
-    }
-}
 
 /// An open alert of a mower in a live view.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
@@ -112,8 +92,8 @@ fn alert_list(w: Window<AlertCard>) -> LiveAlertList {
             .into_iter()
             .map(|a| LiveAlert {
                 id: a.id,
-                kind: kind_dto(a.kind),
-                severity: severity_dto(a.severity),
+                kind: AlertKindDto::of(a.kind),
+                severity: SeverityDto::of(a.severity),
                 raised_at: a.raised_at,
                 code: a.code,
             })
