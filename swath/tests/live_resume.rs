@@ -346,6 +346,22 @@ fn cleared(mower: MowerId, kind: &str, at: &Value, cause: &str) -> Value {
     })
 }
 
+/// The stream's next event, which must be the `alert` of a clear; its `cleared_at`.
+async fn next_clear(
+    client: &mut Client,
+    mower: MowerId,
+    kind: &str,
+    cause: &str,
+) -> chrono::DateTime<chrono::Utc> {
+    let got = client.next().await;
+    assert_eq!(got.event, "alert", "{got:?}");
+    assert_eq!(
+        got.data,
+        cleared(mower, kind, &got.data["cleared_at"], cause)
+    );
+    serde_json::from_value(got.data["cleared_at"].clone()).unwrap()
+}
+
 /// The open alerts of a kind, as `GET /v1/alerts` lists them.
 async fn open_alerts(app: &TestApp, kind: &str) -> usize {
     let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
@@ -405,27 +421,10 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     app.clock.advance(Span::seconds(1));
     let recovered = report(&app, bravo, "w2", 35, 52.51);
     watch(&app, &recovered).await;
-    let got = client.next().await;
-    assert_eq!(got.event, "alert");
+    let cleared_at = next_clear(&mut client, bravo, "battery_low", "battery_recovered").await;
     assert_eq!(
-        got.data,
-        cleared(
-            bravo,
-            "battery_low",
-            &got.data["cleared_at"],
-            "battery_recovered"
-        )
-    );
-    assert_eq!(
-        got.data["cleared_at"]
-            .as_str()
-            .unwrap()
-            .parse::<chrono::DateTime<chrono::Utc>>()
-            .unwrap(),
-        recovered["observed_at"]
-            .as_str()
-            .unwrap()
-            .parse::<chrono::DateTime<chrono::Utc>>()
+        cleared_at,
+        serde_json::from_value::<chrono::DateTime<chrono::Utc>>(recovered["observed_at"].clone())
             .unwrap(),
         "cleared at the instant of the state that re-armed it"
     );
@@ -438,17 +437,7 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     );
     app.clock.advance(Span::seconds(1));
     watch(&app, &report(&app, bravo, "w3", 35, 52.51)).await;
-    let got = client.next().await;
-    assert_eq!(got.event, "alert");
-    assert_eq!(
-        got.data,
-        cleared(
-            bravo,
-            "geofence",
-            &got.data["cleared_at"],
-            "geofence_removed"
-        )
-    );
+    next_clear(&mut client, bravo, "geofence", "geofence_removed").await;
     assert_eq!(open_alerts(&app, "geofence").await, 0);
 
     // A blade reset clears an open blade alert (stored as W6 would have raised it).
@@ -478,21 +467,18 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
             .await
             .unwrap();
     };
+    let reset_blade = || async {
+        let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
+        assert_eq!(response.status, StatusCode::NO_CONTENT);
+    };
     open_blade().await;
     assert_eq!(open_alerts(&app, "blade_due").await, 1);
-    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
-    assert_eq!(response.status, StatusCode::NO_CONTENT);
-    let got = client.next().await;
-    assert_eq!(got.event, "alert");
-    assert_eq!(
-        got.data,
-        cleared(bravo, "blade_due", &got.data["cleared_at"], "blade_reset")
-    );
+    reset_blade().await;
+    next_clear(&mut client, bravo, "blade_due", "blade_reset").await;
     assert_eq!(open_alerts(&app, "blade_due").await, 0);
 
     // A reset with no open alert clears nothing and tells nothing.
-    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
-    assert_eq!(response.status, StatusCode::NO_CONTENT);
+    reset_blade().await;
     let nothing = tokio::time::timeout(Duration::from_millis(300), client.next()).await;
     assert!(nothing.is_err(), "no alert was open: nothing to tell");
 
@@ -500,8 +486,7 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     let mut b_all = Client::connect(&app, TOKEN_B, "", None).await;
     let mut no_alerts = Client::connect(&app, TOKEN_A, "?kinds=state", None).await;
     open_blade().await;
-    let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
-    assert_eq!(response.status, StatusCode::NO_CONTENT);
+    reset_blade().await;
     publish(&app, &report(&app, bravo, "after", 35, 52.51)).await;
     assert_eq!(
         marker(&no_alerts.next().await),

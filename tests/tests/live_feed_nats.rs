@@ -65,13 +65,16 @@ async fn the_feed_numbers_states_events_and_cleared_alerts_from_nats_and_resumes
         "activity": "mowing",
         "battery_percent": 18,
     });
-    bus.publish(
-        &subjects::telemetry(mower),
-        Bytes::from(state.to_string()),
-        None,
-    )
-    .await
-    .unwrap();
+    let publish_state = || async {
+        bus.publish(
+            &subjects::telemetry(mower),
+            Bytes::from(state.to_string()),
+            None,
+        )
+        .await
+        .unwrap()
+    };
+    publish_state().await;
     let (first, body) = next(&mut cursor).await;
     let FeedBody::State(row) = body else {
         panic!("a state first, got {body:?}")
@@ -125,13 +128,7 @@ async fn the_feed_numbers_states_events_and_cleared_alerts_from_nats_and_resumes
 
     // The same clear published again (a retried publication) is one message on the bus.
     watcher::publish_told(bus.as_ref(), &[], &[(0, clear.clone())]).await;
-    bus.publish(
-        &subjects::telemetry(mower),
-        Bytes::from(state.to_string()),
-        None,
-    )
-    .await
-    .unwrap();
+    publish_state().await;
     let (fourth, body) = next(&mut cursor).await;
     assert!(
         matches!(body, FeedBody::State(_)),
