@@ -4,7 +4,7 @@
 //! does, so the store is checked together with the rules it must apply.
 
 use crate::support::{
-    trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
+    first_rows, trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
 };
 use crate::traces::{
     arrival, build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step,
@@ -606,12 +606,7 @@ pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory) {
             .filter(|b| sent.len() > *b)
             .map(|b| at(sent[sent.len() - b]))
     };
-    let all = TimeWindow {
-        from: None,
-        to: None,
-        after: None,
-        limit: 2,
-    };
+    let all = first_rows(2);
     let late = TimeWindow {
         from: Some(at(9)),
         to: None,
