@@ -12,7 +12,7 @@ use swath_application::ports::{
     hash_token, Directory, ManualClock, NewToken, TelemetryStore, TokenId, TokenStore,
 };
 use swath_domain::{AccountId, Mower, MowerId, Principal, Scope, SiteId};
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::PostgresFactory;
 use swath_tests::support::http::wire_app;
 use swath_tests::support::{add_account, add_mower, add_site, first_rows, mower, site};
 use uuid::Uuid;
@@ -59,78 +59,82 @@ fn counts(document: &Value) -> (u64, u64, u64, u64) {
     (n("new"), n("late_merged"), n("duplicate"), n("dropped"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates() {
-    let factory = PostgresFactory::new(test_database_url());
-    let store = factory.fresh_store().await;
-    let t0: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
-    let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::hours(1)));
-    let wired = wire_app(Stores::postgres(store.clone()), clock);
-    let (account, mower) = seed(&store, "Acme Parks").await;
-    let (_, foreign) = seed(&store, "Borough Lawns").await;
-    TokenStore::create_token(
-        &store,
-        hash_token(TOKEN),
-        NewToken {
-            id: TokenId(Uuid::now_v7()),
-            name: "writer".to_owned(),
-            principal: Principal {
-                account_id: account,
-                scopes: vec![Scope::Write],
-                sites: None,
+swath_tests::postgres_tests!(
+    on_postgres: an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates,
+);
+
+mod on_postgres {
+    use super::*;
+
+    pub(super) async fn an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates(
+        factory: PostgresFactory,
+    ) {
+        let store = factory.fresh_store().await;
+        let t0: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
+        let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::hours(1)));
+        let wired = wire_app(Stores::postgres(store.clone()), clock);
+        let (account, mower) = seed(&store, "Acme Parks").await;
+        let (_, foreign) = seed(&store, "Borough Lawns").await;
+        TokenStore::create_token(
+            &store,
+            hash_token(TOKEN),
+            NewToken {
+                id: TokenId(Uuid::now_v7()),
+                name: "writer".to_owned(),
+                principal: Principal {
+                    account_id: account,
+                    scopes: vec![Scope::Write],
+                    sites: None,
+                },
             },
-        },
-    )
-    .await
-    .unwrap();
-    let app = router(wired.state);
+        )
+        .await
+        .unwrap();
+        let app = router(wired.state);
 
-    let report = |mower: MowerId, seconds: i64| {
-        json!({
-            "mower_id": mower,
-            "account_id": account,
-            "observed_at": (t0 + chrono::Duration::seconds(seconds)).to_rfc3339(),
-            "activity": "mowing",
-            "blade_on": true,
-            "position": {"lat": 52.5, "lon": 13.4 + seconds as f64 * 1e-5},
-        })
-        .to_string()
-    };
-    // 450 states over three units of work, in order but for the last one (late, merged), a bad
-    // line and another account's mower.
-    let mut lines: Vec<String> = (0..450).map(|i| report(mower, 100 + i)).collect();
-    lines.insert(7, "{\"mower_id\": 12}".to_owned());
-    lines.insert(300, report(foreign, 10));
-    lines.push(report(mower, 50));
-    let body = lines.join("\n") + "\n";
+        let report = |mower: MowerId, seconds: i64| {
+            json!({
+                "mower_id": mower,
+                "account_id": account,
+                "observed_at": (t0 + chrono::Duration::seconds(seconds)).to_rfc3339(),
+                "activity": "mowing",
+                "blade_on": true,
+                "position": {"lat": 52.5, "lon": 13.4 + seconds as f64 * 1e-5},
+            })
+            .to_string()
+        };
+        // 450 states over three units of work, in order but for the last one (late, merged), a bad
+        // line and another account's mower.
+        let mut lines: Vec<String> = (0..450).map(|i| report(mower, 100 + i)).collect();
+        lines.insert(7, "{\"mower_id\": 12}".to_owned());
+        lines.insert(300, report(foreign, 10));
+        lines.push(report(mower, 50));
+        let body = lines.join("\n") + "\n";
 
-    let (status, first) = send(&app, Method::POST, "/v1/imports", body.clone()).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
-    assert_eq!(first["status"], "done");
-    assert_eq!(counts(&first), (451, 1, 0, 2));
-    let bad: Vec<(u64, &str)> = first["bad_lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["line"].as_u64().unwrap(), l["reason"].as_str().unwrap()))
-        .collect();
-    assert_eq!(bad, [(8, "malformed"), (301, "unknown_mower")]);
-    let history = store.history(foreign, &first_rows(10)).await.unwrap();
-    assert!(
-        history.rows.is_empty(),
-        "another account's mower got nothing"
-    );
+        let (status, first) = send(&app, Method::POST, "/v1/imports", body.clone()).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+        assert_eq!(first["status"], "done");
+        assert_eq!(counts(&first), (451, 1, 0, 2));
+        let bad: Vec<(u64, &str)> = first["bad_lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| (l["line"].as_u64().unwrap(), l["reason"].as_str().unwrap()))
+            .collect();
+        assert_eq!(bad, [(8, "malformed"), (301, "unknown_mower")]);
+        let history = store.history(foreign, &first_rows(10)).await.unwrap();
+        assert!(
+            history.rows.is_empty(),
+            "another account's mower got nothing"
+        );
 
-    let (status, again) = send(&app, Method::POST, "/v1/imports", body).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
-    assert_eq!(counts(&again), (0, 0, 451, 2));
+        let (status, again) = send(&app, Method::POST, "/v1/imports", body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+        assert_eq!(counts(&again), (0, 0, 451, 2));
 
-    let path = format!("/v1/imports/{}", first["id"].as_str().unwrap());
-    let (status, polled) = send(&app, Method::GET, &path, String::new()).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(polled, first);
+        let path = format!("/v1/imports/{}", first["id"].as_str().unwrap());
+        let (status, polled) = send(&app, Method::GET, &path, String::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(polled, first);
+    }
 }

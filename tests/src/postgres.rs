@@ -213,3 +213,30 @@ mod tests {
         );
     }
 }
+
+/// The tests of scenarios that need PostgreSQL, one `#[test]` per scenario of `$module`, named
+/// like it: each is reported as ignored, with the reason, when `SWATH_TEST_DATABASE_URL` was
+/// unset at build time (the `swath_no_postgres` cfg of `tests/build_services.rs`), like the
+/// suites' `postgres = …` (decision 131). An asynchronous scenario runs on two worker threads and
+/// is handed a factory of fresh databases on that server; a `sync` one (a property, which runs
+/// its own runtime) makes its factories itself.
+#[macro_export]
+macro_rules! postgres_tests {
+    ($module:ident: $($scenario:ident),* $(,)? $(; sync: $($sync:ident),* $(,)?)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+            async fn $scenario() {
+                let url = $crate::postgres::test_database_url();
+                $module::$scenario($crate::postgres::PostgresFactory::new(url)).await;
+            }
+        )*
+        $($(
+            #[test]
+            #[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+            fn $sync() {
+                $module::$sync();
+            }
+        )*)?
+    };
+}

@@ -16,7 +16,7 @@ use swath_tests::hostile::{
     check_table_covers_the_document, fill, fill_body, string_paths, table, with_nul_at,
     with_nul_keys,
 };
-use swath_tests::postgres::{test_database_url, PostgresFactory};
+use swath_tests::postgres::PostgresFactory;
 use swath_tests::support::add_account;
 use swath_tests::support::http::{add_token, send, wire_app};
 
@@ -297,17 +297,18 @@ async fn nul_and_out_of_range_input_on_the_memory_store() {
     all(&App::memory().await).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory() {
-    let url = test_database_url();
-    let factory = PostgresFactory::new(url);
-    let postgres = all(&App::postgres(&factory).await).await;
-    let memory = all(&App::memory().await).await;
-    assert_eq!(postgres, memory, "the stores answered differently");
+swath_tests::postgres_tests!(on_postgres: nul_and_out_of_range_input_on_postgres_answers_as_on_memory);
+
+mod on_postgres {
+    use super::*;
+
+    pub(super) async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory(
+        factory: PostgresFactory,
+    ) {
+        let postgres = all(&App::postgres(&factory).await).await;
+        let memory = all(&App::memory().await).await;
+        assert_eq!(postgres, memory, "the stores answered differently");
+    }
 }
 
 /// `POST /v1/states` isolates what the store refuses at once: the refused report answers
