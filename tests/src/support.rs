@@ -13,8 +13,8 @@ use swath_application::ports::{
 use swath_application::Ingest;
 use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
 use swath_domain::{
-    rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
-    StateOutcome,
+    rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, HealthTotals, Mower, MowerId, Site,
+    SiteId, StateOutcome,
 };
 use uuid::Uuid;
 
@@ -38,6 +38,14 @@ impl TestStore {
             telemetry: store,
             postgres: None,
         }
+    }
+}
+
+impl TestStore {
+    /// A mower's health totals (`None` before its first state); the store must answer.
+    pub async fn health(&self, mower: MowerId) -> Option<HealthTotals> {
+        let health = self.telemetry.health(mower).await;
+        health.expect("read the health totals")
     }
 }
 
@@ -263,6 +271,20 @@ pub const DEFAULT_THRESHOLD: i64 = DEFAULT_BLADE_THRESHOLD_MS;
 /// The instant traces start at; the test clock stands a day later.
 pub fn trace_start() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap()
+}
+
+/// A runtime on the calling thread, with its I/O and timers: for the property tests, whose
+/// cases are synchronous, and the benchmarks, which time one thread.
+pub fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// Runs `future` to its end on a [`current_thread_runtime`] of its own.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    current_thread_runtime().block_on(future)
 }
 
 /// Parses and records one batch of JSON reports through `ingest`; the store must accept the batch.

@@ -185,8 +185,9 @@ async fn fleet(tile_url: &str) -> Fleet {
 }
 
 async fn post_states(app: &axum::Router, watcher: &Watcher, reports: Vec<Value>) {
-    let (status, answer) = call(app, Method::POST, "/v1/states", Some(json!(reports))).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    let body = Some(json!(reports));
+    let answer = http::call(app, Method::POST, "/v1/states", TOKEN, body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
     let parsed: Vec<_> = reports
         .iter()
         .map(|r| watcher.parse(r.to_string().as_bytes()))
@@ -194,19 +195,10 @@ async fn post_states(app: &axum::Router, watcher: &Watcher, reports: Vec<Value>)
     watcher.on_states(&parsed).await.unwrap();
 }
 
-async fn call(
-    app: &axum::Router,
-    method: Method,
-    uri: &str,
-    body: Option<Value>,
-) -> (StatusCode, String) {
-    let answer = http::call(app, method, uri, TOKEN, body).await;
-    (answer.status, answer.text())
-}
-
 async fn page(app: &axum::Router, uri: &str) -> String {
-    let (status, body) = call(app, Method::GET, uri, None).await;
-    assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+    let answer = http::call(app, Method::GET, uri, TOKEN, None).await;
+    let body = answer.text();
+    assert_eq!(answer.status, StatusCode::OK, "{uri}: {body}");
     body
 }
 
