@@ -195,24 +195,6 @@ pub fn property<F, S: Strategy>(
     drop(factory);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::with_database;
-
-    #[test]
-    fn database_names_are_replaced() {
-        assert_eq!(
-            with_database("postgres://postgres@127.0.0.1:5432/postgres", "x"),
-            "postgres://postgres@127.0.0.1:5432/x"
-        );
-        assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
-        assert_eq!(
-            with_database("postgres://h:1/db?sslmode=disable", "x"),
-            "postgres://h:1/x?sslmode=disable"
-        );
-    }
-}
-
 /// The tests of scenarios that need PostgreSQL, one `#[test]` per scenario of `$module`, named
 /// like it: each is reported as ignored, with the reason, when `SWATH_TEST_DATABASE_URL` was
 /// unset at build time (the `swath_no_postgres` cfg of `tests/build_services.rs`), like the
@@ -238,4 +220,22 @@ macro_rules! postgres_tests {
             }
         )*)?
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn database_names_are_replaced() {
+        assert_eq!(
+            with_database("postgres://postgres@127.0.0.1:5432/postgres", "x"),
+            "postgres://postgres@127.0.0.1:5432/x"
+        );
+        assert_eq!(with_database("postgres://h", "x"), "postgres://h/x");
+        assert_eq!(
+            with_database("postgres://h:1/db?sslmode=disable", "x"),
+            "postgres://h:1/x?sslmode=disable"
+        );
+    }
 }
