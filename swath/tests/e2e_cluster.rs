@@ -81,23 +81,7 @@ async fn a_three_node_cluster_losing_and_pausing_nodes_loses_and_reorders_nothin
         .expect("replica a restarts");
 
     publishing.await.expect("the publisher");
-    // The references assume the stream holds each mower's states in the order published: a
-    // publisher that retried a lost publish behind newer ones would break that, not Swath
-    // (decision 88). Read it back and say so before judging the service.
-    let in_stream = swath_tests::e2e::scenario::stream_states(&cluster.url(1))
-        .await
-        .expect("read the telemetry stream back");
-    assert_eq!(
-        in_stream.len(),
-        plan.states,
-        "the stream holds every state once"
-    );
-    let reordered = swath_tests::e2e::scenario::reordered_mowers(&plan.parsed_states(), &in_stream);
-    assert!(
-        reordered.is_empty(),
-        "the publisher left {} mowers' states out of order in the stream: {reordered:?}",
-        reordered.len()
-    );
+    swath_tests::e2e::scenario::assert_stream_in_published_order(&cluster.url(1), &plan).await;
     verify_everything(&store, &plan, &[&a, &b, &a_again]).await;
     eprintln!("cluster scenario: {:.0} s", started.elapsed().as_secs_f64());
 }

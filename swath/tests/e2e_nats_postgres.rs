@@ -14,7 +14,7 @@
 use rand::Rng;
 use std::time::Duration;
 use swath_tests::e2e::scenario::{
-    publish_in_background, publisher, reordered_mowers, stream_states, unsettled_ingest,
+    assert_stream_in_published_order, publish_in_background, publisher, unsettled_ingest,
     wait_for_count,
 };
 use swath_tests::e2e::setup::{start_scenario, verify_everything};
@@ -157,20 +157,7 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
         .expect("publish the second half after the restart");
     // A publish lost in the restart and retried behind newer ones would leave a mower's states
     // out of order in the stream, which the references do not expect (decision 88): said as such.
-    let in_stream = stream_states(&nats.url())
-        .await
-        .expect("read the telemetry stream back");
-    assert_eq!(
-        in_stream.len(),
-        plan.states,
-        "the stream holds every state once"
-    );
-    let reordered = reordered_mowers(&plan.parsed_states(), &in_stream);
-    assert!(
-        reordered.is_empty(),
-        "the publisher left {} mowers' states out of order in the stream: {reordered:?}",
-        reordered.len()
-    );
+    assert_stream_in_published_order(&nats.url(), &plan).await;
     verify_everything(&store, &plan, &[&service]).await;
     let (status, _) = service.get("/readyz").await.unwrap();
     assert_eq!(status, 200, "ready again after the restart");

@@ -4,20 +4,17 @@
 
 use axum::body::Body;
 use axum::http::{header, Method, Request, StatusCode};
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath::wiring::{wire, Settings, Stores};
+use swath::wiring::Stores;
 use swath_api::router;
 use swath_application::ports::{
-    hash_token, Directory, ManualClock, NewToken, TelemetryStore, TimeWindow, TokenId, TokenStore,
+    hash_token, Directory, ManualClock, NewToken, TelemetryStore, TokenId, TokenStore,
 };
-use swath_application::RetentionPolicy;
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId};
-use swath_memory::{MemoryBus, MemoryBusSettings};
-use swath_tests::postgres::{test_database_url, PostgresFactory};
-use tower::ServiceExt;
+use swath_domain::{AccountId, Mower, MowerId, Principal, Scope, SiteId};
+use swath_tests::postgres::PostgresFactory;
+use swath_tests::support::http::wire_app;
+use swath_tests::support::{add_account, add_mower, add_site, first_rows, mower, site};
 use uuid::Uuid;
 
 const TOKEN: &str = "swath-imports-postgres-writer";
@@ -25,39 +22,22 @@ const TOKEN: &str = "swath-imports-postgres-writer";
 /// An account with one site and one mower in `store`.
 async fn seed(store: &dyn Directory, name: &str) -> (AccountId, MowerId) {
     let account = AccountId(Uuid::now_v7());
-    store
-        .create_account(Account {
-            id: account,
-            name: name.to_owned(),
-        })
-        .await
-        .unwrap();
-    let site = SiteId(Uuid::now_v7());
-    store
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Main".to_owned(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .unwrap();
-    let mower = MowerId(Uuid::now_v7());
-    store
-        .create_mower(Mower {
-            id: mower,
-            account_id: account,
-            site_id: site,
-            name: "Bravo".to_owned(),
-            model: "Greenline R40".to_owned(),
-            serial: format!("GR40-{}", Uuid::now_v7().simple()),
-            display_order: 0,
-            blade_threshold_ms: 100 * 3600 * 1000,
-        })
-        .await
-        .unwrap();
-    (account, mower)
+    add_account(store, account, name).await;
+    let site_id = SiteId(Uuid::now_v7());
+    add_site(
+        store,
+        site(site_id, account, "Main", chrono_tz::Europe::Berlin, 0),
+    )
+    .await;
+    let id = MowerId(Uuid::now_v7());
+    let mower = Mower {
+        model: "Greenline R40".to_owned(),
+        serial: format!("GR40-{}", Uuid::now_v7().simple()),
+        blade_threshold_ms: 100 * 3600 * 1000,
+        ..mower(id, account, site_id, "Bravo", 0)
+    };
+    add_mower(store, mower).await;
+    (account, id)
 }
 
 async fn send(app: &axum::Router, method: Method, path: &str, body: String) -> (StatusCode, Value) {
@@ -68,13 +48,9 @@ async fn send(app: &axum::Router, method: Method, path: &str, body: String) -> (
         .header(header::CONTENT_TYPE, "application/x-ndjson")
         .body(Body::from(body))
         .unwrap();
-    let response = app.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let answer = swath_tests::support::http::send(app, request).await;
+    let document = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+    (answer.status, document)
 }
 
 fn counts(document: &Value) -> (u64, u64, u64, u64) {
@@ -83,97 +59,82 @@ fn counts(document: &Value) -> (u64, u64, u64, u64) {
     (n("new"), n("late_merged"), n("duplicate"), n("dropped"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates() {
-    let factory = PostgresFactory::new(test_database_url());
-    let store = factory.fresh_store().await;
-    let t0: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
-    let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::hours(1)));
-    let wired = wire(
-        Stores::postgres(store.clone()),
-        Arc::new(MemoryBus::new(MemoryBusSettings::default())),
-        clock,
-        Settings {
-            offline_after: DEFAULT_OFFLINE_AFTER,
-            retention: RetentionPolicy::default(),
-        },
-    );
-    let (account, mower) = seed(&store, "Acme Parks").await;
-    let (_, foreign) = seed(&store, "Borough Lawns").await;
-    TokenStore::create_token(
-        &store,
-        hash_token(TOKEN),
-        NewToken {
-            id: TokenId(Uuid::now_v7()),
-            name: "writer".to_owned(),
-            principal: Principal {
-                account_id: account,
-                scopes: vec![Scope::Write],
-                sites: None,
-            },
-        },
-    )
-    .await
-    .unwrap();
-    let app = router(wired.state);
+swath_tests::postgres_tests!(
+    on_postgres: an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates,
+);
 
-    let report = |mower: MowerId, seconds: i64| {
-        json!({
-            "mower_id": mower,
-            "account_id": account,
-            "observed_at": (t0 + chrono::Duration::seconds(seconds)).to_rfc3339(),
-            "activity": "mowing",
-            "blade_on": true,
-            "position": {"lat": 52.5, "lon": 13.4 + seconds as f64 * 1e-5},
-        })
-        .to_string()
-    };
-    // 450 states over three units of work, in order but for the last one (late, merged), a bad
-    // line and another account's mower.
-    let mut lines: Vec<String> = (0..450).map(|i| report(mower, 100 + i)).collect();
-    lines.insert(7, "{\"mower_id\": 12}".to_owned());
-    lines.insert(300, report(foreign, 10));
-    lines.push(report(mower, 50));
-    let body = lines.join("\n") + "\n";
+mod on_postgres {
+    use super::*;
 
-    let (status, first) = send(&app, Method::POST, "/v1/imports", body.clone()).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
-    assert_eq!(first["status"], "done");
-    assert_eq!(counts(&first), (451, 1, 0, 2));
-    let bad: Vec<(u64, &str)> = first["bad_lines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| (l["line"].as_u64().unwrap(), l["reason"].as_str().unwrap()))
-        .collect();
-    assert_eq!(bad, [(8, "malformed"), (301, "unknown_mower")]);
-    let history = store
-        .history(
-            foreign,
-            &TimeWindow {
-                from: None,
-                to: None,
-                after: None,
-                limit: 10,
+    pub(super) async fn an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates(
+        factory: PostgresFactory,
+    ) {
+        let store = factory.fresh_store().await;
+        let t0: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
+        let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::hours(1)));
+        let wired = wire_app(Stores::postgres(store.clone()), clock);
+        let (account, mower) = seed(&store, "Acme Parks").await;
+        let (_, foreign) = seed(&store, "Borough Lawns").await;
+        TokenStore::create_token(
+            &store,
+            hash_token(TOKEN),
+            NewToken {
+                id: TokenId(Uuid::now_v7()),
+                name: "writer".to_owned(),
+                principal: Principal {
+                    account_id: account,
+                    scopes: vec![Scope::Write],
+                    sites: None,
+                },
             },
         )
         .await
         .unwrap();
-    assert!(
-        history.rows.is_empty(),
-        "another account's mower got nothing"
-    );
+        let app = router(wired.state);
 
-    let (status, again) = send(&app, Method::POST, "/v1/imports", body).await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{again}");
-    assert_eq!(counts(&again), (0, 0, 451, 2));
+        let report = |mower: MowerId, seconds: i64| {
+            json!({
+                "mower_id": mower,
+                "account_id": account,
+                "observed_at": (t0 + chrono::Duration::seconds(seconds)).to_rfc3339(),
+                "activity": "mowing",
+                "blade_on": true,
+                "position": {"lat": 52.5, "lon": 13.4 + seconds as f64 * 1e-5},
+            })
+            .to_string()
+        };
+        // 450 states over three units of work, in order but for the last one (late, merged), a bad
+        // line and another account's mower.
+        let mut lines: Vec<String> = (0..450).map(|i| report(mower, 100 + i)).collect();
+        lines.insert(7, "{\"mower_id\": 12}".to_owned());
+        lines.insert(300, report(foreign, 10));
+        lines.push(report(mower, 50));
+        let body = lines.join("\n") + "\n";
 
-    let path = format!("/v1/imports/{}", first["id"].as_str().unwrap());
-    let (status, polled) = send(&app, Method::GET, &path, String::new()).await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(polled, first);
+        let (status, first) = send(&app, Method::POST, "/v1/imports", body.clone()).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+        assert_eq!(first["status"], "done");
+        assert_eq!(counts(&first), (451, 1, 0, 2));
+        let bad: Vec<(u64, &str)> = first["bad_lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| (l["line"].as_u64().unwrap(), l["reason"].as_str().unwrap()))
+            .collect();
+        assert_eq!(bad, [(8, "malformed"), (301, "unknown_mower")]);
+        let history = store.history(foreign, &first_rows(10)).await.unwrap();
+        assert!(
+            history.rows.is_empty(),
+            "another account's mower got nothing"
+        );
+
+        let (status, again) = send(&app, Method::POST, "/v1/imports", body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{again}");
+        assert_eq!(counts(&again), (0, 0, 451, 2));
+
+        let path = format!("/v1/imports/{}", first["id"].as_str().unwrap());
+        let (status, polled) = send(&app, Method::GET, &path, String::new()).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(polled, first);
+    }
 }

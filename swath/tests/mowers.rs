@@ -69,10 +69,7 @@ async fn a_mower_that_never_reported_has_no_state_yet() {
         .get(&format!("/v1/mowers/{charlie}/state"), Some(TOKEN_A))
         .await;
     assert_eq!(response.status, StatusCode::NOT_FOUND);
-    assert_eq!(
-        response.problem().type_uri,
-        "https://swath.dev/problems/no-state-yet"
-    );
+    assert_eq!(response.problem_type(), "no-state-yet");
 }
 
 #[tokio::test]

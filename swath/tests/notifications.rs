@@ -9,12 +9,11 @@ use helpers::{t0, TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_WRITE_ONLY, TOKEN_B};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath_api::{router, AppState, NotificationPorts};
-use swath_application::ports::{Clock, WatchStore};
+use swath_application::ports::Clock;
 use swath_application::{Ingest, SchedulerStatus, Watcher};
-use swath_domain::watch::{
-    Alert, AlertChanges, AlertKind, Event, EventDetail, EventKind, WatchChanges,
-};
+use swath_domain::watch::{AlertKind, Event, EventDetail, EventKind, WatchChanges};
 use swath_memory::MemoryBus;
+use swath_tests::support::{commit_watch, open_alert, store_alerts};
 
 /// The test application, with its watcher and busy check (the same store, as `swath serve` wires
 /// them).
@@ -206,27 +205,8 @@ async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
     let (app, _watcher, _scheduler) = app().await;
     let mower = app.a.mowers[0];
     // An open blade alert, stored as the watcher would have raised it.
-    let watch: &dyn WatchStore = &app.store;
-    let (_, batch) = watch.begin_watch(&[mower], &[]).await.unwrap();
-    batch
-        .commit(WatchChanges {
-            alerts: AlertChanges {
-                clears: Vec::new(),
-                raised: vec![Alert {
-                    id: uuid::Uuid::now_v7(),
-                    mower_id: mower,
-                    account_id: app.a.account_id,
-                    kind: AlertKind::BladeDue,
-                    severity: AlertKind::BladeDue.severity(),
-                    raised_at: t0(),
-                    cleared_at: None,
-                    code: None,
-                }],
-            },
-            ..WatchChanges::default()
-        })
-        .await
-        .unwrap();
+    let raised = open_alert(mower, app.a.account_id, AlertKind::BladeDue, t0());
+    store_alerts(&app.store, &[mower], vec![raised]).await;
     let blade_alerts = || async {
         let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
         alerts["items"]
@@ -473,32 +453,13 @@ async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once
 async fn an_empty_cursor_is_the_first_page_of_the_events_and_the_alerts() {
     let (app, _watcher, _scheduler) = app().await;
     // Two open alerts, stored as the watcher would have raised them.
-    let watch: &dyn WatchStore = &app.store;
     let mowers = &app.a.mowers[..2];
-    let (_, batch) = watch.begin_watch(mowers, &[]).await.unwrap();
+    let account = app.a.account_id;
     let raised = mowers
         .iter()
-        .map(|&mower_id| Alert {
-            id: uuid::Uuid::now_v7(),
-            mower_id,
-            account_id: app.a.account_id,
-            kind: AlertKind::BladeDue,
-            severity: AlertKind::BladeDue.severity(),
-            raised_at: t0(),
-            cleared_at: None,
-            code: None,
-        })
+        .map(|&m| open_alert(m, account, AlertKind::BladeDue, t0()))
         .collect();
-    batch
-        .commit(WatchChanges {
-            alerts: AlertChanges {
-                clears: Vec::new(),
-                raised,
-            },
-            ..WatchChanges::default()
-        })
-        .await
-        .unwrap();
+    store_alerts(&app.store, mowers, raised).await;
     // Three zone events.
     let mower = app.a.mowers[0];
     app.post(
@@ -572,15 +533,11 @@ async fn every_event_kind_has_details_of_its_own_shape() {
             Event::new(mower, app.a.account_id, at, detail)
         })
         .collect();
-    let watch: &dyn WatchStore = &app.store;
-    let (_, batch) = watch.begin_watch(&[mower], &[]).await.unwrap();
-    batch
-        .commit(WatchChanges {
-            events,
-            ..WatchChanges::default()
-        })
-        .await
-        .unwrap();
+    let changes = WatchChanges {
+        events,
+        ..WatchChanges::default()
+    };
+    commit_watch(&app.store, &[mower], changes).await;
 
     let page = app.get("/v1/events?limit=100", Some(TOKEN_A)).await.json();
     let items = page["items"].as_array().unwrap();

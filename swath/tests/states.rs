@@ -137,10 +137,7 @@ async fn the_batch_is_limited_in_reports_and_bytes() {
         )
         .await;
     assert_eq!(response.status, StatusCode::PAYLOAD_TOO_LARGE);
-    assert_eq!(
-        response.problem().type_uri,
-        "https://swath.dev/problems/payload-too-large"
-    );
+    assert_eq!(response.problem_type(), "payload-too-large");
 }
 
 #[tokio::test]

@@ -20,13 +20,12 @@ use flate2::Compression;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swath::wiring::{wire, Settings, Stores};
-use swath_application::ports::{hash_token, SystemClock, TokenStore};
-use swath_application::RetentionPolicy;
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{Principal, Scope};
-use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath::wiring::Stores;
+use swath_application::ports::SystemClock;
+use swath_domain::Scope;
+use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_simulator::{replay, seed_demo_fleet, SimulatorSettings};
+use swath_tests::support::http::{add_token, wire_app};
 use tower::ServiceExt;
 
 mod args;
@@ -37,15 +36,7 @@ const PATHS: [&str; 2] = ["/v1/mowers", "/v1/live/fleet"];
 
 async fn app() -> Router {
     let store = MemoryStore::new(MemoryStoreSettings::default());
-    let wired = wire(
-        Stores::memory(store.clone()),
-        Arc::new(MemoryBus::new(MemoryBusSettings::default())),
-        Arc::new(SystemClock),
-        Settings {
-            offline_after: DEFAULT_OFFLINE_AFTER,
-            retention: RetentionPolicy::default(),
-        },
-    );
+    let wired = wire_app(Stores::memory(store.clone()), Arc::new(SystemClock));
     let settings = SimulatorSettings {
         mowers: 20,
         seed: Some(7),
@@ -66,17 +57,7 @@ async fn app() -> Router {
     for batch in reports.chunks(64) {
         wired.ingest.record_states(batch.to_vec()).await.unwrap();
     }
-    store
-        .store_token(
-            hash_token(TOKEN),
-            Principal {
-                account_id: fleet.account.id,
-                scopes: vec![Scope::Read],
-                sites: None,
-            },
-        )
-        .await
-        .unwrap();
+    add_token(&store, TOKEN, fleet.account.id, vec![Scope::Read], None).await;
     swath_api::router(wired.state)
 }
 

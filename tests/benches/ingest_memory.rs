@@ -71,10 +71,7 @@ fn main() {
     let args = Args::new(|a| !a.starts_with('-'));
     let states: usize = args.get(0, 400_000);
     let runs: usize = args.get(1, 5);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = swath_tests::support::current_thread_runtime();
 
     let mut parsed = Vec::new();
     let mut bytes = Vec::new();

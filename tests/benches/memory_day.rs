@@ -46,10 +46,7 @@ fn main() {
     let args = Args::new(|a| !a.starts_with('-'));
     let hours: i64 = args.get(0, 24);
     let mowers: usize = args.get(1, 20);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = swath_tests::support::current_thread_runtime();
 
     let store = Arc::new(MemoryStore::new(MemoryStoreSettings::default()));
     let settings = SimulatorSettings {

@@ -14,6 +14,9 @@
 # Needs wrk, psql, curl and jq; PGURL (postgres://postgres@127.0.0.1:5432) names the server.
 set -euo pipefail
 
+# shellcheck source=tests/scripts/latest_state_lib.sh
+source "$(dirname "$0")/latest_state_lib.sh"
+
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 DB=${DB:-swath_bench_latest}
 PORT=${PORT:-18480}
@@ -46,17 +49,7 @@ for bin in "$@"; do
         SWATH_LOG=warn "$bin" serve >"$log" 2>&1 &
     pid=$!
     trap 'kill $pid 2>/dev/null || true' EXIT
-    mower=""
-    for _ in $(seq 1 120); do
-        mower=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/mowers?limit=1" |
-            jq -r '.items[0].id // empty' 2>/dev/null || true)
-        if [ -n "$mower" ] && curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" \
-            "http://127.0.0.1:$PORT/v1/mowers/$mower/state"; then
-            break
-        fi
-        sleep 0.5
-    done
-    [ -n "$mower" ] || { echo "no mower with a state from $bin"; cat "$log"; exit 1; }
+    mower=$(first_mower_with_a_state 120 "$log" "$bin")
     echo "== $bin (mower $mower)"
     # Fill the pool first, so that every backend that serves the run is counted.
     wrk -t2 -c32 -d1s -H "Authorization: Bearer $TOKEN" \

@@ -11,6 +11,9 @@
 # instructions and their quotient. Needs valgrind, wrk, psql, curl and jq.
 set -euo pipefail
 
+# shellcheck source=tests/scripts/latest_state_lib.sh
+source "$(dirname "$0")/latest_state_lib.sh"
+
 bin=$1
 out=${2:-$(mktemp -t callgrind.out.XXXXXX)}
 PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
@@ -29,17 +32,7 @@ SWATH_STORE=postgres SWATH_DATABASE_URL="$PGURL/$DB?sslmode=disable" \
     >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
-mower=""
-for _ in $(seq 1 240); do
-    mower=$(curl -sf -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$PORT/v1/mowers?limit=1" |
-        jq -r '.items[0].id // empty' 2>/dev/null || true)
-    if [ -n "$mower" ] && curl -sf -o /dev/null -H "Authorization: Bearer $TOKEN" \
-        "http://127.0.0.1:$PORT/v1/mowers/$mower/state"; then
-        break
-    fi
-    sleep 0.5
-done
-[ -n "$mower" ] || { echo "no mower with a state from $bin"; cat "$log"; exit 1; }
+mower=$(first_mower_with_a_state 240 "$log" "$bin")
 url="http://127.0.0.1:$PORT/v1/mowers/$mower/state"
 wrk -t1 -c8 -d5s -H "Authorization: Bearer $TOKEN" "$url" >/dev/null
 callgrind_control -i on $pid >/dev/null

@@ -5,7 +5,7 @@
 //! against the memory store and PostgreSQL.
 
 use crate::postgres::PostgresFactory;
-use crate::support::{trace_start, Fleet, RecordingBus, DEFAULT_THRESHOLD};
+use crate::support::{first_rows, trace_start, Fleet, RecordingBus, DEFAULT_THRESHOLD};
 use crate::traces::ingest_clock;
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
@@ -656,20 +656,9 @@ pub async fn reads_answer_the_window(factory: &dyn ApiStoreFactory) {
         let track = h.store.telemetry.track(m, &window).await.unwrap().rows;
         assert_eq!(track, expected, "{window:?}");
     }
-    let unknown = h
-        .store
-        .telemetry
-        .history(
-            h.fleet.unknown_mower,
-            &TimeWindow {
-                from: None,
-                to: None,
-                after: None,
-                limit: 10,
-            },
-        )
-        .await
-        .unwrap();
+    let window = first_rows(10);
+    let unknown = h.store.telemetry.history(h.fleet.unknown_mower, &window);
+    let unknown = unknown.await.unwrap();
     assert!(unknown.rows.is_empty());
     assert_eq!(unknown.oldest_kept, None, "nothing stored, nothing removed");
 

@@ -69,7 +69,8 @@ fn text(message: &Message) -> String {
     String::from_utf8_lossy(&message.payload).into_owned()
 }
 
-fn texts(messages: &[Message]) -> Vec<String> {
+/// The payloads of `messages`, as text.
+pub fn texts(messages: &[Message]) -> Vec<String> {
     messages.iter().map(text).collect()
 }
 
@@ -94,6 +95,17 @@ pub fn settings(max_batch: usize, max_wait_ms: u64) -> BatchSettings {
         redelivery_delay: Duration::from_millis(200),
         ..BatchSettings::default()
     }
+}
+
+/// Waits until `next` was handed `a`, `b`, `c` and `d`, then a while longer; asserts that they
+/// came in that order, each once (`why`: what another order means), and answers how many times
+/// each was delivered.
+pub async fn delivered_in_order(next: &Recorder, why: &str) -> Vec<u32> {
+    wait_until("all four are delivered", || next.delivered().len() >= 4).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let delivered = next.delivered();
+    assert_eq!(texts(&delivered), ["a", "b", "c", "d"], "{why}");
+    delivered.iter().map(|m| m.delivery).collect()
 }
 
 /// Polls `done` until it holds; panics after [`PATIENCE`].
@@ -705,15 +717,8 @@ pub async fn redeliveries_of_a_vanished_subscriber_come_before_newer_messages(
 
     let next = Recorder::acking();
     let sub = subscribe(&bus, &subject, &name, settings(1, 0), &next).await;
-    wait_until("all four are delivered", || next.delivered().len() >= 4).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let delivered = next.delivered();
-    assert_eq!(
-        texts(&delivered),
-        ["a", "b", "c", "d"],
-        "a newer message came before an unsettled delivery, or something came twice"
-    );
-    let deliveries: Vec<u32> = delivered.iter().map(|m| m.delivery).collect();
+    let why = "a newer message came before an unsettled delivery, or something came twice";
+    let deliveries = delivered_in_order(&next, why).await;
     assert!(
         deliveries[0] >= 2 && deliveries[1] >= 2,
         "a and b are redeliveries: {deliveries:?}"

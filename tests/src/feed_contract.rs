@@ -6,8 +6,9 @@ use crate::traces::ingest_clock;
 use crate::watch_contract::{open_alerts, report, WatchFactory, WatchHarness};
 use serde_json::{json, Value};
 use swath_application::ports::EventQuery;
-use swath_domain::watch::{AlertKind, EventKind};
-use swath_domain::Activity;
+use swath_domain::watch::{AlertKind, Event, EventKind};
+use swath_domain::{AccountId, Activity};
+use uuid::Uuid;
 
 /// Events are stored in the feed, published on `notifications.mower.<id>.<kind>` with their id as
 /// the de-duplication id, and open and clear one alert per kind and mower.
@@ -33,17 +34,7 @@ pub async fn events_are_stored_published_and_alert(factory: &dyn WatchFactory) {
     assert_eq!(event["error_code"], "E_STUCK");
     assert_eq!(dedup.as_deref(), event["id"].as_str());
 
-    let feed = h
-        .feed
-        .events(&EventQuery {
-            account_id: f.account_a,
-            mowers: None,
-            kind: None,
-            before: None,
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let feed = events(&h, f.account_a, None, 10).await;
     assert_eq!(feed.len(), 2, "both events are in the feed");
     let alerts = open_alerts(&h, None).await;
     let mut kinds: Vec<_> = alerts.iter().map(|a| a.kind).collect();
@@ -68,55 +59,45 @@ pub async fn events_are_stored_published_and_alert(factory: &dyn WatchFactory) {
     let only = h
         .feed
         .events(&EventQuery {
-            account_id: f.account_a,
             mowers: Some(vec![f.mowers[0]]),
             kind: Some(EventKind::ErrorCleared),
-            before: None,
-            limit: 10,
+            ..query(f.account_a, None, 10)
         })
         .await
         .unwrap();
     assert_eq!(only.len(), 1);
-    let first = h
-        .feed
-        .events(&EventQuery {
-            account_id: f.account_a,
-            mowers: None,
-            kind: None,
-            before: None,
-            limit: 2,
-        })
-        .await
-        .unwrap();
-    let rest = h
-        .feed
-        .events(&EventQuery {
-            account_id: f.account_a,
-            mowers: None,
-            kind: None,
-            before: Some(first[1].id),
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let first = events(&h, f.account_a, None, 2).await;
+    let rest = events(&h, f.account_a, Some(first[1].id), 10).await;
     assert_eq!(
         first.len() + rest.len(),
         3,
         "error raised/cleared, battery low"
     );
     assert!(first[0].id > first[1].id && first[1].id > rest[0].id);
-    let foreign = h
-        .feed
-        .events(&EventQuery {
-            account_id: f.account_b,
-            mowers: None,
-            kind: None,
-            before: None,
-            limit: 10,
-        })
-        .await
-        .unwrap();
+    let foreign = events(&h, f.account_b, None, 10).await;
     assert!(foreign.is_empty(), "another account sees none of them");
+}
+
+/// The events of `account`'s feed: `limit` of them, newest first, before the event `before`.
+async fn events(
+    h: &WatchHarness,
+    account: AccountId,
+    before: Option<Uuid>,
+    limit: usize,
+) -> Vec<Event> {
+    let query = query(account, before, limit);
+    h.feed.events(&query).await.expect("read the feed")
+}
+
+/// A query of `account`'s whole feed.
+fn query(account_id: AccountId, before: Option<Uuid>, limit: usize) -> EventQuery {
+    EventQuery {
+        account_id,
+        mowers: None,
+        kind: None,
+        before,
+        limit,
+    }
 }
 
 /// W6 through the whole path: `blade_due` is stored in the feed with an open alert, in the
@@ -151,13 +132,7 @@ pub async fn blade_due_alerts_until_the_blade_is_reset(factory: &dyn WatchFactor
         .reset_blade(f.mowers[0], ingest_clock())
         .await
         .unwrap());
-    let health = h
-        .store
-        .telemetry
-        .health(f.mowers[0])
-        .await
-        .unwrap()
-        .unwrap();
+    let health = h.store.health(f.mowers[0]).await.unwrap();
     assert_eq!(
         (health.blade_since_reset_ms, health.blade_due_raised),
         (0, false)

@@ -191,19 +191,25 @@ impl Plan {
         let tick = (n / self.mowers) as u64;
         let r = mix(self.seed ^ mix((i as u64) << 32 ^ tick));
         let activity = pick_activity(r);
+        let report = self.report(n, tick, activity, (r >> 8) % 101, r);
+        let positioned = !(r >> 24).is_multiple_of(10);
+        with_position_and_error(report, positioned, i, tick, r)
+    }
+
+    /// State `n`'s report but for its position and error: what both kinds of plan send alike,
+    /// with the activity and battery each picks (`r`, the state's random bits, picks the blade).
+    fn report(&self, n: usize, tick: u64, activity: &str, battery: u64, r: u64) -> Value {
         let observed_at = self.start + Duration::seconds(tick as i64);
-        let report = json!({
-            "mower_id": self.mower(i),
+        json!({
+            "mower_id": self.mower(n % self.mowers),
             "account_id": self.account(),
             "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
             "activity": activity,
-            "battery_percent": (r >> 8) % 101,
+            "battery_percent": battery,
             "blade_on": activity == "mowing" && !(r >> 16).is_multiple_of(10),
             "vendor_state": activity.to_ascii_uppercase(),
             "load_seq": n,
-        });
-        let positioned = !(r >> 24).is_multiple_of(10);
-        with_position_and_error(report, positioned, i, tick, r)
+        })
     }
 
     /// State `n` of a steady plan: runs of 600 reports (10 minutes) per activity.
@@ -215,17 +221,7 @@ impl Plan {
         let (run, in_run) = (shifted / RUN, shifted % RUN);
         let r = mix(self.seed ^ mix((i as u64) << 32 ^ run ^ 0x5747_4541_4459));
         let activity = pick_activity(r);
-        let observed_at = self.start + Duration::seconds(tick as i64);
-        let report = json!({
-            "mower_id": self.mower(i),
-            "account_id": self.account(),
-            "observed_at": observed_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "activity": activity,
-            "battery_percent": 90 - in_run / 20,
-            "blade_on": activity == "mowing" && !(r >> 16).is_multiple_of(10),
-            "vendor_state": activity.to_ascii_uppercase(),
-            "load_seq": n,
-        });
+        let report = self.report(n, tick, activity, 90 - in_run / 20, r);
         let positioned = matches!(activity, "mowing" | "leaving" | "returning");
         with_position_and_error(report, positioned, i, tick, r)
     }

@@ -70,16 +70,23 @@ impl PostgresFactory {
             .expect("SWATH_TEST_DATABASE_URL is set but PostgreSQL does not answer")
     }
 
+    /// Creates a database named `prefix` and a random suffix, with `options` (`TEMPLATE …`), to be
+    /// dropped with the factory; answers its name.
+    async fn create(&self, prefix: &str, options: &str) -> String {
+        let name = format!("{prefix}_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = self.admin().await;
+        admin
+            .execute(format!("CREATE DATABASE {name} {options}").as_str())
+            .await
+            .unwrap_or_else(|e| panic!("create the database {name}: {e}"));
+        self.created.lock().unwrap().push(name.clone());
+        name
+    }
+
     async fn template(&self) -> &str {
         self.template
             .get_or_init(|| async {
-                let name = format!("swath_tpl_{}", uuid::Uuid::new_v4().simple());
-                let mut admin = self.admin().await;
-                admin
-                    .execute(format!("CREATE DATABASE {name}").as_str())
-                    .await
-                    .expect("create template database");
-                self.created.lock().unwrap().push(name.clone());
+                let name = self.create("swath_tpl", "").await;
                 swath_migrations::migrate(&with_database(&self.server_url, &name))
                     .await
                     .expect("migrate template database");
@@ -91,13 +98,9 @@ impl PostgresFactory {
     /// A new empty, migrated database and a store on it.
     pub async fn fresh_store(&self) -> PostgresStore {
         let template = self.template().await.to_owned();
-        let name = format!("swath_test_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = self.admin().await;
-        admin
-            .execute(format!("CREATE DATABASE {name} TEMPLATE {template}").as_str())
-            .await
-            .expect("create test database");
-        self.created.lock().unwrap().push(name.clone());
+        let name = self
+            .create("swath_test", &format!("TEMPLATE {template}"))
+            .await;
         let store = PostgresStore::connect(&with_database(&self.server_url, &name), 8)
             .await
             .expect("connect to the test database");
@@ -149,11 +152,7 @@ impl Drop for PostgresFactory {
 pub fn drop_databases(server_url: &str, names: Vec<String>) {
     let url = server_url.to_owned();
     let cleanup = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        rt.block_on(async move {
+        crate::support::block_on(async move {
             let Ok(mut admin) = PgConnection::connect(&url).await else {
                 return;
             };
@@ -194,6 +193,33 @@ pub fn property<F, S: Strategy>(
         })
         .unwrap();
     drop(factory);
+}
+
+/// The tests of scenarios that need PostgreSQL, one `#[test]` per scenario of `$module`, named
+/// like it: each is reported as ignored, with the reason, when `SWATH_TEST_DATABASE_URL` was
+/// unset at build time (the `swath_no_postgres` cfg of `tests/build_services.rs`), like the
+/// suites' `postgres = …` (decision 131). An asynchronous scenario runs on two worker threads and
+/// is handed a factory of fresh databases on that server; a `sync` one (a property, which runs
+/// its own runtime) makes its factories itself.
+#[macro_export]
+macro_rules! postgres_tests {
+    ($module:ident: $($scenario:ident),* $(,)? $(; sync: $($sync:ident),* $(,)?)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+            async fn $scenario() {
+                let url = $crate::postgres::test_database_url();
+                $module::$scenario($crate::postgres::PostgresFactory::new(url)).await;
+            }
+        )*
+        $($(
+            #[test]
+            #[cfg_attr(swath_no_postgres, ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL")]
+            fn $sync() {
+                $module::$sync();
+            }
+        )*)?
+    };
 }
 
 #[cfg(test)]

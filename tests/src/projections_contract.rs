@@ -9,6 +9,7 @@
 //! than it was asked for (the use case asks for its ceiling plus the sentinel, `limit + 1`): the
 //! use case cuts what it gets, so a read that lost its `LIMIT` would otherwise go unnoticed.
 
+use crate::support::{self, open_alert, store_alerts};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::json;
@@ -20,8 +21,8 @@ use swath_application::ports::{
 use swath_application::projections::{Ceilings, HealthStatus, Projections};
 use swath_domain::watch::{Alert, AlertChanges, AlertKind, Watch, WatchChanges};
 use swath_domain::{
-    Account, AccountId, Activity, Assignment, BatchChanges, LatestRow, MowerId, Principal,
-    Priority, Scope, Site, SiteId, StateReport,
+    AccountId, Activity, Assignment, BatchChanges, LatestRow, MowerId, Principal, Priority, Scope,
+    Site, SiteId, StateReport,
 };
 use uuid::Uuid;
 
@@ -320,30 +321,18 @@ impl Setup {
 
     pub async fn account(&self, name: &str) -> AccountId {
         let id = AccountId(Uuid::now_v7());
-        self.h
-            .directory
-            .create_account(Account {
-                id,
-                name: name.into(),
-            })
-            .await
-            .unwrap();
+        support::add_account(self.h.directory.as_ref(), id, name).await;
         id
     }
 
     pub async fn site(&self, account: AccountId, name: &str, order: i32) -> SiteId {
         let id = SiteId(Uuid::now_v7());
-        self.h
-            .directory
-            .create_site(Site {
-                id,
-                account_id: account,
-                name: name.into(),
-                time_zone: chrono_tz::Europe::Berlin,
-                display_order: order,
-            })
-            .await
-            .unwrap();
+        let berlin = chrono_tz::Europe::Berlin;
+        let site = Site {
+            display_order: order,
+            ..support::site(id, account, name, berlin, 0)
+        };
+        support::add_site(self.h.directory.as_ref(), site).await;
         id
     }
 
@@ -355,20 +344,12 @@ impl Setup {
         name: &str,
         order: i32,
     ) -> MowerId {
-        self.h
-            .directory
-            .create_mower(swath_domain::Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: name.into(),
-                model: "M1".into(),
-                serial: format!("SN-{name}"),
-                display_order: order,
-                blade_threshold_ms: crate::support::DEFAULT_THRESHOLD,
-            })
-            .await
-            .unwrap();
+        let mower = swath_domain::Mower {
+            serial: format!("SN-{name}"),
+            display_order: order,
+            ..support::mower(id, account, site, name, 0)
+        };
+        support::add_mower(self.h.directory.as_ref(), mower).await;
         id
     }
 
@@ -427,13 +408,7 @@ impl Setup {
                     clears: Vec::new(),
                     raised: vec![Alert {
                         id,
-                        mower_id: mower,
-                        account_id: account,
-                        kind,
-                        severity: kind.severity(),
-                        raised_at: at(seconds),
-                        cleared_at: None,
-                        code: None,
+                        ..open_alert(mower, account, kind, at(seconds))
                     }],
                 },
                 // The watcher flags the watch row offline in the same commit as the alert.
@@ -1140,29 +1115,12 @@ pub async fn every_read_is_bounded_at_ten_thousand_mowers(factory: &dyn Projecti
         let raised = chunk
             .iter()
             .flat_map(|&m| {
-                kinds.iter().enumerate().map(move |(i, &kind)| Alert {
-                    id: Uuid::now_v7(),
-                    mower_id: m,
-                    account_id: a,
-                    kind,
-                    severity: kind.severity(),
-                    raised_at: at(i as i64),
-                    cleared_at: None,
-                    code: None,
-                })
+                let alert =
+                    move |(i, &kind): (usize, &AlertKind)| open_alert(m, a, kind, at(i as i64));
+                kinds.iter().enumerate().map(alert)
             })
             .collect();
-        let (_, batch) = s.h.watch.begin_watch(chunk, &[]).await.unwrap();
-        batch
-            .commit(WatchChanges {
-                alerts: AlertChanges {
-                    clears: Vec::new(),
-                    raised,
-                },
-                ..WatchChanges::default()
-            })
-            .await
-            .unwrap();
+        store_alerts(s.h.watch.as_ref(), chunk, raised).await;
     }
     factory.bulk_assignments(&s.h, a, ASSIGNMENTS).await;
 

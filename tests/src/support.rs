@@ -4,15 +4,21 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use chrono::{DateTime, TimeZone, Utc};
+use chrono_tz::Tz;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use swath_application::ports::{BusError, Directory, PublishOnly, Publisher, TelemetryStore};
+use swath_application::ports::{
+    BusError, Directory, PublishOnly, Publisher, TelemetryStore, TimeWindow, WatchStore,
+};
 use swath_application::Ingest;
+use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
 use swath_domain::{
-    rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, Mower, MowerId, Site, SiteId,
-    StateOutcome,
+    rules::DEFAULT_BLADE_THRESHOLD_MS, Account, AccountId, HealthTotals, Mower, MowerId, Site,
+    SiteId, StateOutcome,
 };
 use uuid::Uuid;
+
+pub mod http;
 
 /// One adapter's store, seen through each port it implements.
 #[derive(Clone)]
@@ -32,6 +38,14 @@ impl TestStore {
             telemetry: store,
             postgres: None,
         }
+    }
+}
+
+impl TestStore {
+    /// A mower's health totals (`None` before its first state); the store must answer.
+    pub async fn health(&self, mower: MowerId) -> Option<HealthTotals> {
+        let health = self.telemetry.health(mower).await;
+        health.expect("read the health totals")
     }
 }
 
@@ -81,45 +95,29 @@ impl Fleet {
     /// every mower (scenarios lower it to see W6 happen).
     pub async fn seed(&self, directory: &dyn Directory, blade_threshold_ms: i64) {
         for (id, name) in [(self.account_a, "A"), (self.account_b, "B")] {
-            directory
-                .create_account(Account {
-                    id,
-                    name: format!("Account {name}"),
-                })
-                .await
-                .expect("seed account");
+            add_account(directory, id, &format!("Account {name}")).await;
         }
         let zones = [
             chrono_tz::Europe::Berlin,
             chrono_tz::Pacific::Auckland,
             chrono_tz::America::New_York,
         ];
-        for (i, (mower, tz)) in self.mowers.iter().zip(zones).enumerate() {
-            let account_id = self.account_of(*mower);
+        for (i, (&mower_id, tz)) in self.mowers.iter().zip(zones).enumerate() {
+            let account_id = self.account_of(mower_id);
             let site_id = SiteId(Uuid::from_u128(0x5000 + i as u128));
-            directory
-                .create_site(Site {
-                    id: site_id,
-                    account_id,
-                    name: format!("Site {i}"),
-                    time_zone: tz,
-                    display_order: i as i32,
-                })
-                .await
-                .expect("seed site");
-            directory
-                .create_mower(Mower {
-                    id: *mower,
-                    account_id,
-                    site_id,
-                    name: format!("Mower {i}"),
-                    model: "M1".into(),
-                    serial: format!("SN{i}"),
-                    display_order: 0,
+            add_site(
+                directory,
+                site(site_id, account_id, &format!("Site {i}"), tz, i),
+            )
+            .await;
+            add_mower(
+                directory,
+                Mower {
                     blade_threshold_ms,
-                })
-                .await
-                .expect("seed mower");
+                    ..mower(mower_id, account_id, site_id, format!("Mower {i}"), i)
+                },
+            )
+            .await;
         }
     }
 }
@@ -138,43 +136,133 @@ pub async fn seed_account_with_mowers(
     blade_threshold_ms: i64,
 ) -> (AccountId, Vec<MowerId>) {
     let account = AccountId::new();
-    directory
-        .create_account(Account {
-            id: account,
-            name: "Seeded".into(),
-        })
-        .await
-        .expect("seed account");
-    let site = SiteId::new();
-    directory
-        .create_site(Site {
-            id: site,
-            account_id: account,
-            name: "Seeded site".into(),
-            time_zone: chrono_tz::Europe::Berlin,
-            display_order: 0,
-        })
-        .await
-        .expect("seed site");
+    add_account(directory, account, "Seeded").await;
+    let site_id = SiteId::new();
+    let berlin = chrono_tz::Europe::Berlin;
+    add_site(directory, site(site_id, account, "Seeded site", berlin, 0)).await;
     let mut mowers = Vec::with_capacity(count);
     for i in 0..count {
         let id = MowerId::new();
-        directory
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: site,
-                name: format!("M{i}"),
-                model: "X".into(),
-                serial: format!("S{i}"),
-                display_order: i32::try_from(i).unwrap_or(i32::MAX),
-                blade_threshold_ms,
-            })
-            .await
-            .expect("seed mower");
+        let mower = Mower {
+            model: "X".into(),
+            serial: format!("S{i}"),
+            display_order: i32::try_from(i).unwrap_or(i32::MAX),
+            blade_threshold_ms,
+            ..mower(id, account, site_id, format!("M{i}"), i)
+        };
+        add_mower(directory, mower).await;
         mowers.push(id);
     }
     (account, mowers)
+}
+
+/// Creates the account `id` named `name`.
+pub async fn add_account<D: Directory + ?Sized>(directory: &D, id: AccountId, name: &str) {
+    let name = name.to_owned();
+    let account = Account { id, name };
+    directory
+        .create_account(account)
+        .await
+        .expect("seed account");
+}
+
+/// A site of `account` in `time_zone`, at `display_order`.
+pub fn site(
+    id: SiteId,
+    account_id: AccountId,
+    name: &str,
+    time_zone: Tz,
+    display_order: usize,
+) -> Site {
+    Site {
+        id,
+        account_id,
+        name: name.to_owned(),
+        time_zone,
+        display_order: i32::try_from(display_order).expect("a small display order"),
+    }
+}
+
+/// Creates `site`.
+pub async fn add_site<D: Directory + ?Sized>(directory: &D, site: Site) {
+    directory.create_site(site).await.expect("seed site");
+}
+
+/// A mower of `account_id` on `site_id` as the scenarios seed them, where nothing depends on
+/// the rest: model `M1`, serial `SN<n>`, first in display order, the default blade threshold.
+pub fn mower(
+    id: MowerId,
+    account_id: AccountId,
+    site_id: SiteId,
+    name: impl Into<String>,
+    n: usize,
+) -> Mower {
+    Mower {
+        id,
+        account_id,
+        site_id,
+        name: name.into(),
+        model: "M1".into(),
+        serial: format!("SN{n}"),
+        display_order: 0,
+        blade_threshold_ms: DEFAULT_THRESHOLD,
+    }
+}
+
+/// Creates `mower`.
+pub async fn add_mower<D: Directory + ?Sized>(directory: &D, mower: Mower) {
+    directory.create_mower(mower).await.expect("seed mower");
+}
+
+/// The first `limit` rows of a mower, at any time: the window of "is anything stored at all".
+pub fn first_rows(limit: usize) -> TimeWindow {
+    TimeWindow {
+        from: None,
+        to: None,
+        after: None,
+        limit,
+    }
+}
+
+/// An open alert of `kind` on `mower_id`, raised at `raised_at` (a fresh event id, no code).
+pub fn open_alert(
+    mower_id: MowerId,
+    account_id: AccountId,
+    kind: AlertKind,
+    raised_at: DateTime<Utc>,
+) -> Alert {
+    Alert {
+        id: Uuid::now_v7(),
+        mower_id,
+        account_id,
+        kind,
+        severity: kind.severity(),
+        raised_at,
+        cleared_at: None,
+        code: None,
+    }
+}
+
+/// Stores `raised` in one watch batch of `mowers`, as the watcher would have raised them.
+pub async fn store_alerts(watch: &dyn WatchStore, mowers: &[MowerId], raised: Vec<Alert>) {
+    let alerts = AlertChanges {
+        clears: Vec::new(),
+        raised,
+    };
+    let changes = WatchChanges {
+        alerts,
+        ..WatchChanges::default()
+    };
+    commit_watch(watch, mowers, changes).await;
+}
+
+/// Commits `changes` in one watch batch of `mowers`, as the watcher would.
+pub async fn commit_watch(watch: &dyn WatchStore, mowers: &[MowerId], changes: WatchChanges) {
+    let (_, batch) = watch
+        .begin_watch(mowers, &[])
+        .await
+        .expect("begin a watch batch");
+    batch.commit(changes).await.expect("commit the watch batch");
 }
 
 /// The default blade threshold, for scenarios that do not care about W6.
@@ -183,6 +271,20 @@ pub const DEFAULT_THRESHOLD: i64 = DEFAULT_BLADE_THRESHOLD_MS;
 /// The instant traces start at; the test clock stands a day later.
 pub fn trace_start() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 6, 1, 20, 0, 0).unwrap()
+}
+
+/// A runtime on the calling thread, with its I/O and timers: for the property tests, whose
+/// cases are synchronous, and the benchmarks, which time one thread.
+pub fn current_thread_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a current-thread runtime")
+}
+
+/// Runs `future` to its end on a [`current_thread_runtime`] of its own.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    current_thread_runtime().block_on(future)
 }
 
 /// Parses and records one batch of JSON reports through `ingest`; the store must accept the batch.

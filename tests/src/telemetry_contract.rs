@@ -4,10 +4,12 @@
 //! does, so the store is checked together with the rules it must apply.
 
 use crate::support::{
-    trace_start, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
+    first_rows, ingest_json, trace_start, Fleet, RecordingBus, StoreFactory, TestStore,
+    DEFAULT_THRESHOLD,
 };
 use crate::traces::{
-    arrival, build_distinct_trace, build_trace, ingest_clock, split, DistinctStep, Step,
+    arrival, batched_and_single, build_distinct_trace, build_trace, ingest_clock, split,
+    DistinctStep, Step,
 };
 use chrono::Duration;
 use serde_json::{json, Value};
@@ -72,14 +74,13 @@ pub async fn batched_equals_one_at_a_time(
     let single = Harness::new(factory, 600_000).await;
     let reports = build_trace(&batched.fleet, steps);
 
-    let mut batched_outcomes = Vec::new();
-    for batch in split(&reports, sizes) {
-        batched_outcomes.extend(batched.ingest(&batch).await);
-    }
-    let mut single_outcomes = Vec::new();
-    for report in &reports {
-        single_outcomes.extend(single.ingest(std::slice::from_ref(report)).await);
-    }
+    let (batched_outcomes, single_outcomes) = batched_and_single(
+        &reports,
+        sizes,
+        async |batch| batched.ingest(batch).await,
+        async |batch| single.ingest(batch).await,
+    )
+    .await;
 
     assert_eq!(batched_outcomes, single_outcomes, "outcomes differ");
     assert_eq!(batched.rows().await, single.rows().await, "rows differ");
@@ -281,26 +282,14 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     assert_eq!(latest[0].observed_at, trace_start() + Duration::seconds(60));
     assert_eq!(latest[0].state.activity, Activity::Returning);
     assert_eq!(latest[0].last_seen_at, ingest_clock());
-    let health = h
-        .store
-        .telemetry
-        .health(f.mowers[0])
-        .await
-        .unwrap()
-        .expect("health");
+    let health = h.store.health(f.mowers[0]).await.expect("health");
     // 0→30 s mowing with the blade on, 30→60 s with it off; 0.0003° north in each interval
     // (33.358 5 m, rounded per interval to 33 359 mm).
     assert_eq!(
         (health.mowing_ms, health.blade_ms, health.distance_mm),
         (60_000, 30_000, 2 * 33_359)
     );
-    assert!(h
-        .store
-        .telemetry
-        .health(f.mowers[1])
-        .await
-        .unwrap()
-        .is_none());
+    assert!(h.store.health(f.mowers[1]).await.is_none());
 
     // The unknown fields are kept in the stored document of a newer state.
     let mut newest = report(f, 0, 90, Activity::Docked);
@@ -309,13 +298,7 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     let latest = h.store.telemetry.latest(&[f.mowers[0]]).await.unwrap();
     assert_eq!(latest[0].state.unknown.get("firmware"), Some(&json!("4.3")));
     // 60→90 s, returning, has positions at both ends: no distance, no mowing, no blade time.
-    let health = h
-        .store
-        .telemetry
-        .health(f.mowers[0])
-        .await
-        .unwrap()
-        .expect("health");
+    let health = h.store.health(f.mowers[0]).await.expect("health");
     assert_eq!(
         (health.mowing_ms, health.blade_ms, health.distance_mm),
         (60_000, 30_000, 2 * 33_359)
@@ -397,14 +380,7 @@ pub async fn two_writers_end_with_the_rows_of_one(
     ));
     let writer = |ingest: Arc<Ingest>, batches: Vec<Vec<Value>>| async move {
         for batch in batches {
-            let parsed = batch
-                .iter()
-                .map(|r| ingest.parse(r.to_string().as_bytes()))
-                .collect();
-            ingest
-                .record_states(parsed)
-                .await
-                .expect("the store accepts the batch");
+            ingest_json(&ingest, &batch).await;
         }
     };
     let first = tokio::spawn(writer(shared.ingest.clone(), batches.clone()));
@@ -606,12 +582,7 @@ pub async fn reads_say_where_the_kept_rows_begin(factory: &dyn StoreFactory) {
             .filter(|b| sent.len() > *b)
             .map(|b| at(sent[sent.len() - b]))
     };
-    let all = TimeWindow {
-        from: None,
-        to: None,
-        after: None,
-        limit: 2,
-    };
+    let all = first_rows(2);
     let late = TimeWindow {
         from: Some(at(9)),
         to: None,

@@ -73,6 +73,25 @@ pub fn split<T: Clone>(items: &[T], sizes: &[usize]) -> Vec<Vec<T>> {
     out
 }
 
+/// `reports` stored two ways: by `batched`, in the batches `sizes` cut them into ([`split`]), and
+/// by `single`, one at a time; the outcomes of each way, in order.
+pub async fn batched_and_single<O>(
+    reports: &[Value],
+    sizes: &[usize],
+    batched: impl AsyncFn(&[Value]) -> Vec<O>,
+    single: impl AsyncFn(&[Value]) -> Vec<O>,
+) -> (Vec<O>, Vec<O>) {
+    let mut batched_outcomes = Vec::new();
+    for batch in split(reports, sizes) {
+        batched_outcomes.extend(batched(&batch).await);
+    }
+    let mut single_outcomes = Vec::new();
+    for report in reports {
+        single_outcomes.extend(single(std::slice::from_ref(report)).await);
+    }
+    (batched_outcomes, single_outcomes)
+}
+
 /// The clock at which a trace is ingested: a day after it starts, so that only the steps made
 /// to be in the future are.
 pub fn ingest_clock() -> DateTime<Utc> {

@@ -9,7 +9,7 @@
 //! use cases, as production does.
 
 use crate::support::{trace_start, Fleet, RecordingBus, TestStore};
-use crate::traces::{build_trace, ingest_clock, split, Step};
+use crate::traces::{batched_and_single, build_trace, ingest_clock, Step};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
@@ -291,14 +291,13 @@ pub async fn batched_equals_one_at_a_time(
     furnish(&single).await;
     let reports = build_trace(&batched.fleet, steps);
 
-    let mut batched_outcomes = Vec::new();
-    for batch in split(&reports, sizes) {
-        batched_outcomes.extend(batched.both(&batch).await);
-    }
-    let mut single_outcomes = Vec::new();
-    for report in &reports {
-        single_outcomes.extend(single.both(std::slice::from_ref(report)).await);
-    }
+    let (batched_outcomes, single_outcomes) = batched_and_single(
+        &reports,
+        sizes,
+        async |batch| batched.both(batch).await,
+        async |batch| single.both(batch).await,
+    )
+    .await;
     assert_eq!(batched_outcomes, single_outcomes, "outcomes differ");
     let (bt, bw) = batched.rows().await;
     let (st, sw) = single.rows().await;

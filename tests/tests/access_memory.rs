@@ -14,10 +14,10 @@ use swath_application::ports::{
 };
 use swath_application::{Access, AccessError, Hidden, Revocations};
 use swath_domain::{
-    Account, AccountId, DropReason, InvalidReport, Mower, MowerId, Principal, Scope, Site, SiteId,
-    StateReport,
+    AccountId, DropReason, InvalidReport, Mower, MowerId, Principal, Scope, SiteId, StateReport,
 };
 use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 use uuid::Uuid;
 
 fn t0() -> DateTime<Utc> {
@@ -50,26 +50,16 @@ impl World {
         });
         let (a, b) = (AccountId(id(0xa0)), AccountId(id(0xb0)));
         for (account, name) in [(a, "Acme"), (b, "Borough")] {
-            store
-                .create_account(Account {
-                    id: account,
-                    name: name.to_owned(),
-                })
-                .await
-                .unwrap();
+            add_account(&store, account, name).await;
         }
         let (north, south, main) = (SiteId(id(0xa1)), SiteId(id(0xa2)), SiteId(id(0xb1)));
-        for (site, account) in [(north, a), (south, a), (main, b)] {
-            store
-                .create_site(Site {
-                    id: site,
-                    account_id: account,
-                    name: format!("site {}", site.0),
-                    time_zone: chrono_tz::Europe::Berlin,
-                    display_order: 0,
-                })
-                .await
-                .unwrap();
+        for (site_id, account) in [(north, a), (south, a), (main, b)] {
+            let name = format!("site {}", site_id.0);
+            add_site(
+                &store,
+                site(site_id, account, &name, chrono_tz::Europe::Berlin, 0),
+            )
+            .await;
         }
         let (n0, n1, s0, b0) = (
             MowerId(id(0xa10)),
@@ -77,25 +67,19 @@ impl World {
             MowerId(id(0xa20)),
             MowerId(id(0xb10)),
         );
-        for (mower, account, site) in [
+        for (id, account, site_id) in [
             (n0, a, north),
             (n1, a, north),
             (s0, a, south),
             (b0, b, main),
         ] {
-            store
-                .create_mower(Mower {
-                    id: mower,
-                    account_id: account,
-                    site_id: site,
-                    name: format!("mower {}", mower.0),
-                    model: "R40".to_owned(),
-                    serial: String::new(),
-                    display_order: 0,
-                    blade_threshold_ms: 3_600_000,
-                })
-                .await
-                .unwrap();
+            let mower = Mower {
+                model: "R40".to_owned(),
+                serial: String::new(),
+                blade_threshold_ms: 3_600_000,
+                ..mower(id, account, site_id, format!("mower {}", id.0), 0)
+            };
+            add_mower(&store, mower).await;
         }
         World {
             store,
@@ -167,66 +151,77 @@ fn a_site_is_seen_by_an_unlimited_principal_and_by_one_that_lists_it() {
     assert!(!sees_site(Some(&[]), x));
 }
 
+/// Asserts that `look` answers each `visible` id to its principal, and answers each `hidden` one
+/// as not visible, of `kind`, as an unknown id would be.
+async fn sees_only<Id, Fut>(
+    look: impl Fn(Principal, Id) -> Fut,
+    visible: Vec<(Principal, Id)>,
+    hidden: Vec<(Principal, Id)>,
+    kind: Hidden,
+) where
+    Id: Copy + PartialEq + std::fmt::Debug,
+    Fut: std::future::Future<Output = Result<Id, AccessError>>,
+{
+    for (principal, id) in visible {
+        assert_eq!(look(principal, id).await.unwrap(), id);
+    }
+    for (principal, id) in hidden {
+        not_visible(look(principal, id).await, kind);
+    }
+}
+
 #[tokio::test]
 async fn a_mower_is_visible_only_in_its_account_and_on_a_seen_site() {
     let w = World::new().await;
     let access = w.access();
-    // Own account, unlimited: every site's mower.
-    for m in [w.n0, w.s0] {
-        assert_eq!(access.visible_mower(&w.a_all(), m).await.unwrap().id, m);
-    }
-    // Limited to South: South's mower only; North's answers as an unknown id does.
-    assert_eq!(
-        access.visible_mower(&w.a_south(), w.s0).await.unwrap().id,
-        w.s0
-    );
-    // Then another account's mower and an unknown id: the same error.
-    for (principal, mower) in [
-        (w.a_south(), w.n0),
-        (w.a_all(), w.b0),
-        (w.a_all(), MowerId(id(0xdead))),
-    ] {
-        not_visible(access.visible_mower(&principal, mower).await, Hidden::Mower);
-    }
+    let look = |p: Principal, m| {
+        let access = &access;
+        async move { access.visible_mower(&p, m).await.map(|m| m.id) }
+    };
+    sees_only(
+        look,
+        // Own account, unlimited: every site's mower; limited to South: South's mower only.
+        vec![(w.a_all(), w.n0), (w.a_all(), w.s0), (w.a_south(), w.s0)],
+        // North's to South's principal answers as another account's mower and an unknown id do.
+        vec![
+            (w.a_south(), w.n0),
+            (w.a_all(), w.b0),
+            (w.a_all(), MowerId(id(0xdead))),
+        ],
+        Hidden::Mower,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn a_site_is_visible_only_in_its_account_and_when_seen() {
     let w = World::new().await;
     let access = w.access();
-    for (principal, site) in [(w.a_all(), w.north), (w.a_south(), w.south)] {
-        assert_eq!(
-            access.visible_site(&principal, site).await.unwrap().id,
-            site
-        );
-    }
-    for (principal, site) in [
+    let look = |p: Principal, s| {
+        let access = &access;
+        async move { access.visible_site(&p, s).await.map(|s| s.id) }
+    };
+    let visible = vec![(w.a_all(), w.north), (w.a_south(), w.south)];
+    let hidden = vec![
         (w.a_south(), w.north),
         (w.a_all(), w.main),
         (w.a_all(), SiteId(id(0xdead))),
-    ] {
-        not_visible(access.visible_site(&principal, site).await, Hidden::Site);
-    }
+    ];
+    sees_only(look, visible, hidden, Hidden::Site).await;
 }
 
 #[tokio::test]
 async fn a_referenced_site_that_is_not_visible_is_one_refusal() {
     let w = World::new().await;
     let access = w.access();
-    assert_eq!(
-        access
-            .referenced_site(&w.a_south(), w.south)
-            .await
-            .unwrap()
-            .id,
-        w.south
-    );
-    for site in [w.north, w.main, SiteId(id(0xdead))] {
-        not_visible(
-            access.referenced_site(&w.a_south(), site).await,
-            Hidden::ReferencedSite,
-        );
-    }
+    let look = |p: Principal, s| {
+        let access = &access;
+        async move { access.referenced_site(&p, s).await.map(|s| s.id) }
+    };
+    let south = w.a_south();
+    let hidden = [w.north, w.main, SiteId(id(0xdead))].map(|s| (south.clone(), s));
+    let visible = vec![(south, w.south)];
+    sees_only(look, visible, hidden.to_vec(), Hidden::ReferencedSite).await;
 }
 
 #[tokio::test]

@@ -3,23 +3,22 @@
 //! OpenAPI document) answers `422` on both stores, never `503`; a NUL in a state report drops
 //! that report alone; cursors with a NUL or out of range answer `400`. Both stores answer alike.
 
-use axum::body::{to_bytes, Body};
+use axum::body::Body;
 use axum::http::{header, Request, StatusCode};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
-use swath::wiring::{wire, Settings, Stores};
+use swath::wiring::Stores;
 use swath_api::router;
-use swath_application::ports::{hash_token, SystemClock};
-use swath_application::RetentionPolicy;
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{Account, AccountId, Principal, Scope};
-use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath_application::ports::SystemClock;
+use swath_domain::{AccountId, Scope};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
 use swath_tests::hostile::{
     check_table_covers_the_document, fill, fill_body, string_paths, table, with_nul_at,
     with_nul_keys,
 };
-use swath_tests::postgres::{test_database_url, PostgresFactory};
-use tower::ServiceExt;
+use swath_tests::postgres::PostgresFactory;
+use swath_tests::support::add_account;
+use swath_tests::support::http::{add_token, send, wire_app};
 
 const TOKEN: &str = "swath_hostile_input_admin_token";
 
@@ -42,37 +41,11 @@ impl App {
 
     /// The app as `swath serve` wires it (its consumers not started: nothing here needs them).
     async fn build(stores: Stores) -> App {
-        let bus = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-        let state = wire(
-            stores,
-            bus,
-            Arc::new(SystemClock),
-            Settings {
-                offline_after: DEFAULT_OFFLINE_AFTER,
-                retention: RetentionPolicy::default(),
-            },
-        )
-        .state;
-        let (admin, tokens) = (state.directory.clone(), state.tokens.clone());
+        let state = wire_app(stores, Arc::new(SystemClock)).state;
         let account = AccountId::new();
-        admin
-            .create_account(Account {
-                id: account,
-                name: "Hostile".into(),
-            })
-            .await
-            .unwrap();
-        tokens
-            .store_token(
-                hash_token(TOKEN),
-                Principal {
-                    account_id: account,
-                    scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
-                    sites: None,
-                },
-            )
-            .await
-            .unwrap();
+        add_account(state.directory.as_ref(), account, "Hostile").await;
+        let scopes = vec![Scope::Read, Scope::Write, Scope::Admin];
+        add_token(state.tokens.as_ref(), TOKEN, account, scopes, None).await;
         let mut app = App {
             router: router(state),
             ids: Map::new(),
@@ -136,17 +109,15 @@ impl App {
             .header(header::CONTENT_TYPE, "application/json")
             .body(Body::from(body))
             .unwrap();
-        let response = self.router.clone().oneshot(request).await.unwrap();
-        let status = response.status();
-        let content_type = response
-            .headers()
+        let answer = send(&self.router, request).await;
+        let content_type = answer
+            .headers
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
             .to_owned();
-        let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-        let body = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        (status, content_type, body)
+        let body = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        (answer.status, content_type, body)
     }
 
     async fn send(&self, method: &str, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -326,17 +297,18 @@ async fn nul_and_out_of_range_input_on_the_memory_store() {
     all(&App::memory().await).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory() {
-    let url = test_database_url();
-    let factory = PostgresFactory::new(url);
-    let postgres = all(&App::postgres(&factory).await).await;
-    let memory = all(&App::memory().await).await;
-    assert_eq!(postgres, memory, "the stores answered differently");
+swath_tests::postgres_tests!(on_postgres: nul_and_out_of_range_input_on_postgres_answers_as_on_memory);
+
+mod on_postgres {
+    use super::*;
+
+    pub(super) async fn nul_and_out_of_range_input_on_postgres_answers_as_on_memory(
+        factory: PostgresFactory,
+    ) {
+        let postgres = all(&App::postgres(&factory).await).await;
+        let memory = all(&App::memory().await).await;
+        assert_eq!(postgres, memory, "the stores answered differently");
+    }
 }
 
 /// `POST /v1/states` isolates what the store refuses at once: the refused report answers

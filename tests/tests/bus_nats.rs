@@ -16,9 +16,6 @@
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::cell::RefCell;
-use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_application::ports::{
@@ -27,7 +24,10 @@ use swath_application::ports::{
 };
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec, StreamStorage};
 use swath_postgres::PostgresStore;
-use swath_tests::bus_contract::{settings, wait_until, DynBus, Recorder, Reply};
+use swath_tests::bus_contract::{
+    delivered_in_order, settings, texts, wait_until, DynBus, Recorder, Reply,
+};
+use swath_tests::e2e::{free_port, NatsServer};
 use swath_tests::poison;
 use tokio::time::Instant;
 
@@ -238,13 +238,6 @@ impl Fixture {
             .await
             .expect("a second connection")
     }
-}
-
-fn texts(messages: &[Message]) -> Vec<String> {
-    messages
-        .iter()
-        .map(|m| String::from_utf8_lossy(&m.payload).into_owned())
-        .collect()
 }
 
 async fn publish(bus: &dyn EventBus, subject: &str, body: &str) -> Result<(), BusError> {
@@ -609,17 +602,10 @@ async fn after_a_crash_the_unsettled_deliveries_come_before_newer_messages() {
         .subscribe_batch(&subject, "crash", settings(1, 0), next.clone())
         .await
         .unwrap();
-    wait_until("all four are delivered", || next.delivered().len() >= 4).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let delivered = next.delivered();
-    assert_eq!(
-        texts(&delivered),
-        ["a", "b", "c", "d"],
-        "a newer message came before a delivery the crashed replica left unsettled"
-    );
+    let why = "a newer message came before a delivery the crashed replica left unsettled";
+    let deliveries = delivered_in_order(&next, why).await;
     // a and b are redeliveries. c may count a second delivery: the worker's wait probes one
     // message, and a newer one it got is handed back so that it comes after the redeliveries.
-    let deliveries: Vec<u32> = delivered.iter().map(|m| m.delivery).collect();
     assert_eq!(deliveries[..2], [2, 2], "{deliveries:?}");
     sub.unsubscribe().await;
 }
@@ -627,92 +613,11 @@ async fn after_a_crash_the_unsettled_deliveries_come_before_newer_messages() {
 // ---------------------------------------------------------------------------------------------
 // A NATS restart, on a private server this test starts and stops itself.
 
-/// A nats-server process of this test's own, with JetStream in a directory of its own.
-struct PrivateNats {
-    binary: PathBuf,
-    port: u16,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl PrivateNats {
-    async fn start(binary: PathBuf) -> PrivateNats {
-        let dir =
-            std::env::temp_dir().join(format!("swath-nats-{}", uuid::Uuid::new_v4().simple()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut server = PrivateNats {
-            binary,
-            port: free_port(),
-            dir,
-            child: None,
-        };
-        server.up().await;
-        server
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    async fn up(&mut self) {
-        let child = Command::new(&self.binary)
-            .args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-js",
-                "-sd",
-            ])
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nats-server");
-        self.child = Some(child);
-        let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(10),
-                "nats-server did not start"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    /// Kills the server at once (no lame-duck goodbye), as a crash would.
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for PrivateNats {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
 async fn a_nats_restart_does_not_stall_subscriptions() {
-    let binary = swath_tests::e2e::nats_server_binary();
-    assert!(
-        binary.is_file(),
-        "no nats-server binary at {}: install one or set SWATH_TEST_NATS_SERVER",
-        binary.display()
-    );
-    let mut server = PrivateNats::start(binary).await;
+    // A nats-server of this test's own, with JetStream in a directory of its own.
+    let mut server = NatsServer::start().expect("a private nats-server");
     let (stream, root) = fresh_names();
     let mut settings = NatsBusSettings::with_streams(vec![spec(&stream, &root)]);
     settings.idle_heartbeat = Duration::from_millis(500);
@@ -743,13 +648,16 @@ async fn a_nats_restart_does_not_stall_subscriptions() {
         ["before"]
     );
 
-    server.kill();
+    // Killed at once (no lame-duck goodbye), as a crash would.
+    server.stop(true);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         matches!(bus.ping().await, Err(BusError::Unavailable(_))),
         "ping succeeded while NATS was down"
     );
-    server.up().await;
+    server
+        .restart_after(Duration::ZERO)
+        .expect("nats-server restarts");
 
     // Publishing may fail until the client has reconnected; retry as a caller would.
     let start = Instant::now();

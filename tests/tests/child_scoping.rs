@@ -16,10 +16,10 @@ use std::sync::Arc;
 use swath_application::ports::{Assignments, Directory, GeofenceStore, ZoneStore};
 use swath_domain::watch::zones::Zone;
 use swath_domain::watch::{GeoPolygon, Geofence};
-use swath_domain::{Account, AccountId, Assignment, Mower, MowerId, Priority, Site, SiteId};
+use swath_domain::{AccountId, Assignment, Mower, MowerId, Priority, SiteId};
 use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
 use swath_tests::postgres::{test_database_url, PostgresFactory};
-use swath_tests::support::DEFAULT_THRESHOLD;
+use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 use uuid::Uuid;
 
 /// The ports of one store.
@@ -57,39 +57,22 @@ async fn tenants(p: &Ports) -> Tenants {
     let mut made = Vec::new();
     for (name, mowers) in [("A", 2), ("B", 1)] {
         let account = AccountId::new();
-        p.directory
-            .create_account(Account {
-                id: account,
-                name: name.into(),
-            })
-            .await
-            .unwrap();
-        let site = SiteId::new();
-        p.directory
-            .create_site(Site {
-                id: site,
-                account_id: account,
-                name: format!("{name} site"),
-                time_zone: chrono_tz::Europe::Berlin,
-                display_order: 0,
-            })
-            .await
-            .unwrap();
+        let directory = p.directory.as_ref();
+        add_account(directory, account, name).await;
+        let site_id = SiteId::new();
+        let berlin = chrono_tz::Europe::Berlin;
+        add_site(
+            directory,
+            site(site_id, account, &format!("{name} site"), berlin, 0),
+        )
+        .await;
         for i in 0..mowers {
             let id = MowerId::new();
-            p.directory
-                .create_mower(Mower {
-                    id,
-                    account_id: account,
-                    site_id: site,
-                    name: format!("{name}{i}"),
-                    model: "M1".into(),
-                    serial: format!("SN-{name}{i}"),
-                    display_order: 0,
-                    blade_threshold_ms: DEFAULT_THRESHOLD,
-                })
-                .await
-                .unwrap();
+            let mower = Mower {
+                serial: format!("SN-{name}{i}"),
+                ..mower(id, account, site_id, format!("{name}{i}"), i)
+            };
+            add_mower(directory, mower).await;
             made.push((account, id));
         }
     }

@@ -4,21 +4,19 @@
 //! (Debian's chromium, headless) rendering each page, whose screenshots are the ones in
 //! `docs/screenshots/` when `SWATH_SCREENSHOTS` names that directory.
 
-use axum::body::{to_bytes, Body};
-use axum::http::{header, Method, Request, StatusCode};
+use axum::http::{header, Method, StatusCode};
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath::wiring::{wire, Settings, Stores};
+use swath::wiring::Stores;
 use swath_api::pages::map::{View, TRACK_POSITIONS};
 use swath_api::router;
-use swath_application::ports::{hash_token, Clock, Directory, LatLon, ManualClock, TokenStore};
-use swath_application::{RetentionPolicy, Watcher};
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
-use swath_domain::{Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId};
-use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
-use swath_tests::support::DEFAULT_THRESHOLD;
-use tower::ServiceExt;
+use swath_application::ports::{Clock, LatLon, ManualClock};
+use swath_application::Watcher;
+use swath_domain::{AccountId, Mower, MowerId, Scope, SiteId};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::support::http::{self, add_token, get_with, run_chromium, wire_app};
+use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 
 const TOKEN: &str = "swath_live_pages_test_token";
 /// A token limited to the second site.
@@ -59,25 +57,11 @@ impl Fleet {
 async fn fleet(tile_url: &str) -> Fleet {
     let store = MemoryStore::new(MemoryStoreSettings::default());
     let clock = Arc::new(ManualClock::new(now() - Duration::minutes(30)));
-    let wired = wire(
-        Stores::memory(store.clone()),
-        Arc::new(MemoryBus::new(MemoryBusSettings::default())),
-        clock.clone(),
-        Settings {
-            offline_after: DEFAULT_OFFLINE_AFTER,
-            retention: RetentionPolicy::default(),
-        },
-    );
+    let wired = wire_app(Stores::memory(store.clone()), clock.clone());
     let watcher = wired.watcher.clone();
     let app = router(wired.state.with_map_tile_url(tile_url));
     let account = AccountId::new();
-    store
-        .create_account(Account {
-            id: account,
-            name: "Parks".into(),
-        })
-        .await
-        .unwrap();
+    add_account(&store, account, "Parks").await;
     let riverside = SiteId::new();
     let harbour = SiteId::new();
     for (i, (id, name, tz)) in [
@@ -87,16 +71,7 @@ async fn fleet(tile_url: &str) -> Fleet {
     .into_iter()
     .enumerate()
     {
-        store
-            .create_site(Site {
-                id,
-                account_id: account,
-                name: name.into(),
-                time_zone: tz,
-                display_order: i as i32,
-            })
-            .await
-            .unwrap();
+        add_site(&store, site(id, account, name, tz, i)).await;
     }
     let mut mowers = Vec::new();
     for (i, name) in [
@@ -106,33 +81,18 @@ async fn fleet(tile_url: &str) -> Fleet {
     .enumerate()
     {
         let id = MowerId::new();
-        store
-            .create_mower(Mower {
-                id,
-                account_id: account,
-                site_id: if i < 5 { riverside } else { harbour },
-                name: name.into(),
-                model: "M1".into(),
-                serial: format!("SN{i}"),
-                display_order: i as i32,
-                blade_threshold_ms: DEFAULT_THRESHOLD,
-            })
-            .await
-            .unwrap();
+        let site_id = if i < 5 { riverside } else { harbour };
+        let display_order = i32::try_from(i).unwrap();
+        let mower = Mower {
+            display_order,
+            ..mower(id, account, site_id, name, i)
+        };
+        add_mower(&store, mower).await;
         mowers.push((name.to_owned(), id));
     }
     for (token, sites) in [(TOKEN, None), (HARBOUR_TOKEN, Some(vec![harbour]))] {
-        store
-            .store_token(
-                hash_token(token),
-                Principal {
-                    account_id: account,
-                    scopes: vec![Scope::Read, Scope::Write],
-                    sites,
-                },
-            )
-            .await
-            .unwrap();
+        let scopes = vec![Scope::Read, Scope::Write];
+        add_token(&store, token, account, scopes, sites).await;
     }
     let fleet = Fleet {
         app,
@@ -225,8 +185,9 @@ async fn fleet(tile_url: &str) -> Fleet {
 }
 
 async fn post_states(app: &axum::Router, watcher: &Watcher, reports: Vec<Value>) {
-    let (status, answer) = call(app, Method::POST, "/v1/states", Some(json!(reports))).await;
-    assert_eq!(status, StatusCode::OK, "{answer}");
+    let body = Some(json!(reports));
+    let answer = http::call(app, Method::POST, "/v1/states", TOKEN, body).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
     let parsed: Vec<_> = reports
         .iter()
         .map(|r| watcher.parse(r.to_string().as_bytes()))
@@ -234,36 +195,10 @@ async fn post_states(app: &axum::Router, watcher: &Watcher, reports: Vec<Value>)
     watcher.on_states(&parsed).await.unwrap();
 }
 
-async fn call(
-    app: &axum::Router,
-    method: Method,
-    uri: &str,
-    body: Option<Value>,
-) -> (StatusCode, String) {
-    let mut request = Request::builder()
-        .method(method)
-        .uri(uri)
-        .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"));
-    let body = match body {
-        Some(b) => {
-            request = request.header(header::CONTENT_TYPE, "application/json");
-            Body::from(b.to_string())
-        }
-        None => Body::empty(),
-    };
-    let response = app
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    (status, String::from_utf8(bytes.to_vec()).unwrap())
-}
-
 async fn page(app: &axum::Router, uri: &str) -> String {
-    let (status, body) = call(app, Method::GET, uri, None).await;
-    assert_eq!(status, StatusCode::OK, "{uri}: {body}");
+    let answer = http::call(app, Method::GET, uri, TOKEN, None).await;
+    let body = answer.text();
+    assert_eq!(answer.status, StatusCode::OK, "{uri}: {body}");
     body
 }
 
@@ -465,40 +400,21 @@ async fn the_map_says_what_it_cut_and_keeps_its_ceilings() {
         unknown.contains("No such site is visible to this token.")
             && !unknown.contains("<div class=\"map-frame\">")
     );
-    let response = f
-        .app
-        .clone()
-        .oneshot(
-            Request::builder()
-                .uri(format!("/live/map?site={}&fragment=main", f.riverside))
-                .header(header::AUTHORIZATION, format!("Bearer {HARBOUR_TOKEN}"))
-                .body(Body::empty())
-                .unwrap(),
-        )
+    let uri = format!("/live/map?site={}&fragment=main", f.riverside);
+    let limited = http::call(&f.app, Method::GET, &uri, HARBOUR_TOKEN, None)
         .await
-        .unwrap();
-    let bytes = to_bytes(response.into_body(), usize::MAX).await.unwrap();
-    let limited = String::from_utf8(bytes.to_vec()).unwrap();
+        .text();
     assert!(
         limited.contains("No such site is visible to this token."),
         "{limited}"
     );
     assert!(!limited.contains("Riverside") && !limited.contains("Alpha"));
     // Signing in on the map keeps its site.
-    let response = f
-        .app
-        .clone()
-        .oneshot(
-            Request::builder()
-                .uri(format!("/live/map?site={}&token={TOKEN}", f.harbour))
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let sign_in = format!("/live/map?site={}&token={TOKEN}", f.harbour);
+    let response = get_with(&f.app, &sign_in, &[]).await;
+    assert_eq!(response.status, StatusCode::SEE_OTHER);
     assert_eq!(
-        response.headers()[header::LOCATION],
+        response.headers[header::LOCATION],
         format!("/live/map?site={}", f.harbour).as_str()
     );
 }
@@ -513,15 +429,6 @@ async fn the_map_says_what_it_cut_and_keeps_its_ceilings() {
     ignore = "needs chromium (apt-get install -y chromium), found at build time"
 )]
 async fn a_browser_renders_each_page() {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|c| {
-            std::process::Command::new(c)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("chromium was found when this test was built, and is gone");
     let f = fleet("http://127.0.0.1:9/{z}/{x}/{y}.png").await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -559,38 +466,9 @@ async fn a_browser_renders_each_page() {
         let png = dir.join(format!("{name}.png"));
         let _ = std::fs::remove_file(&png);
         let dom = {
-            let (chromium, scratch, png, url) = (chromium, scratch.clone(), png.clone(), url);
+            let (scratch, png, url) = (scratch.clone(), png.clone(), url);
             tokio::task::spawn_blocking(move || {
-                let run = |extra: &[String]| {
-                    let profile = scratch.join(format!("profile-{}", uuid::Uuid::new_v4()));
-                    let out = std::process::Command::new("timeout")
-                        .arg("90")
-                        .arg(chromium)
-                        .args([
-                            "--headless",
-                            "--no-sandbox",
-                            "--disable-gpu",
-                            "--disable-dev-shm-usage",
-                            "--disable-background-networking",
-                            "--disable-component-update",
-                            "--disable-sync",
-                            "--no-first-run",
-                            "--hide-scrollbars",
-                            "--window-size=1280,900",
-                            &format!("--user-data-dir={}", profile.display()),
-                        ])
-                        .args(extra)
-                        .arg(&url)
-                        .output()
-                        .expect("run chromium");
-                    let _ = std::fs::remove_dir_all(&profile);
-                    assert!(
-                        out.status.success(),
-                        "chromium failed: {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                    String::from_utf8_lossy(&out.stdout).into_owned()
-                };
+                let run = |extra: &[String]| run_chromium(&scratch, extra, &url);
                 run(&[format!("--screenshot={}", png.display())]);
                 run(&["--dump-dom".to_owned()])
             })

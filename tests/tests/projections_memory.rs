@@ -5,7 +5,7 @@ use std::sync::Arc;
 use swath_domain::{AccountId, Mower, MowerId, SiteId};
 use swath_memory::{MemoryProjections, MemoryStore, MemoryStoreSettings};
 use swath_tests::projections_contract::{ProjectionFactory, ProjectionHarness};
-use swath_tests::support::DEFAULT_THRESHOLD;
+use swath_tests::support::{add_mower, mower};
 
 struct Memory;
 
@@ -27,19 +27,11 @@ impl ProjectionFactory for Memory {
 
     async fn bulk_mowers(&self, h: &ProjectionHarness, account: AccountId, site: SiteId, n: usize) {
         for i in 0..n {
-            h.directory
-                .create_mower(Mower {
-                    id: MowerId::new(),
-                    account_id: account,
-                    site_id: site,
-                    name: format!("bulk-{i:05}"),
-                    model: "M1".into(),
-                    serial: format!("SN{i}"),
-                    display_order: 10,
-                    blade_threshold_ms: DEFAULT_THRESHOLD,
-                })
-                .await
-                .unwrap();
+            let mower = Mower {
+                display_order: 10,
+                ..mower(MowerId::new(), account, site, format!("bulk-{i:05}"), i)
+            };
+            add_mower(h.directory.as_ref(), mower).await;
         }
     }
 }

@@ -45,44 +45,48 @@ fn factory() -> Postgres {
 
 swath_tests::contract_suite!(retention_contract, postgres = factory(),);
 
-/// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
-/// its partition (its rows went in chunks); newer partitions stay.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn whole_months_are_dropped_as_partitions() {
-    let f = factory();
-    let h = contract::Harness::new(&f).await;
-    let (stored, _, _) = contract::boundary_trace();
-    h.store_states(h.fleet.mowers[0], &stored).await;
-    let summary = h.run(false).await;
-    let pool = h.store.postgres.as_ref().unwrap().pool().clone();
-    let exists = |name: &'static str| {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
-                .bind(name)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
-    assert!(!exists("positions_202510").await, "October 2025 dropped");
-    assert!(!exists("state_history_202510").await);
-    assert!(exists("positions_202511").await, "the limit's month stays");
-    assert!(exists("state_history_202511").await);
-    assert!(
-        exists("positions_default").await,
-        "the default partition stays"
-    );
-    assert!(summary
-        .partitions_dropped
-        .iter()
-        .any(|(p, _)| p.name == "positions_202510"));
-    assert!(summary
-        .partitions_dropped
-        .iter()
-        .all(|(p, _)| p.end <= contract::cutoffs().positions_before));
+swath_tests::postgres_tests!(
+    on_postgres:
+    whole_months_are_dropped_as_partitions,
+);
+
+mod on_postgres {
+    use super::*;
+
+    /// Months entirely past the limits go as whole partitions; the month the limit falls in keeps
+    /// its partition (its rows went in chunks); newer partitions stay.
+    pub(super) async fn whole_months_are_dropped_as_partitions(factory: PostgresFactory) {
+        let f = Postgres(factory);
+        let h = contract::Harness::new(&f).await;
+        let (stored, _, _) = contract::boundary_trace();
+        h.store_states(h.fleet.mowers[0], &stored).await;
+        let summary = h.run(false).await;
+        let pool = h.store.postgres.as_ref().unwrap().pool().clone();
+        let exists = |name: &'static str| {
+            let pool = pool.clone();
+            async move {
+                sqlx::query_scalar::<_, bool>("SELECT to_regclass($1) IS NOT NULL")
+                    .bind(name)
+                    .fetch_one(&pool)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert!(!exists("positions_202510").await, "October 2025 dropped");
+        assert!(!exists("state_history_202510").await);
+        assert!(exists("positions_202511").await, "the limit's month stays");
+        assert!(exists("state_history_202511").await);
+        assert!(
+            exists("positions_default").await,
+            "the default partition stays"
+        );
+        assert!(summary
+            .partitions_dropped
+            .iter()
+            .any(|(p, _)| p.name == "positions_202510"));
+        assert!(summary
+            .partitions_dropped
+            .iter()
+            .all(|(p, _)| p.end <= contract::cutoffs().positions_before));
+    }
 }

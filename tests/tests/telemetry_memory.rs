@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use proptest::prelude::*;
 use swath_memory::{MemoryStore, MemoryStoreSettings, DEFAULT_HISTORY_PER_MOWER};
 use swath_tests::reference_contract as reference;
-use swath_tests::support::{StoreFactory, TestStore};
+use swath_tests::support::{block_on, StoreFactory, TestStore};
 use swath_tests::telemetry_contract as contract;
 use swath_tests::traces::{distinct_trace, splits, trace};
 
@@ -35,14 +35,6 @@ impl StoreFactory for Capped {
     fn kept_per_mower(&self) -> Option<usize> {
         Some(self.0)
     }
-}
-
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(future)
 }
 
 swath_tests::contract_suite!(

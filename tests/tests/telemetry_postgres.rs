@@ -35,421 +35,406 @@ swath_tests::contract_suite!(
     postgres = PostgresFactory::new(test_database_url()),
 );
 
-/// Runs a property over random traces with one factory (one template database) for all cases.
-fn property(
-    cases: u32,
-    check: impl Fn(&PostgresFactory, &[swath_tests::traces::Step], &[usize], &tokio::runtime::Runtime),
-) {
-    let factory = PostgresFactory::new(test_database_url());
-    postgres::property(
-        factory,
-        cases,
-        64,
-        (trace(120), splits()),
-        |f, (steps, sizes), rt| check(f, &steps, &sizes, rt),
-    );
-}
+swath_tests::postgres_tests!(
+    on_postgres:
+    a_batch_costs_the_same_statements_whatever_its_size,
+    a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once,
+    a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once,
+    a_store_error_keeps_the_database_error_as_its_source,
+    a_latest_read_dropped_or_broken_midway_leaves_no_connection_to_reuse,
+    ; sync:
+    batched_equals_one_at_a_time,
+    matches_the_reference,
+    any_order_equals_time_order,
+    memory_and_postgres_end_with_identical_rows,
+    two_writers_end_with_the_rows_of_one,
+);
 
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn batched_equals_one_at_a_time() {
-    property(12, |factory, steps, sizes, rt| {
-        rt.block_on(contract::batched_equals_one_at_a_time(
-            factory, steps, sizes,
-        ))
-    });
-}
+mod on_postgres {
+    use super::*;
 
-/// Random traces in random batches on PostgreSQL end with the independent reference's rows and
-/// `blade_due` events (docs/testing.md, "References").
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn matches_the_reference() {
-    property(12, |factory, steps, sizes, rt| {
-        rt.block_on(
-            swath_tests::reference_contract::telemetry_matches_the_reference(factory, steps, sizes),
-        )
-    });
-}
+    /// Runs a property over random traces with one factory (one template database) for all cases.
+    fn property(
+        cases: u32,
+        check: impl Fn(
+            &PostgresFactory,
+            &[swath_tests::traces::Step],
+            &[usize],
+            &tokio::runtime::Runtime,
+        ),
+    ) {
+        let factory = PostgresFactory::new(test_database_url());
+        postgres::property(
+            factory,
+            cases,
+            64,
+            (trace(120), splits()),
+            |f, (steps, sizes), rt| check(f, &steps, &sizes, rt),
+        );
+    }
 
-/// Any permutation of a trace, in any batches, gives the rows of the trace in time order.
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn any_order_equals_time_order() {
-    let factory = PostgresFactory::new(test_database_url());
-    let strategy = (distinct_trace(120), splits());
-    postgres::property(
-        factory,
-        10,
-        64,
-        strategy,
-        |f, ((steps, again, order), sizes), rt| {
-            rt.block_on(contract::any_order_equals_time_order(
-                f, &steps, &again, &order, &sizes,
+    pub(super) fn batched_equals_one_at_a_time() {
+        property(12, |factory, steps, sizes, rt| {
+            rt.block_on(contract::batched_equals_one_at_a_time(
+                factory, steps, sizes,
             ))
-        },
-    );
-}
+        });
+    }
 
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn memory_and_postgres_end_with_identical_rows() {
-    property(16, |factory, steps, sizes, rt| {
-        rt.block_on(contract::stores_agree(&Memory, factory, steps, sizes))
-    });
-}
+    /// Random traces in random batches on PostgreSQL end with the independent reference's rows and
+    /// `blade_due` events (docs/testing.md, "References").
+    pub(super) fn matches_the_reference() {
+        property(12, |factory, steps, sizes, rt| {
+            rt.block_on(
+                swath_tests::reference_contract::telemetry_matches_the_reference(
+                    factory, steps, sizes,
+                ),
+            )
+        });
+    }
 
-#[test]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-fn two_writers_end_with_the_rows_of_one() {
-    property(8, |factory, steps, sizes, rt| {
-        rt.block_on(contract::two_writers_end_with_the_rows_of_one(
-            factory, steps, sizes,
-        ))
-    });
-}
+    /// Any permutation of a trace, in any batches, gives the rows of the trace in time order.
+    pub(super) fn any_order_equals_time_order() {
+        let factory = PostgresFactory::new(test_database_url());
+        let strategy = (distinct_trace(120), splits());
+        postgres::property(
+            factory,
+            10,
+            64,
+            strategy,
+            |f, ((steps, again, order), sizes), rt| {
+                rt.block_on(contract::any_order_equals_time_order(
+                    f, &steps, &again, &order, &sizes,
+                ))
+            },
+        );
+    }
 
-fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
-    json!({
-        "mower_id": mower,
-        "account_id": account,
-        "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
-        "activity": if seconds % 7 == 0 { "error" } else { "mowing" },
-        "blade_on": true,
-        "battery_percent": 50,
-        "error_code": if seconds % 7 == 0 { Some("E1") } else { None },
-        "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
-    })
-}
+    pub(super) fn memory_and_postgres_end_with_identical_rows() {
+        property(16, |factory, steps, sizes, rt| {
+            rt.block_on(contract::stores_agree(&Memory, factory, steps, sizes))
+        });
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn a_batch_costs_the_same_statements_whatever_its_size() {
-    let url = test_database_url();
-    let factory = PostgresFactory::new(url);
-    let store = Arc::new(factory.fresh_store().await);
-    let (account, mowers) = seed_account_with_mowers(store.as_ref(), 8, DEFAULT_THRESHOLD).await;
-    let clock = Arc::new(swath_application::ports::ManualClock::new(
-        swath_tests::traces::ingest_clock(),
-    ));
-    let ingest = swath_application::Ingest::new(
-        store.clone(),
-        Arc::new(swath_tests::support::RecordingBus::default()),
-        clock,
-    );
-    let record = |reports: Vec<Value>| {
-        let parsed = reports
-            .iter()
-            .map(|r| ingest.parse(r.to_string().as_bytes()))
+    pub(super) fn two_writers_end_with_the_rows_of_one() {
+        property(8, |factory, steps, sizes, rt| {
+            rt.block_on(contract::two_writers_end_with_the_rows_of_one(
+                factory, steps, sizes,
+            ))
+        });
+    }
+
+    fn state(account: AccountId, mower: MowerId, seconds: i64) -> Value {
+        json!({
+            "mower_id": mower,
+            "account_id": account,
+            "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
+            "activity": if seconds % 7 == 0 { "error" } else { "mowing" },
+            "blade_on": true,
+            "battery_percent": 50,
+            "error_code": if seconds % 7 == 0 { Some("E1") } else { None },
+            "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
+        })
+    }
+
+    pub(super) async fn a_batch_costs_the_same_statements_whatever_its_size(
+        factory: PostgresFactory,
+    ) {
+        let store = Arc::new(factory.fresh_store().await);
+        let (account, mowers) =
+            seed_account_with_mowers(store.as_ref(), 8, DEFAULT_THRESHOLD).await;
+        let clock = Arc::new(swath_application::ports::ManualClock::new(
+            swath_tests::traces::ingest_clock(),
+        ));
+        let ingest = swath_application::Ingest::new(
+            store.clone(),
+            Arc::new(swath_tests::support::RecordingBus::default()),
+            clock,
+        );
+        let record = |reports: Vec<Value>| {
+            let parsed = reports
+                .iter()
+                .map(|r| ingest.parse(r.to_string().as_bytes()))
+                .collect();
+            ingest.record_states(parsed)
+        };
+
+        let (s0, c0) = (store.counters().statements(), store.counters().commits());
+        let small = record(vec![
+            state(account, mowers[0], 1),
+            state(account, mowers[0], 2),
+        ])
+        .await
+        .unwrap();
+        let (s1, c1) = (store.counters().statements(), store.counters().commits());
+        let large: Vec<Value> = (0..64)
+            .map(|i| state(account, mowers[i % 8], 10 + i as i64))
             .collect();
-        ingest.record_states(parsed)
-    };
+        let outcomes = record(large).await.unwrap();
+        let (s2, c2) = (store.counters().statements(), store.counters().commits());
 
-    let (s0, c0) = (store.counters().statements(), store.counters().commits());
-    let small = record(vec![
-        state(account, mowers[0], 1),
-        state(account, mowers[0], 2),
-    ])
-    .await
-    .unwrap();
-    let (s1, c1) = (store.counters().statements(), store.counters().commits());
-    let large: Vec<Value> = (0..64)
-        .map(|i| state(account, mowers[i % 8], 10 + i as i64))
-        .collect();
-    let outcomes = record(large).await.unwrap();
-    let (s2, c2) = (store.counters().statements(), store.counters().commits());
-
-    assert!(small
-        .iter()
-        .chain(&outcomes)
-        .all(|o| *o == StateOutcome::Stored));
-    assert_eq!(
-        s1 - s0,
-        s2 - s1,
-        "2 states of 1 mower and 64 states of 8 mowers"
-    );
-    assert_eq!(
+        assert!(small
+            .iter()
+            .chain(&outcomes)
+            .all(|o| *o == StateOutcome::Stored));
+        assert_eq!(
+            s1 - s0,
+            s2 - s1,
+            "2 states of 1 mower and 64 states of 8 mowers"
+        );
+        assert_eq!(
         s1 - s0,
         2,
         "one read, and one statement writing every table (history, positions, latest, health, days)"
     );
-    assert_eq!((c1 - c0, c2 - c1), (1, 1), "one commit per batch");
+        assert_eq!((c1 - c0, c2 - c1), (1, 1), "one commit per batch");
 
-    // Late states (older than their mower's newest) cost one more statement: their stored
-    // neighbours, read at once for the whole batch, however many late states and mowers.
-    let late = record(vec![
-        state(account, mowers[0], 3),
-        state(account, mowers[1], 4),
-    ])
-    .await
-    .unwrap();
-    let s3 = store.counters().statements();
-    let mixed: Vec<Value> = (0..64)
-        .map(|i| {
-            let seconds = if i % 2 == 0 {
-                100 + i as i64
-            } else {
-                5 + i as i64
-            };
-            state(account, mowers[i % 8], seconds)
-        })
-        .collect();
-    let mixed = record(mixed).await.unwrap();
-    let s4 = store.counters().statements();
-    assert!(late
-        .iter()
-        .chain(&mixed)
-        .all(|o| *o == StateOutcome::Stored));
-    assert_eq!(
-        (s3 - s2, s4 - s3),
-        (3, 3),
-        "the read, the neighbours of the late states, one write"
-    );
-    let in_order = record(vec![state(account, mowers[0], 500)]).await.unwrap();
-    assert_eq!(in_order, vec![StateOutcome::Stored]);
-    assert_eq!(
-        store.counters().statements() - s4,
-        2,
-        "no neighbours read without late states"
-    );
-    let rows = store.export(&mowers).await.unwrap();
-    assert_eq!(rows.history.len(), 66 + 2 + 64 + 1);
-    assert_eq!(rows.latest.len(), 8);
-}
-
-/// The reference for the failure scenarios: the same batches on the memory store.
-async fn reference_rows(batches: &[Vec<Value>]) -> swath_domain::TelemetryRows {
-    let reference = Harness::new(&Memory, DEFAULT_THRESHOLD).await;
-    for batch in batches {
-        reference.ingest(batch).await;
+        // Late states (older than their mower's newest) cost one more statement: their stored
+        // neighbours, read at once for the whole batch, however many late states and mowers.
+        let late = record(vec![
+            state(account, mowers[0], 3),
+            state(account, mowers[1], 4),
+        ])
+        .await
+        .unwrap();
+        let s3 = store.counters().statements();
+        let mixed: Vec<Value> = (0..64)
+            .map(|i| {
+                let seconds = if i % 2 == 0 {
+                    100 + i as i64
+                } else {
+                    5 + i as i64
+                };
+                state(account, mowers[i % 8], seconds)
+            })
+            .collect();
+        let mixed = record(mixed).await.unwrap();
+        let s4 = store.counters().statements();
+        assert!(late
+            .iter()
+            .chain(&mixed)
+            .all(|o| *o == StateOutcome::Stored));
+        assert_eq!(
+            (s3 - s2, s4 - s3),
+            (3, 3),
+            "the read, the neighbours of the late states, one write"
+        );
+        let in_order = record(vec![state(account, mowers[0], 500)]).await.unwrap();
+        assert_eq!(in_order, vec![StateOutcome::Stored]);
+        assert_eq!(
+            store.counters().statements() - s4,
+            2,
+            "no neighbours read without late states"
+        );
+        let rows = store.export(&mowers).await.unwrap();
+        assert_eq!(rows.history.len(), 66 + 2 + 64 + 1);
+        assert_eq!(rows.latest.len(), 8);
     }
-    reference.rows().await
-}
 
-fn batches(h: &Harness) -> Vec<Vec<Value>> {
-    let f = &h.fleet;
-    let state = |mower: usize, seconds: i64| {
-        let mower_id = f.mowers[mower];
-        json!({
-            "mower_id": mower_id,
-            "account_id": f.account_of(mower_id),
-            "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
-            "activity": "mowing",
-            "blade_on": true,
-            "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
-        })
-    };
-    vec![
-        (0..6).map(|i| state(i % 3, i as i64)).collect(),
-        (6..12).map(|i| state(i % 3, i as i64)).collect(),
-    ]
-}
+    /// The reference for the failure scenarios: the same batches on the memory store.
+    async fn reference_rows(batches: &[Vec<Value>]) -> swath_domain::TelemetryRows {
+        let reference = Harness::new(&Memory, DEFAULT_THRESHOLD).await;
+        for batch in batches {
+            reference.ingest(batch).await;
+        }
+        reference.rows().await
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once() {
-    let url = test_database_url();
-    let factory = PostgresFactory::new(url);
-    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
-    let batches = batches(&h);
-    h.ingest(&batches[0]).await;
-    let before = h.rows().await;
+    fn batches(h: &Harness) -> Vec<Vec<Value>> {
+        let f = &h.fleet;
+        let state = |mower: usize, seconds: i64| {
+            let mower_id = f.mowers[mower];
+            json!({
+                "mower_id": mower_id,
+                "account_id": f.account_of(mower_id),
+                "observed_at": (trace_start() + Duration::seconds(seconds)).to_rfc3339(),
+                "activity": "mowing",
+                "blade_on": true,
+                "position": {"lat": 52.0 + seconds as f64 * 1e-5, "lon": 13.0},
+            })
+        };
+        vec![
+            (0..6).map(|i| state(i % 3, i as i64)).collect(),
+            (6..12).map(|i| state(i % 3, i as i64)).collect(),
+        ]
+    }
 
-    // A trigger on the last table the batch writes: history, positions, latest and health are
-    // already written in the transaction when it fails.
-    let pg = PostgresFactory::pool_of(&h);
-    sqlx::query(
-        "CREATE FUNCTION fail_batch() RETURNS trigger LANGUAGE plpgsql AS \
+    /// A harness that stored the first of [`batches`]: both batches, and the rows it left.
+    async fn first_batch_stored(
+        factory: &PostgresFactory,
+    ) -> (Harness, Vec<Vec<Value>>, swath_domain::TelemetryRows) {
+        let h = Harness::new(factory, DEFAULT_THRESHOLD).await;
+        let batches = batches(&h);
+        h.ingest(&batches[0]).await;
+        let before = h.rows().await;
+        (h, batches, before)
+    }
+
+    pub(super) async fn a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once(
+        factory: PostgresFactory,
+    ) {
+        let (h, batches, before) = first_batch_stored(&factory).await;
+
+        // A trigger on the last table the batch writes: history, positions, latest and health are
+        // already written in the transaction when it fails.
+        let pg = PostgresFactory::pool_of(&h);
+        sqlx::query(
+            "CREATE FUNCTION fail_batch() RETURNS trigger LANGUAGE plpgsql AS \
          $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$",
-    )
-    .execute(&pg)
-    .await
-    .unwrap();
-    sqlx::query("CREATE TRIGGER fail_batch BEFORE INSERT ON day_totals FOR EACH ROW EXECUTE FUNCTION fail_batch()")
+        )
         .execute(&pg)
         .await
         .unwrap();
-    let parsed = batches[1]
-        .iter()
-        .map(|r| h.ingest.parse(r.to_string().as_bytes()))
-        .collect();
-    let error = h
-        .ingest
-        .record_states(parsed)
-        .await
-        .expect_err("the batch fails");
-    assert!(error.to_string().contains("injected failure"), "{error}");
-    // The database's own error is still there under the port's (decision 98), SQLSTATE and all.
-    let database = sources(&error)
-        .find_map(|e| e.downcast_ref::<sqlx::Error>())
-        .and_then(|e| e.as_database_error())
-        .expect("the database's error among the sources");
-    assert_eq!(database.code().as_deref(), Some("P0001"), "{database}");
-    assert_eq!(
-        h.rows().await,
-        before,
-        "nothing of the failed batch is stored"
-    );
+        sqlx::query("CREATE TRIGGER fail_batch BEFORE INSERT ON day_totals FOR EACH ROW EXECUTE FUNCTION fail_batch()")
+            .execute(&pg)
+            .await
+            .unwrap();
+        let parsed = batches[1]
+            .iter()
+            .map(|r| h.ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        let error = h
+            .ingest
+            .record_states(parsed)
+            .await
+            .expect_err("the batch fails");
+        assert!(error.to_string().contains("injected failure"), "{error}");
+        // The database's own error is still there under the port's (decision 98), SQLSTATE and all.
+        let database = sources(&error)
+            .find_map(|e| e.downcast_ref::<sqlx::Error>())
+            .and_then(|e| e.as_database_error())
+            .expect("the database's error among the sources");
+        assert_eq!(database.code().as_deref(), Some("P0001"), "{database}");
+        assert_eq!(
+            h.rows().await,
+            before,
+            "nothing of the failed batch is stored"
+        );
 
-    sqlx::query("DROP TRIGGER fail_batch ON day_totals")
-        .execute(&pg)
-        .await
-        .unwrap();
-    h.ingest(&batches[1]).await; // the redelivery
-    h.ingest(&batches[1]).await; // and a second one, after its commit
-    assert_eq!(h.rows().await, reference_rows(&batches).await);
-}
+        sqlx::query("DROP TRIGGER fail_batch ON day_totals")
+            .execute(&pg)
+            .await
+            .unwrap();
+        h.ingest(&batches[1]).await; // the redelivery
+        h.ingest(&batches[1]).await; // and a second one, after its commit
+        assert_eq!(h.rows().await, reference_rows(&batches).await);
+    }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once() {
-    let url = test_database_url();
-    let factory = PostgresFactory::new(url);
-    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
-    let batches = batches(&h);
-    h.ingest(&batches[0]).await;
-    let before = h.rows().await;
+    pub(super) async fn a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once(
+        factory: PostgresFactory,
+    ) {
+        let (h, batches, before) = first_batch_stored(&factory).await;
 
-    let pg = PostgresFactory::pool_of(&h);
-    let states: Vec<_> = batches[1]
-        .iter()
-        .map(|r| h.ingest.parse(r.to_string().as_bytes()).unwrap())
-        .collect();
-    let (mut snapshots, unit) = h.store.telemetry.begin(&h.fleet.mowers).await.unwrap();
-    let (_, changes) = apply_states(&mut snapshots, &states, swath_tests::traces::ingest_clock());
-    let terminated: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+        let pg = PostgresFactory::pool_of(&h);
+        let states: Vec<_> = batches[1]
+            .iter()
+            .map(|r| h.ingest.parse(r.to_string().as_bytes()).unwrap())
+            .collect();
+        let (mut snapshots, unit) = h.store.telemetry.begin(&h.fleet.mowers).await.unwrap();
+        let (_, changes) =
+            apply_states(&mut snapshots, &states, swath_tests::traces::ingest_clock());
+        let terminated: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
-    )
-    .fetch_all(&pg)
-    .await
-    .unwrap();
-    assert_eq!(
-        terminated,
-        vec![true],
-        "the batch's session is the one in a transaction"
-    );
-    unit.commit(changes)
-        .await
-        .expect_err("the connection is gone");
-    assert_eq!(h.rows().await, before);
-
-    h.ingest(&batches[1]).await; // the redelivery
-    assert_eq!(h.rows().await, reference_rows(&batches).await);
-}
-
-/// `error` and every `source()` under it.
-fn sources<'a>(
-    error: &'a (dyn std::error::Error + 'static),
-) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
-    std::iter::successors(Some(error), |e| e.source())
-}
-
-/// A port error carries the adapter's error as its `source()` (decision 98): a closed pool answers
-/// `Unavailable` whose source is sqlx's `PoolClosed`, and the text is the one it always was.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn a_store_error_keeps_the_database_error_as_its_source() {
-    let factory = PostgresFactory::new(test_database_url());
-    let store = factory.fresh_store().await;
-    TelemetryStore::ping(&store)
-        .await
-        .expect("an open pool answers");
-    store.close().await;
-    let error = TelemetryStore::ping(&store)
-        .await
-        .expect_err("a closed pool fails");
-    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
-    let source = std::error::Error::source(&error).expect("the error keeps its source");
-    assert!(
-        matches!(
-            source.downcast_ref::<sqlx::Error>(),
-            Some(sqlx::Error::PoolClosed)
-        ),
-        "{source:?}"
-    );
-    assert_eq!(
-        error.to_string(),
-        format!("store unavailable: {}", sqlx::Error::PoolClosed)
-    );
-}
-
-/// The latest-state read runs on connections of its own, put back without sqlx's ping (decision
-/// 124). One whose read is dropped before its answer arrives is closed, never put back midway:
-/// the next read gets the right row. One that broke while idle fails its next read, and the read
-/// after answers on a new one.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    swath_no_postgres,
-    ignore = "needs PostgreSQL: set SWATH_TEST_DATABASE_URL"
-)]
-async fn a_latest_read_dropped_or_broken_midway_leaves_no_connection_to_reuse() {
-    let factory = PostgresFactory::new(test_database_url());
-    let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
-    h.ingest(&batches(&h)[0]).await;
-    let mower = h.fleet.mowers[0];
-    let expected = h.store.telemetry.latest(&[mower]).await.unwrap();
-    assert_eq!(expected.len(), 1);
-
-    // The read waits behind a lock until its future is dropped.
-    let pg = PostgresFactory::pool_of(&h);
-    let mut lock = pg.begin().await.unwrap();
-    sqlx::query("LOCK TABLE latest_states IN ACCESS EXCLUSIVE MODE")
-        .execute(&mut *lock)
+        )
+        .fetch_all(&pg)
         .await
         .unwrap();
-    let read = tokio::time::timeout(
-        std::time::Duration::from_millis(300),
-        h.store.telemetry.latest(&[mower]),
-    )
-    .await;
-    assert!(read.is_err(), "the read waited for the lock: {read:?}");
-    lock.commit().await.unwrap();
-    assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+        assert_eq!(
+            terminated,
+            vec![true],
+            "the batch's session is the one in a transaction"
+        );
+        unit.commit(changes)
+            .await
+            .expect_err("the connection is gone");
+        assert_eq!(h.rows().await, before);
 
-    // The read's idle connection ends under it.
-    let terminated: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+        h.ingest(&batches[1]).await; // the redelivery
+        assert_eq!(h.rows().await, reference_rows(&batches).await);
+    }
+
+    /// `error` and every `source()` under it.
+    fn sources<'a>(
+        error: &'a (dyn std::error::Error + 'static),
+    ) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+        std::iter::successors(Some(error), |e| e.source())
+    }
+
+    /// A port error carries the adapter's error as its `source()` (decision 98): a closed pool answers
+    /// `Unavailable` whose source is sqlx's `PoolClosed`, and the text is the one it always was.
+    pub(super) async fn a_store_error_keeps_the_database_error_as_its_source(
+        factory: PostgresFactory,
+    ) {
+        let store = factory.fresh_store().await;
+        TelemetryStore::ping(&store)
+            .await
+            .expect("an open pool answers");
+        store.close().await;
+        let error = TelemetryStore::ping(&store)
+            .await
+            .expect_err("a closed pool fails");
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        let source = std::error::Error::source(&error).expect("the error keeps its source");
+        assert!(
+            matches!(
+                source.downcast_ref::<sqlx::Error>(),
+                Some(sqlx::Error::PoolClosed)
+            ),
+            "{source:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("store unavailable: {}", sqlx::Error::PoolClosed)
+        );
+    }
+
+    /// The latest-state read runs on connections of its own, put back without sqlx's ping (decision
+    /// 124). One whose read is dropped before its answer arrives is closed, never put back midway:
+    /// the next read gets the right row. One that broke while idle fails its next read, and the read
+    /// after answers on a new one.
+    pub(super) async fn a_latest_read_dropped_or_broken_midway_leaves_no_connection_to_reuse(
+        factory: PostgresFactory,
+    ) {
+        let h = Harness::new(&factory, DEFAULT_THRESHOLD).await;
+        h.ingest(&batches(&h)[0]).await;
+        let mower = h.fleet.mowers[0];
+        let expected = h.store.telemetry.latest(&[mower]).await.unwrap();
+        assert_eq!(expected.len(), 1);
+
+        // The read waits behind a lock until its future is dropped.
+        let pg = PostgresFactory::pool_of(&h);
+        let mut lock = pg.begin().await.unwrap();
+        sqlx::query("LOCK TABLE latest_states IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut *lock)
+            .await
+            .unwrap();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_millis(300),
+            h.store.telemetry.latest(&[mower]),
+        )
+        .await;
+        assert!(read.is_err(), "the read waited for the lock: {read:?}");
+        lock.commit().await.unwrap();
+        assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+
+        // The read's idle connection ends under it.
+        let terminated: Vec<bool> = sqlx::query_scalar(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
          WHERE datname = current_database() AND pid <> pg_backend_pid() \
          AND query LIKE '%FROM latest_states%'",
-    )
-    .fetch_all(&pg)
-    .await
-    .unwrap();
-    assert!(terminated.contains(&true), "{terminated:?}");
-    let error = h
-        .store
-        .telemetry
-        .latest(&[mower])
+        )
+        .fetch_all(&pg)
         .await
-        .expect_err("the connection is gone");
-    assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
-    assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+        .unwrap();
+        assert!(terminated.contains(&true), "{terminated:?}");
+        let error = h
+            .store
+            .telemetry
+            .latest(&[mower])
+            .await
+            .expect_err("the connection is gone");
+        assert!(matches!(error, StoreError::Unavailable(_)), "{error:?}");
+        assert_eq!(h.store.telemetry.latest(&[mower]).await.unwrap(), expected);
+    }
 }

@@ -6,6 +6,7 @@ use proptest::prelude::*;
 use std::sync::Arc;
 use swath_application::ports::WatchStore;
 use swath_memory::MemoryStore;
+use swath_tests::support::block_on;
 use swath_tests::traces::{splits, trace};
 use swath_tests::watch_contract::{self as contract, MemoryWatch as Memory};
 
@@ -20,22 +21,14 @@ proptest! {
 
     #[test]
     fn batched_equals_one_at_a_time(steps in trace(150), sizes in splits()) {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
+        block_on(contract::batched_equals_one_at_a_time(&Memory, &steps, &sizes));
     }
 
     /// Rows, events, alerts, watch rows, zone watches and busy statuses against the independent
     /// reference (docs/rules.md §3–§4 and decision 8 read directly).
     #[test]
     fn matches_the_reference(steps in trace(150), sizes in splits()) {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-            .block_on(swath_tests::reference_contract::watch_matches_the_reference(
+        block_on(swath_tests::reference_contract::watch_matches_the_reference(
                 &Memory, &steps, &sizes,
             ));
     }

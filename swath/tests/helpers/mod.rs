@@ -22,17 +22,18 @@ use chrono::{DateTime, Duration, Utc};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath::wiring::{wire, Settings, Stores};
+use swath::wiring::Stores;
 use swath_api::{router, Problem};
 use swath_application::ports::{
-    hash_token, Clock, Directory, EventBus, ManualClock, NewToken, TokenId, TokenStore,
+    hash_token, Clock, EventBus, ManualClock, NewToken, TokenId, TokenStore,
 };
-use swath_application::{Ingest, RetentionPolicy, SchedulerStatus, Watcher};
-use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_application::{Ingest, SchedulerStatus, Watcher};
 use swath_domain::{
-    Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId, StateOutcome, StateReport,
+    AccountId, Mower, MowerId, Principal, Scope, Site, SiteId, StateOutcome, StateReport,
 };
-use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath_memory::{MemoryStore, MemoryStoreSettings};
+use swath_tests::support::http::wire_app;
+use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 use tower::ServiceExt;
 use uuid::Uuid;
 
@@ -95,18 +96,9 @@ impl TestApp {
     /// The test app with a memory store keeping `history_per_mower` history rows per mower.
     pub async fn spawn_with_history(history_per_mower: usize) -> TestApp {
         let store = MemoryStore::new(MemoryStoreSettings { history_per_mower });
-        let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
-        let dyn_clock: Arc<dyn Clock> = clock.clone();
-        let wired = wire(
-            Stores::memory(store.clone()),
-            Arc::clone(&bus),
-            dyn_clock,
-            Settings {
-                offline_after: DEFAULT_OFFLINE_AFTER,
-                retention: RetentionPolicy::default(),
-            },
-        );
+        let wired = wire_app(Stores::memory(store.clone()), clock.clone());
+        let bus = Arc::clone(&wired.state.bus);
 
         let a = seed_tenant(
             &store,
@@ -355,44 +347,29 @@ async fn seed_tenant(
     mowers: &[(&str, usize, i32)],
 ) -> Tenant {
     let account_id = AccountId(id(base << 16));
-    store
-        .create_account(Account {
-            id: account_id,
-            name: name.to_owned(),
-        })
-        .await
-        .unwrap();
+    add_account(store, account_id, name).await;
     let mut site_ids = Vec::new();
     for (i, (site_name, order)) in sites.iter().enumerate() {
         let site_id = SiteId(id((base << 16) | 0x100 | i as u128));
-        store
-            .create_site(Site {
-                id: site_id,
-                account_id,
-                name: (*site_name).to_owned(),
-                time_zone: chrono_tz::Europe::Berlin,
-                display_order: *order,
-            })
-            .await
-            .unwrap();
+        let berlin = chrono_tz::Europe::Berlin;
+        let site = Site {
+            display_order: *order,
+            ..site(site_id, account_id, site_name, berlin, 0)
+        };
+        add_site(store, site).await;
         site_ids.push(site_id);
     }
     let mut mower_ids = Vec::new();
     for (i, (mower_name, site, order)) in mowers.iter().enumerate() {
         let mower_id = MowerId(id((base << 16) | 0x200 | i as u128));
-        store
-            .create_mower(Mower {
-                id: mower_id,
-                account_id,
-                site_id: site_ids[*site],
-                name: (*mower_name).to_owned(),
-                model: "Greenline R40".to_owned(),
-                serial: format!("GR40-{:04}", i + 1),
-                display_order: *order,
-                blade_threshold_ms: 100 * 3600 * 1000,
-            })
-            .await
-            .unwrap();
+        let mower = Mower {
+            model: "Greenline R40".to_owned(),
+            serial: format!("GR40-{:04}", i + 1),
+            display_order: *order,
+            blade_threshold_ms: 100 * 3600 * 1000,
+            ..mower(mower_id, account_id, site_ids[*site], *mower_name, i)
+        };
+        add_mower(store, mower).await;
         mower_ids.push(mower_id);
     }
     Tenant {
@@ -401,6 +378,9 @@ async fn seed_tenant(
         mowers: mower_ids,
     }
 }
+
+/// Where every problem type of the API starts.
+const PROBLEMS: &str = "https://swath.dev/problems/";
 
 pub struct TestResponse {
     pub status: StatusCode,
@@ -433,8 +413,15 @@ impl TestResponse {
         );
         let problem: Problem = serde_json::from_slice(&self.body).unwrap();
         assert_eq!(problem.status, self.status.as_u16());
-        assert!(problem.type_uri.starts_with("https://swath.dev/problems/"));
+        assert!(problem.type_uri.starts_with(PROBLEMS));
         problem
+    }
+
+    /// The body as a problem ([`TestResponse::problem`]): its type without the common prefix
+    /// (`not-found` for `https://swath.dev/problems/not-found`).
+    pub fn problem_type(&self) -> String {
+        let problem = self.problem();
+        problem.type_uri[PROBLEMS.len()..].to_owned()
     }
 }
 

@@ -283,6 +283,27 @@ pub fn reordered_mowers(plan: &[StateReport], stream: &[StateReport]) -> Vec<Str
         .collect()
 }
 
+/// Asserts that the `TELEMETRY` stream holds each state of `plan` once, each mower's in the order
+/// published. The references assume that order: a publisher that retried a lost publish behind
+/// newer ones would break it, not Swath (decision 88), so a scenario says so before judging the
+/// service.
+pub async fn assert_stream_in_published_order(nats_url: &str, plan: &Plan) {
+    let in_stream = stream_states(nats_url)
+        .await
+        .expect("read the telemetry stream back");
+    assert_eq!(
+        in_stream.len(),
+        plan.states,
+        "the stream holds every state once"
+    );
+    let reordered = reordered_mowers(&plan.parsed_states(), &in_stream);
+    assert!(
+        reordered.is_empty(),
+        "the publisher left {} mowers' states out of order in the stream: {reordered:?}",
+        reordered.len()
+    );
+}
+
 /// Deliveries of the telemetry stream's ingest consumers (`swath-ingest-p<N>`, `partitions` of
 /// them) not settled yet: what a replica killed now would leave to be redelivered.
 pub async fn unsettled_ingest(bus: &NatsBus, partitions: u32) -> anyhow::Result<usize> {

@@ -1,0 +1,167 @@
+//! The HTTP tests' app and requests: the router as `swath serve` wires it, driven in process (no
+//! socket) with `tower::ServiceExt::oneshot`, and the tokens they sign in with.
+
+use axum::body::{to_bytes, Body};
+use axum::http::{header, HeaderMap, Method, Request, StatusCode};
+use axum::Router;
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::Arc;
+use swath::wiring::{wire, Settings, Stores, Wired};
+use swath_application::ports::{hash_token, Clock, TokenStore};
+use swath_application::RetentionPolicy;
+use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_domain::{AccountId, Principal, Scope, SiteId};
+use swath_memory::{MemoryBus, MemoryBusSettings};
+use tower::ServiceExt;
+
+/// The use cases and the API state over `stores` as `swath serve` wires them, on a memory bus,
+/// with the default offline delay and retention. Nothing is subscribed: states come through the
+/// API, and a test runs the watcher itself when it needs it.
+pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
+    let bus = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
+    let settings = Settings {
+        offline_after: DEFAULT_OFFLINE_AFTER,
+        retention: RetentionPolicy::default(),
+    };
+    wire(stores, bus, clock, settings)
+}
+
+/// Stores `token` for `account_id` with `scopes`, on every site (`None`) or on `sites`.
+pub async fn add_token<T: TokenStore + ?Sized>(
+    tokens: &T,
+    token: &str,
+    account_id: AccountId,
+    scopes: Vec<Scope>,
+    sites: Option<Vec<SiteId>>,
+) {
+    let principal = Principal {
+        account_id,
+        scopes,
+        sites,
+    };
+    let stored = tokens.store_token(hash_token(token), principal).await;
+    stored.expect("seed token");
+}
+
+/// What the router answered.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Answer {
+    /// The body as text; panics when it is not UTF-8.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.body.to_vec()).expect("a UTF-8 body")
+    }
+
+    /// The body as JSON: `null` when empty, the text as a JSON string when it is not JSON.
+    pub fn json(&self) -> Value {
+        if self.body.is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&self.body).into()))
+    }
+}
+
+/// Sends `request` through `app`.
+pub async fn send(app: &Router, request: Request<Body>) -> Answer {
+    let response = app
+        .clone()
+        .oneshot(request)
+        .await
+        .expect("the router answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    Answer {
+        status,
+        headers,
+        body,
+    }
+}
+
+/// `method uri` with `token` as its bearer token and `body`, when given, as JSON.
+pub async fn call(
+    app: &Router,
+    method: Method,
+    uri: &str,
+    token: &str,
+    body: Option<Value>,
+) -> Answer {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header(header::AUTHORIZATION, format!("Bearer {token}"));
+    let request = match body {
+        Some(body) => request
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(body.to_string())),
+        None => request.body(Body::empty()),
+    };
+    send(app, request.unwrap()).await
+}
+
+/// `GET uri` with the headers given and no bearer token (a cookie, or a token in the address).
+pub async fn get_with(app: &Router, uri: &str, headers: &[(header::HeaderName, &str)]) -> Answer {
+    let mut request = Request::builder().uri(uri);
+    for (name, value) in headers {
+        request = request.header(name, *value);
+    }
+    send(app, request.body(Body::empty()).unwrap()).await
+}
+
+/// The headless browser the browser tests drive (Debian's chromium): the first of the names
+/// `tests/build.rs` looks for that runs. Those tests are ignored when none was found at build
+/// time, so finding none here is a failure.
+fn chromium() -> &'static str {
+    static FOUND: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+    FOUND.get_or_init(|| {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .into_iter()
+            .find(|c| {
+                std::process::Command::new(c)
+                    .arg("--version")
+                    .output()
+                    .is_ok_and(|o| o.status.success())
+            })
+            .expect("chromium was found when this test was built, and is gone")
+    })
+}
+
+/// Runs the headless browser on `url` (90 s at most) with a fresh profile in `scratch` and the
+/// `extra` arguments (`--dump-dom`, `--screenshot=…`); answers what it printed, after checking it
+/// succeeded. Blocking: call it from `spawn_blocking`.
+pub fn run_chromium(scratch: &std::path::Path, extra: &[String], url: &str) -> String {
+    let profile = scratch.join(format!("swath-chromium-{}", uuid::Uuid::new_v4()));
+    let out = std::process::Command::new("timeout")
+        .arg("90")
+        .arg(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--window-size=1280,900",
+            &format!("--user-data-dir={}", profile.display()),
+        ])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
