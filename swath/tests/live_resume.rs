@@ -16,7 +16,9 @@ use serde_json::{json, Value};
 use std::time::Duration;
 use swath_application::ports::Clock;
 use swath_application::subjects;
+use swath_domain::watch::AlertKind;
 use swath_domain::MowerId;
+use swath_tests::support::{open_alert, store_alerts};
 use tower::ServiceExt;
 
 use helpers::{TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_B};
@@ -443,29 +445,13 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     // A blade reset clears an open blade alert (stored as W6 would have raised it).
     let reset = format!("/v1/mowers/{bravo}/blade-reset");
     let open_blade = || async {
-        use swath_application::ports::WatchStore;
-        use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
-        let store: &dyn WatchStore = &app.store;
-        let (_, batch) = store.begin_watch(&[bravo], &[]).await.unwrap();
-        batch
-            .commit(WatchChanges {
-                alerts: AlertChanges {
-                    clears: Vec::new(),
-                    raised: vec![Alert {
-                        id: uuid::Uuid::now_v7(),
-                        mower_id: bravo,
-                        account_id: app.a.account_id,
-                        kind: AlertKind::BladeDue,
-                        severity: AlertKind::BladeDue.severity(),
-                        raised_at: app.clock.now(),
-                        cleared_at: None,
-                        code: None,
-                    }],
-                },
-                ..WatchChanges::default()
-            })
-            .await
-            .unwrap();
+        let raised = open_alert(
+            bravo,
+            app.a.account_id,
+            AlertKind::BladeDue,
+            app.clock.now(),
+        );
+        store_alerts(&app.store, &[bravo], vec![raised]).await;
     };
     let reset_blade = || async {
         let response = app.post(&reset, Some(TOKEN_A_ADMIN), &json!({})).await;
