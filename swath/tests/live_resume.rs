@@ -364,17 +364,6 @@ async fn next_clear(
     serde_json::from_value(got.data["cleared_at"].clone()).unwrap()
 }
 
-/// The open alerts of a kind, as `GET /v1/alerts` lists them.
-async fn open_alerts(app: &TestApp, kind: &str) -> usize {
-    let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
-    alerts["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|a| a["kind"] == kind)
-        .count()
-}
-
 #[tokio::test]
 async fn alerts_cleared_without_an_event_are_on_the_stream() {
     let app = TestApp::spawn().await;
@@ -413,8 +402,8 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     );
     assert_eq!(
         (
-            open_alerts(&app, "battery_low").await,
-            open_alerts(&app, "geofence").await
+            app.open_alerts(TOKEN_A, bravo, "battery_low").await,
+            app.open_alerts(TOKEN_A, bravo, "geofence").await
         ),
         (1, 1)
     );
@@ -430,7 +419,7 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
             .unwrap(),
         "cleared at the instant of the state that re-armed it"
     );
-    assert_eq!(open_alerts(&app, "battery_low").await, 0);
+    assert_eq!(app.open_alerts(TOKEN_A, bravo, "battery_low").await, 0);
 
     // The geofence removed while outside it: its alarm clears with the next state.
     assert_eq!(
@@ -440,7 +429,7 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
     app.clock.advance(Span::seconds(1));
     watch(&app, &report(&app, bravo, "w3", 35, 52.51)).await;
     next_clear(&mut client, bravo, "geofence", "geofence_removed").await;
-    assert_eq!(open_alerts(&app, "geofence").await, 0);
+    assert_eq!(app.open_alerts(TOKEN_A, bravo, "geofence").await, 0);
 
     // A blade reset clears an open blade alert (stored as W6 would have raised it).
     let reset = format!("/v1/mowers/{bravo}/blade-reset");
@@ -458,10 +447,10 @@ async fn alerts_cleared_without_an_event_are_on_the_stream() {
         assert_eq!(response.status, StatusCode::NO_CONTENT);
     };
     open_blade().await;
-    assert_eq!(open_alerts(&app, "blade_due").await, 1);
+    assert_eq!(app.open_alerts(TOKEN_A, bravo, "blade_due").await, 1);
     reset_blade().await;
     next_clear(&mut client, bravo, "blade_due", "blade_reset").await;
-    assert_eq!(open_alerts(&app, "blade_due").await, 0);
+    assert_eq!(app.open_alerts(TOKEN_A, bravo, "blade_due").await, 0);
 
     // A reset with no open alert clears nothing and tells nothing.
     reset_blade().await;

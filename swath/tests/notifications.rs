@@ -207,15 +207,7 @@ async fn a_blade_reset_clears_the_blade_alert_and_feeds_page_by_cursor() {
     // An open blade alert, stored as the watcher would have raised it.
     let raised = open_alert(mower, app.a.account_id, AlertKind::BladeDue, t0());
     store_alerts(&app.store, &[mower], vec![raised]).await;
-    let blade_alerts = || async {
-        let alerts = app.get("/v1/alerts", Some(TOKEN_A)).await.json();
-        alerts["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|a| a["kind"] == "blade_due" && a["mower_id"] == json!(mower))
-            .count()
-    };
+    let blade_alerts = || app.open_alerts(TOKEN_A, mower, "blade_due");
     assert_eq!(blade_alerts().await, 1, "the blade alert is open");
     assert_eq!(
         app.post(

@@ -249,6 +249,17 @@ impl TestApp {
         self.get_with(path, token, &[]).await
     }
 
+    /// How many alerts of `kind` of `mower` `GET /v1/alerts` lists as open to `token`.
+    pub async fn open_alerts(&self, token: &str, mower: MowerId, kind: &str) -> usize {
+        let alerts = self.get("/v1/alerts", Some(token)).await.json();
+        alerts["items"]
+            .as_array()
+            .expect("a page of alerts")
+            .iter()
+            .filter(|a| a["kind"] == kind && a["mower_id"] == serde_json::json!(mower))
+            .count()
+    }
+
     /// Asserts that `path` (a paged list, its query ending in `limit=<n>`) with an empty
     /// `cursor=` answers exactly its first page, and that this page is cut (so a cursor would
     /// have mattered).
