@@ -20,12 +20,10 @@
 //! same bound (decision 108): a mower moved or deleted through this process is seen at once
 //! ([`Access::mower_changed`]), one moved through another replica within that bound.
 
-mod cache;
-
 use crate::ports::{
     Cause, Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore,
 };
-use cache::TtlCache;
+use crate::ttl_cache::TtlCache;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

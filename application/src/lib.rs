@@ -13,6 +13,8 @@
 //!   the bus handler that feeds it.
 //! - [`group_commit`]: the batches several partitions hand over at once, written in one unit of
 //!   work (the ingest consumer's handler).
+//! - [`latest_cache`]: the telemetry store with a mower's latest row kept for a second, so that
+//!   polls of a mower's state seldom reach the store; forgotten on every commit of this process.
 //! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
 //!   from, and each stream's visibility and filters.
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
@@ -28,6 +30,8 @@
 //! - [`scheduler`]: the scheduler's busy check, run on the watcher's batches.
 //! - [`projections`]: the bounded live projections (fleet dashboard, site wall, health wall) and
 //!   their ceilings (docs/rules.md §6).
+//! - [`ttl_cache`]: answers of a store kept for a bound and forgotten on a change (the access
+//!   caches, the latest states).
 //! - [`sentinel`]: the sentinel row that tells every bounded read (the projections' levels, the
 //!   HTTP lists' pages) whether it was cut.
 
@@ -37,6 +41,7 @@ pub mod group_commit;
 pub mod import;
 pub mod imports;
 pub mod ingest;
+pub mod latest_cache;
 pub mod live_feed;
 pub mod ports;
 pub mod projections;
@@ -46,6 +51,7 @@ pub mod sentinel;
 pub mod subjects;
 pub mod submissions;
 pub mod ticks;
+pub mod ttl_cache;
 pub mod watcher;
 
 pub use access::{Access, AccessError, Hidden, Revocations};

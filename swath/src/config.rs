@@ -241,6 +241,13 @@ pub struct ServeArgs {
         value_name = "SWATH_OFFLINE_SWEEP_SECONDS", default_value = "30",
         value_parser = parse_positive_seconds)]
     pub offline_sweep_period: Duration,
+    /// How long a mower's latest state (`GET /v1/mowers/{id}/state`) is answered from memory, in
+    /// seconds: a state stored through another replica may stay unseen that long; this replica's
+    /// own writes are seen at once. Zero: every read asks the store (decision 134).
+    #[arg(long = "latest-cache-seconds", env = "SWATH_LATEST_CACHE_SECONDS",
+        value_name = "SWATH_LATEST_CACHE_SECONDS", default_value = "1",
+        value_parser = parse_seconds)]
+    pub latest_cache: Duration,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Which event bus carries the states.

@@ -36,6 +36,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Settings {
             offline_after,
             retention: retention_policy,
+            latest_cache: args.latest_cache,
         },
     );
     let background = wired.start(&args.background()).await?;

@@ -19,6 +19,7 @@ use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
 use swath_api::{AppState, NotificationPorts};
+use swath_application::latest_cache::LatestCache;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
@@ -175,6 +176,9 @@ pub struct Settings {
     pub offline_after: chrono::Duration,
     /// What retention keeps (`SWATH_RETENTION_*`).
     pub retention: RetentionPolicy,
+    /// How long a mower's latest state is answered from memory (`SWATH_LATEST_CACHE_SECONDS`;
+    /// zero: every read asks the store). Decision 134.
+    pub latest_cache: Duration,
 }
 
 /// The use cases over one set of ports, and the API state that serves them.
@@ -209,6 +213,9 @@ pub fn wire(
         projections,
         assignments,
     } = stores;
+    // One wrapped store for every writer and reader, so that each commit of this process
+    // forgets the latest rows it replaced before a read can be answered from memory.
+    let telemetry = LatestCache::wrap(telemetry, Arc::clone(&clock), settings.latest_cache);
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
             .with_zones(Arc::clone(&notifications.zones)),

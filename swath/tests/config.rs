@@ -85,6 +85,10 @@ const CASES: &[Case] = &[
         expected: "seconds > 0",
     },
     Case {
+        env: &[("SWATH_LATEST_CACHE_SECONDS", "-1")],
+        expected: "seconds >= 0",
+    },
+    Case {
         env: &[("SWATH_STORE", "sqlite")],
         expected: "memory, postgres",
     },

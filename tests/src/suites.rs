@@ -65,6 +65,7 @@ macro_rules! contract_suite {
             bad_reports_are_refused_alone,
             an_uncommitted_batch_stores_nothing,
             reads_answer_committed_rows,
+            a_read_after_a_commit_sees_it,
             blade_due_is_published_once,
             concurrent_batches_all_commit,
             import_stores_what_live_ingest_stores,

@@ -60,6 +60,28 @@ pub trait StoreFactory: Send + Sync {
     fn kept_per_mower(&self) -> Option<usize>;
 }
 
+/// The stores of another factory with the telemetry store seen through the latest-state cache
+/// that `swath serve` puts in front of it (decision 134), its bound an hour: only the cache's
+/// forgetting on commit can keep its reads of committed rows right.
+pub struct WithLatestCache<F>(pub F);
+
+#[async_trait]
+impl<F: StoreFactory> StoreFactory for WithLatestCache<F> {
+    async fn fresh(&self) -> TestStore {
+        let mut store = self.0.fresh().await;
+        store.telemetry = swath_application::latest_cache::LatestCache::wrap(
+            store.telemetry,
+            Arc::new(swath_application::ports::SystemClock),
+            std::time::Duration::from_secs(3600),
+        );
+        store
+    }
+
+    fn kept_per_mower(&self) -> Option<usize> {
+        self.0.kept_per_mower()
+    }
+}
+
 /// The fleet every telemetry scenario uses: two accounts, sites in three time zones (one far from
 /// UTC so that local days differ), and one mower id that is in no directory.
 #[derive(Clone, Debug)]

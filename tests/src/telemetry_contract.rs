@@ -305,6 +305,55 @@ pub async fn reads_answer_committed_rows(factory: &dyn StoreFactory) {
     );
 }
 
+/// A read of one mower's latest row made after a commit returned answers what it committed,
+/// however often the mower was read before (a store that keeps answers must forget them on its
+/// commits), and a late state leaves the latest row as it was.
+pub async fn a_read_after_a_commit_sees_it(factory: &dyn StoreFactory) {
+    let h = Arc::new(Harness::new(factory, DEFAULT_THRESHOLD).await);
+    let mower = h.fleet.mowers[0];
+    let latest_at = async |h: &Harness| {
+        let rows = h.store.telemetry.latest(&[mower]).await.expect("latest");
+        rows.first().map(|row| row.observed_at)
+    };
+    assert_eq!(latest_at(&h).await, None, "nothing stored yet");
+    // Readers polling all along, so that reads are under way while each batch commits.
+    let polling = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let readers: Vec<_> = (0..4)
+        .map(|_| {
+            let (h, polling) = (Arc::clone(&h), Arc::clone(&polling));
+            tokio::spawn(async move {
+                while polling.load(std::sync::atomic::Ordering::Relaxed) {
+                    h.store.telemetry.latest(&[mower]).await.expect("latest");
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect();
+    for step in 1..=40 {
+        let seconds = step * 10;
+        h.ingest(&[report(&h.fleet, 0, seconds, Activity::Mowing)])
+            .await;
+        let expected = trace_start() + Duration::seconds(seconds);
+        assert_eq!(latest_at(&h).await, Some(expected), "after state {step}");
+        assert_eq!(latest_at(&h).await, Some(expected), "read again");
+    }
+    let outcomes = h.ingest(&[report(&h.fleet, 0, 5, Activity::Docked)]).await;
+    assert_eq!(
+        outcomes,
+        vec![StateOutcome::Stored],
+        "a late state is stored"
+    );
+    assert_eq!(
+        latest_at(&h).await,
+        Some(trace_start() + Duration::seconds(400)),
+        "a late state is not the latest"
+    );
+    polling.store(false, std::sync::atomic::Ordering::Relaxed);
+    for reader in readers {
+        reader.await.expect("a reader");
+    }
+}
+
 /// W6 through the whole path: `blade_due` is published once, after the commit, with a dedup id.
 pub async fn blade_due_is_published_once(factory: &dyn StoreFactory) {
     let h = Harness::new(factory, 120_000).await;

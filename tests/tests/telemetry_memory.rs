@@ -43,6 +43,18 @@ swath_tests::contract_suite!(
     factory = Memory,
 );
 
+/// The same suite through the latest-state cache `swath serve` puts in front of the store.
+mod with_latest_cache {
+    use super::Memory;
+    use swath_tests::support::WithLatestCache;
+
+    swath_tests::contract_suite!(
+        telemetry_contract,
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        factory = WithLatestCache(Memory),
+    );
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
 

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
 use swath::wiring::{wire, Settings, Stores, Wired};
+use swath_application::latest_cache::LATEST_CACHE_TTL;
 use swath_application::ports::{hash_token, Clock, TokenStore};
 use swath_application::RetentionPolicy;
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
@@ -23,6 +24,7 @@ pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
     let settings = Settings {
         offline_after: DEFAULT_OFFLINE_AFTER,
         retention: RetentionPolicy::default(),
+        latest_cache: LATEST_CACHE_TTL,
     };
     wire(stores, bus, clock, settings)
 }

@@ -1,6 +1,7 @@
-//! The short-lived answers [`super::Access`] keeps: a token's principal, and which account and
-//! site a mower is on. Each answer is kept for at most a bound after the store gave it, and never
-//! across a change made through this process (a generation counter that the change bumps).
+//! Short-lived answers of a store: a token's principal and which account and site a mower is on
+//! ([`crate::access::Access`]), a mower's latest state ([`crate::latest_cache`]). Each answer is
+//! kept for at most a bound after the store gave it, and never across a change made through this
+//! process (a generation counter that the change bumps).
 
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
@@ -53,10 +54,29 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
     /// full, stale entries (judged under `current`, the generation now) are dropped first; if it
     /// is still full, the answer is not kept.
     pub fn remember(&self, key: &K, value: V, now: DateTime<Utc>, generation: u64, current: u64) {
+        self.remember_unless(key, value, now, generation, current, |_| false);
+    }
+
+    /// [`TtlCache::remember`], unless the answer kept for `key`, fresh under `current`, is one
+    /// that `keeps` says must stay (a newer one, read by a concurrent caller).
+    pub fn remember_unless(
+        &self,
+        key: &K,
+        value: V,
+        now: DateTime<Utc>,
+        generation: u64,
+        current: u64,
+        keeps: impl FnOnce(&V) -> bool,
+    ) {
         if self.ttl.is_zero() || generation != current {
             return;
         }
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = entries.get(key) {
+            if self.fresh(kept, now, current) && keeps(&kept.value) {
+                return;
+            }
+        }
         if entries.len() >= self.max_entries && !entries.contains_key(key) {
             entries.retain(|_, entry| self.fresh(entry, now, current));
             if entries.len() >= self.max_entries {
@@ -142,6 +162,22 @@ mod tests {
         cache.remember(&3, "c", at(3), 0, 0);
         assert_eq!(cache.get(&3, at(3), 0), Some("c"), "stale ones dropped");
         assert_eq!(cache.get(&1, at(1), 0), None);
+    }
+
+    #[test]
+    fn an_answer_the_caller_says_must_stay_is_not_replaced() {
+        let cache = TtlCache::new(Duration::from_secs(2), 10);
+        cache.remember(&1, 5, at(0), 0, 0);
+        cache.remember_unless(&1, 4, at(1), 0, 0, |kept| *kept > 4);
+        assert_eq!(cache.get(&1, at(1), 0), Some(5), "the newer answer stays");
+        cache.remember_unless(&1, 6, at(1), 0, 0, |kept| *kept > 6);
+        assert_eq!(cache.get(&1, at(1), 0), Some(6));
+        cache.remember_unless(&1, 3, at(4), 0, 0, |kept| *kept > 3);
+        assert_eq!(
+            cache.get(&1, at(4), 0),
+            Some(3),
+            "a stale answer does not stay"
+        );
     }
 
     #[test]
