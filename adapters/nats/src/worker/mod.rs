@@ -64,6 +64,21 @@
 //! come due and are served to this worker before newer messages; everything in hand is then
 //! sorted by stream sequence (`await_predecessor`, decision 88).
 //!
+//! # Order after a loss
+//!
+//! A pull given up (silence, an error status, an inbox that did not drain in time) may have
+//! been served all the same: in a cluster, the consumer's leader can serve a request after the
+//! worker drained its inbox, and what it delivered there comes back only once `ack_wait`
+//! expired. A hand-back (`-NAK`) NATS did not confirm may be lost the same way. Meanwhile the
+//! worker, still pinned, would pull and handle newer messages of the partition first, and the
+//! watcher's rules derive nothing from a state older than one they handled. So after either
+//! (`recovering`), a partition's next batch waits exactly as under a new pin: until the
+//! consumer has nothing unsettled but what the worker holds, taking the redeliveries as they
+//! come due, everything sorted by stream sequence (`wait_after_a_loss`, decision 135). A pull
+//! made after the lost one is served after it, so by the time its batch is in hand the
+//! consumer counts what went astray. Settlements that were processed after all leave nothing
+//! unsettled, and the wait ends at once.
+//!
 //! What follows is the order rule of an unpartitioned consumer.
 //!
 //! JetStream serves redeliveries before new messages, but a delivery of a process that died
@@ -133,8 +148,9 @@ pub(crate) struct Worker {
     /// Pull requests lost in a row (for the back-off and for logging an outage once).
     pub failures: u32,
     /// Set at start, after a lost pull request and after unconfirmed settlements: before the
-    /// next pull, wait for the consumer's earlier deliveries to be settled or to expire (see
-    /// "Order after a crash" in the module documentation).
+    /// next pull (unpartitioned) or the next batch (a partition's), wait for the consumer's
+    /// earlier deliveries to be settled or to expire (see "Order after a crash" and "Order
+    /// after a loss" in the module documentation).
     pub recovering: AtomicBool,
     /// Messages in hand, not handled yet, in the order they are to be handled: a newer message
     /// taken while waiting for earlier deliveries (unpartitioned), or leading redeliveries beyond
@@ -204,7 +220,7 @@ impl Worker {
             stop,
             failures: 0,
             // An unpartitioned consumer looks for earlier deliveries before its first pull; a
-            // partition's worker ignores this (its pin waits for them, decision 63).
+            // partition's worker waits for them before its first batch, as its pin is new.
             recovering: AtomicBool::new(true),
             held: Vec::new(),
             pinning: None,

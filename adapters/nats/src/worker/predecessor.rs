@@ -91,11 +91,11 @@ impl Worker {
                 break;
             }
             if started.elapsed() >= self.timings.ack_wait * PREDECESSOR_PATIENCE {
-                tracing::warn!(consumer = %self.name, unsettled = others, "Deliveries of the partition's previous holder are still unsettled; handling newer messages now, so their order may not hold.");
+                tracing::warn!(consumer = %self.name, unsettled = others, "Deliveries of the partition made elsewhere (to its previous holder, or into a lost pull) are still unsettled; handling newer messages now, so their order may not hold.");
                 break;
             }
             if !logged {
-                tracing::info!(consumer = %self.name, unsettled = others, "The partition's previous holder has deliveries unsettled; waiting for them to be settled or due.");
+                tracing::info!(consumer = %self.name, unsettled = others, "Deliveries of the partition made elsewhere (to its previous holder, or into a lost pull) are unsettled; waiting for them to be settled or due.");
                 logged = true;
             }
             // Due redeliveries are served before newer messages: ask for as many as are
@@ -120,7 +120,7 @@ impl Worker {
             }
         }
         if logged {
-            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling the partition after its previous holder's deliveries.");
+            tracing::info!(consumer = %self.name, waited = ?started.elapsed(), "Handling the partition after the deliveries made elsewhere.");
         }
         batch.append(&mut self.held);
         in_stream_order(batch);

@@ -74,7 +74,12 @@ impl Worker {
     async fn next_pinned_batch(&mut self) -> Option<Vec<jetstream::Message>> {
         if !self.held.is_empty() {
             let n = self.held.len().min(self.max_batch);
-            return Some(self.held.drain(..n).collect());
+            let mut batch = self.held.drain(..n).collect();
+            self.wait_after_a_loss();
+            if !self.await_predecessor(&mut batch).await {
+                return None;
+            }
+            return Some(batch);
         }
         loop {
             if !self.await_turn().await {
@@ -104,13 +109,27 @@ impl Worker {
                     continue;
                 }
             }
-            if !self.linger(&mut batch, waited).await
-                || !self.gather_redeliveries(&mut batch).await
-                || !self.await_predecessor(&mut batch).await
+            if !self.linger(&mut batch, waited).await || !self.gather_redeliveries(&mut batch).await
             {
                 return None;
             }
+            self.wait_after_a_loss();
+            if !self.await_predecessor(&mut batch).await {
+                return None;
+            }
             return Some(batch);
+        }
+    }
+
+    /// After a lost pull or settlements NATS did not confirm, a partition's next batch waits as
+    /// under a new pin ("Order after a loss" in the module documentation of `worker`): messages
+    /// of the partition may be out, delivered into a pull this worker gave up on (in a cluster,
+    /// a request the consumer's leader served after the inbox was drained) or handed back
+    /// (`-NAK`) without the server hearing of it, and they come back only once due, behind
+    /// newer ones.
+    fn wait_after_a_loss(&mut self) {
+        if self.recovering.swap(false, Ordering::Relaxed) {
+            self.newly_pinned = true;
         }
     }
 
