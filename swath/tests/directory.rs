@@ -5,6 +5,7 @@ mod helpers;
 use axum::http::StatusCode;
 use helpers::{
     TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH, TOKEN_A_SOUTH_ADMIN, TOKEN_A_WRITE_ONLY,
+    TOKEN_B,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -208,6 +209,37 @@ async fn a_mower_is_created_with_its_gateway_id_changed_and_deleted_with_its_tel
 }
 
 use swath_application::ports::TelemetryStore;
+
+/// A deleted mower's id taken by another account: the new mower has no state yet, although the
+/// replica that served the deleted one's state may still keep it for a second (decision 134;
+/// the test app's clock stands still, so here it would keep it for good).
+#[tokio::test]
+async fn a_deleted_mower_s_id_taken_by_another_account_has_no_state_yet() {
+    let app = TestApp::spawn().await;
+    let bravo = app.a.mowers[0];
+    let state = format!("/v1/mowers/{bravo}/state");
+    assert_eq!(app.get(&state, Some(TOKEN_A)).await.status, StatusCode::OK);
+    let deleted = app
+        .delete(&format!("/v1/mowers/{bravo}"), Some(TOKEN_A_ADMIN))
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let body = json!({
+        "id": bravo, "site_id": app.b.sites[0], "name": "Bravo of B", "model": "M", "serial": "S",
+    });
+    let created = app.post("/v1/mowers", Some(TOKEN_B), &body).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let read = app.get(&state, Some(TOKEN_B)).await;
+    assert_eq!(read.status, StatusCode::NOT_FOUND);
+    assert!(
+        read.problem_type().ends_with("no-state-yet"),
+        "{}",
+        read.problem_type()
+    );
+    assert_eq!(
+        app.get(&state, Some(TOKEN_A)).await.status,
+        StatusCode::NOT_FOUND
+    );
+}
 
 #[tokio::test]
 async fn mower_ids_and_sites_are_checked() {

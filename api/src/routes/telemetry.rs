@@ -77,9 +77,11 @@ pub async fn get_mower_state(
         .visible_mower_id(&principal, MowerId(id))
         .await?;
     let latest = state.telemetry.latest(&[mower]).await?;
+    // Of the principal's account only: a replica may keep, for a second, the last state of a
+    // deleted mower whose id another account has taken since (decision 134).
     let row = latest
         .iter()
-        .find(|r| r.mower_id == mower)
+        .find(|r| r.mower_id == mower && r.account_id == principal.account_id)
         .ok_or(ApiError::NoStateYet)?;
     json_with_etag(&headers, &MowerState::from(row))
 }
