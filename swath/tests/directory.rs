@@ -239,6 +239,13 @@ async fn a_deleted_mower_s_id_taken_by_another_account_has_no_state_yet() {
         app.get(&state, Some(TOKEN_A)).await.status,
         StatusCode::NOT_FOUND
     );
+    let mower = app.get(&format!("/v1/mowers/{bravo}"), Some(TOKEN_B)).await;
+    assert_eq!(mower.status, StatusCode::OK);
+    assert_eq!(
+        mower.json()["state"],
+        serde_json::Value::Null,
+        "no state in its summary"
+    );
 }
 
 #[tokio::test]

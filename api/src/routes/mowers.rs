@@ -331,11 +331,14 @@ async fn summaries(
     mowers: &[Mower],
 ) -> Result<Vec<MowerSummary>, ApiError> {
     let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
+    // Rows of the account only: a replica may keep, for a second, the last state of a deleted
+    // mower whose id another account has taken since (decision 134).
     let latest: HashMap<MowerId, LatestRow> = state
         .telemetry
         .latest(&ids)
         .await?
         .into_iter()
+        .filter(|row| row.account_id == account)
         .map(|row| (row.mower_id, row))
         .collect();
     let sites: HashMap<SiteId, String> = state
