@@ -75,9 +75,15 @@ impl Worker {
         if !self.held.is_empty() {
             let n = self.held.len().min(self.max_batch);
             let mut batch = self.held.drain(..n).collect();
-            self.wait_after_a_loss();
-            if !self.await_predecessor(&mut batch).await {
-                return None;
+            // As the partition's holder only: what went astray comes back to the holder. A
+            // worker that lost the pin would wait for the new holder's deliveries while the
+            // new holder waits for these (its own wait, under its new pin): both would stall
+            // until their patience ran out. The flag stays for this worker's next pulled batch.
+            if self.holds_the_pin() {
+                self.wait_after_a_loss();
+                if !self.await_predecessor(&mut batch).await {
+                    return None;
+                }
             }
             return Some(batch);
         }
@@ -85,14 +91,14 @@ impl Worker {
             if !self.await_turn().await {
                 return None;
             }
-            let holding = self.pinning.as_ref().is_some_and(|p| p.id.is_some());
+            let holding = self.holds_the_pin();
             let mut batch = Vec::with_capacity(self.max_batch);
             if holding {
                 let end = self.pull(self.no_wait(self.max_batch), &mut batch).await;
                 if !self.carry_on(end, &mut batch).await {
                     return None;
                 }
-                let still = self.pinning.as_ref().is_some_and(|p| p.id.is_some());
+                let still = self.holds_the_pin();
                 if batch.is_empty() && !still {
                     // The pin is another replica's now: compete only within the share.
                     continue;
@@ -119,6 +125,11 @@ impl Worker {
             }
             return Some(batch);
         }
+    }
+
+    /// Whether this partition worker holds the partition's pin (as far as it knows).
+    fn holds_the_pin(&self) -> bool {
+        self.pinning.as_ref().is_some_and(|p| p.id.is_some())
     }
 
     /// After a lost pull or settlements NATS did not confirm, a partition's next batch waits as
