@@ -15,8 +15,9 @@
 //! - a state stored through **another replica** (which ingests other partitions) within the
 //!   bound of its commit, or the newer one; and never, from one replica, an older state after a
 //!   newer one (two reads that missed together keep the newer answer);
-//! - only reads of **one** mower are kept (the latest-state read); the mower lists' pages ask the
-//!   store each time, so a page of up to a thousand mowers never churns the cache.
+//! - only reads of **one** mower are kept (the latest-state read, a mower's summary); the mower
+//!   lists' pages ask the store each time, so a page of up to a thousand mowers never churns the
+//!   cache.
 //!
 //! Every other read and the units of work go to the store unchanged.
 
@@ -25,7 +26,7 @@ use crate::ttl_cache::TtlCache;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_domain::{
@@ -132,25 +133,28 @@ impl TelemetryStore for LatestCache {
         let [mower] = mowers else {
             return self.store.latest(mowers).await;
         };
+        let asked = AtomicBool::new(false);
+        let read = async {
+            asked.store(true, Ordering::Relaxed);
+            self.store_reads.fetch_add(1, Ordering::Relaxed);
+            let rows = self.store.latest(mowers).await?;
+            Ok(rows.into_iter().find(|row| row.mower_id == *mower))
+        };
+        // Two reads that missed together may finish in either order: the older answer (another
+        // replica committed between them) never replaces the newer one.
+        let newer = |kept: &LatestRow, read: &LatestRow| kept.observed_at > read.observed_at;
+        let generation = || self.written.get(*mower);
         let now = self.clock.now();
-        // Read before the store is asked: a commit during the read makes its answer stale.
-        let before = self.written.get(*mower);
-        if let Some(row) = self.rows.get(mower, now, before) {
-            self.count("memory");
-            return Ok(vec![row]);
-        }
-        self.count("store");
-        self.store_reads.fetch_add(1, Ordering::Relaxed);
-        let rows = self.store.latest(mowers).await?;
-        if let Some(row) = rows.iter().find(|row| row.mower_id == *mower) {
-            // Two reads that missed together may finish in either order: the older answer
-            // (another replica committed between them) never replaces the newer one.
-            let newer = |kept: &LatestRow| kept.observed_at > row.observed_at;
-            let current = self.written.get(*mower);
-            self.rows
-                .remember_unless(mower, row.clone(), now, before, current, newer);
-        }
-        Ok(rows)
+        let row = self
+            .rows
+            .read_through_unless(mower, now, generation, read, newer)
+            .await?;
+        self.count(if asked.into_inner() {
+            "store"
+        } else {
+            "memory"
+        });
+        Ok(row.into_iter().collect())
     }
 
     async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {

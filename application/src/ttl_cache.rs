@@ -103,6 +103,20 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         generation: impl Fn() -> u64,
         read: impl Future<Output = Result<Option<V>, E>>,
     ) -> Result<Option<V>, E> {
+        self.read_through_unless(key, now, generation, read, |_, _| false)
+            .await
+    }
+
+    /// [`TtlCache::read_through`], except that the store's answer does not replace one kept
+    /// meanwhile that `keeps(kept, read)` says must stay (see [`TtlCache::remember_unless`]).
+    pub async fn read_through_unless<E>(
+        &self,
+        key: &K,
+        now: DateTime<Utc>,
+        generation: impl Fn() -> u64,
+        read: impl Future<Output = Result<Option<V>, E>>,
+        keeps: impl Fn(&V, &V) -> bool,
+    ) -> Result<Option<V>, E> {
         // Read before the store is asked: a change during the read makes its answer stale.
         let before = generation();
         if let Some(value) = self.get(key, now, before) {
@@ -110,7 +124,9 @@ impl<K: Eq + Hash + Clone, V: Clone> TtlCache<K, V> {
         }
         let value = read.await?;
         if let Some(value) = &value {
-            self.remember(key, value.clone(), now, before, generation());
+            let current = generation();
+            let stays = |kept: &V| keeps(kept, value);
+            self.remember_unless(key, value.clone(), now, before, current, stays);
         }
         Ok(value)
     }
