@@ -23,6 +23,7 @@ use crate::error::ApiError;
 use axum::http::{header, HeaderName, HeaderValue};
 use serde::Deserialize;
 use utoipa::IntoParams;
+use uuid::Uuid;
 
 /// A `Location` header for a created resource.
 pub(crate) fn location(path: String) -> Result<[(HeaderName, HeaderValue); 1], ApiError> {
@@ -44,4 +45,22 @@ pub struct PageParams {
         example = "bW93ZXJzOlswLCJBbHBoYSIsIjAxOTBhMmI0LTAwMDAtNzAwMC04MDAwLTAwMDAwMDAwMDAwMSJd"
     )]
     pub cursor: Option<String>,
+}
+
+/// The `{id}` of every route under `/v1/mowers/{id}`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MowerPath {
+    /// The mower's id.
+    #[param(example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60")]
+    pub id: Uuid,
+}
+
+/// `If-None-Match`, the request header of every route that answers an `ETag`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct Revalidation {
+    /// An `ETag` from an earlier answer: when it is still current, the answer is `304 Not Modified` without a body.
+    #[serde(rename = "If-None-Match")]
+    pub if_none_match: Option<String>,
 }

@@ -11,6 +11,7 @@ use crate::error::{ApiError, FieldProblem, Resource};
 use crate::etag::json_with_etag;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
+use crate::routes::{MowerPath, Revalidation};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -37,11 +38,7 @@ pub const TAG: &str = "mowers";
         mowers with their states in one call. Page with `limit` and `cursor`. Answers \
         `304 Not Modified` when `If-None-Match` names the current `ETag` of the page.",
     security(("bearer" = ["read"])),
-    params(
-        PageParams,
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(PageParams, Revalidation),
     responses(
         (status = 200, description = "A page of mowers with their latest states.", body = MowerList,
             headers(
@@ -191,11 +188,7 @@ pub async fn create_mower(
         reported), as in the list. Answers `304 Not Modified` when `If-None-Match` names the \
         current `ETag`.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(MowerPath, Revalidation),
     responses(
         (status = 200, description = "The mower with its latest state.", body = MowerSummary,
             headers(
@@ -229,9 +222,7 @@ pub async fn get_mower(
         site must be visible to the token; a new site's time zone applies to the days of states \
         counted from then on.",
     security(("bearer" = ["write"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-    ),
+    params(MowerPath),
     request_body(content = MowerPatch, description = "The fields to change.", content_type = "application/json"),
     responses(
         (status = 200, description = "The changed mower with its latest state.", body = MowerSummary),
@@ -293,9 +284,7 @@ pub async fn update_mower(
         latest state, history, track, health and day totals. Its states that arrive afterwards \
         are dropped as `unknown_mower`. Cannot be undone.",
     security(("bearer" = ["write"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-    ),
+    params(MowerPath),
     responses(
         (status = 204, description = "The mower and its telemetry are deleted."),
         (status = 400, description = "The id is not a UUID."),

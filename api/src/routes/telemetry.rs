@@ -14,6 +14,7 @@ use crate::error::{ApiError, Problem};
 use crate::etag::json_with_etag;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::page::{self, List};
+use crate::routes::{MowerPath, Revalidation};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -46,11 +47,7 @@ pub const MAX_DAYS: i64 = 366;
         included), with when Swath received it and the Home Assistant `lawn_mower` activity. \
         Poll it with `If-None-Match`: the answer is `304 Not Modified` until a newer state arrives.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(MowerPath, Revalidation),
     responses(
         (status = 200, description = "The mower's latest state.", body = MowerState,
             headers(
@@ -96,11 +93,7 @@ pub async fn get_mower_state(
         reset and whether the blade is due. A mower that has not reported yet has zero totals and \
         `counted_until` `null`.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(MowerPath, Revalidation),
     responses(
         (status = 200, description = "The mower's health totals.", body = MowerHealth,
             headers(
@@ -178,10 +171,7 @@ impl WindowParams {
         history begins (`oldest_kept`). PostgreSQL keeps every state until retention removes it \
         by age (`oldest_kept` is then always `null`).",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        WindowParams,
-    ),
+    params(MowerPath, WindowParams),
     responses(
         (status = 200, description = "A page of the mower's history.", body = HistoryPage),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
@@ -275,10 +265,7 @@ impl TrackParams {
         track begins (`oldest_kept`). PostgreSQL keeps every position until retention removes it \
         by age (`oldest_kept` is then always `null`).",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        TrackParams,
-    ),
+    params(MowerPath, TrackParams),
     responses(
         (status = 200, description = "A page of the mower's track.", body = TrackPage),
         (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
@@ -311,10 +298,7 @@ pub async fn get_mower_track(
         `limit`, `oldest_kept`) next to `features`. Same window, limit and cursor as the JSON \
         track; the cursors of the two are interchangeable.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        TrackParams,
-    ),
+    params(MowerPath, TrackParams),
     responses(
         (status = 200, description = "A page of the mower's track as a GeoJSON \
             `FeatureCollection`.", body = TrackFeatureCollection,
@@ -391,10 +375,7 @@ pub struct DayParams {
         how many states counted. Days `from` to `to`, both included, at most 366 days; days on \
         which nothing was counted are left out.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The mower's id.", example = "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60"),
-        DayParams,
-    ),
+    params(MowerPath, DayParams),
     responses(
         (status = 200, description = "The mower's day totals of the range.", body = DayList),
         (status = 400, description = "The id is not a UUID, a date is missing or not valid, `from` \

@@ -1,9 +1,10 @@
 //! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
 
-use super::{ports, MOWER_PARAM, TAG};
+use super::{ports, TAG};
 use crate::auth::Writer;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
+use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -22,7 +23,7 @@ use uuid::Uuid;
         an event `alert`), and `blade_due` will be raised again once the blade time crosses the \
         mower's threshold.",
     security(("bearer" = ["write"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 204, description = "The blade was reset."),
         (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),

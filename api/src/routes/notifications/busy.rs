@@ -1,9 +1,10 @@
 //! The scheduler's busy check: whether a mower is on a run (or in error) and cannot start one.
 
-use super::{ports, MOWER_PARAM, TAG};
+use super::{ports, TAG};
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
+use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -64,7 +65,7 @@ impl From<BusyStatus> for BusyDto {
         cannot start one. The status follows activity changes at once and is refreshed at most \
         every 30 s, or after a move of 100 m, while the activity stays the same.",
     security(("bearer" = ["read"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 200, description = "The mower's busy status.", body = BusyDto),
         (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),

@@ -1,9 +1,10 @@
 //! A mower's geofence: the polygon it must stay in, read, set and removed (docs/rules.md §4).
 
-use super::{ports, MOWER_PARAM, TAG};
+use super::{ports, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
+use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -84,7 +85,7 @@ impl From<Geofence> for GeofenceDto {
     description = "The polygon the mower must stay in. `404` (type `not-found`) when the mower has \
         no geofence.",
     security(("bearer" = ["read"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 200, description = "The geofence.", body = GeofenceDto),
         (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
@@ -117,7 +118,7 @@ pub async fn get_geofence(
         `geofence` alert (the theft alarm); one clearly back inside raises `geofence_returned`. \
         Each replacement gets a new `version`.",
     security(("bearer" = ["write"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     request_body(content = PolygonGeometry, description = "The fence.", content_type = "application/json"),
     responses(
         (status = 200, description = "The geofence as stored.", body = GeofenceDto),
@@ -159,7 +160,7 @@ pub async fn put_geofence(
     description = "Removes the geofence; an open `geofence` alert is cleared by the mower's next \
         state. Removing a geofence that does not exist succeeds too.",
     security(("bearer" = ["write"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 204, description = "The mower has no geofence."),
         (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),

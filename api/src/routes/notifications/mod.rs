@@ -73,6 +73,3 @@ where
     }
     Ok(read(ports(state)?, mowers).await?)
 }
-
-/// The description of the `{id}` path parameter of every route that names a mower.
-const MOWER_PARAM: &str = "The mower's id.";

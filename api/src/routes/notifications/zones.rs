@@ -1,10 +1,11 @@
 //! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
 
 use super::geofence::PolygonGeometry;
-use super::{ports, MOWER_PARAM, TAG};
+use super::{ports, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
+use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -98,7 +99,7 @@ async fn zone_dtos(state: &AppState, mower: MowerId) -> Result<Vec<ZoneDto>, Api
     summary = "List a mower's zones",
     description = "The mower's virtual zones, by name, each with whether the mower is in it now.",
     security(("bearer" = ["read"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 200, description = "The zones.", body = ZoneList),
         (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
@@ -139,7 +140,7 @@ fn check_name(name: &str) -> Result<String, ApiError> {
         on, entering it raises `zone_entered` and leaving it `zone_left`. At most 64 zones per \
         mower.",
     security(("bearer" = ["write"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     request_body(content = ZoneBody, description = "The zone.", content_type = "application/json"),
     responses(
         (status = 201, description = "The zone was added.", body = ZoneDto,
@@ -207,7 +208,7 @@ pub struct ZonePath {
         against the new polygon from its next position on.",
     security(("bearer" = ["write"])),
     params(
-        ("id" = Uuid, Path, description = MOWER_PARAM),
+        MowerPath,
         ("zone_id" = Uuid, Path, description = "The zone's id."),
     ),
     request_body(content = ZoneBody, description = "The zone's new name and area.", content_type = "application/json"),
@@ -260,7 +261,7 @@ pub async fn update_zone(
         without a `zone_left` event.",
     security(("bearer" = ["write"])),
     params(
-        ("id" = Uuid, Path, description = MOWER_PARAM),
+        MowerPath,
         ("zone_id" = Uuid, Path, description = "The zone's id."),
     ),
     responses(

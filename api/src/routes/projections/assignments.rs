@@ -4,6 +4,7 @@ use super::{views, PriorityDto, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
+use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -110,8 +111,6 @@ fn check_operator(name: &str) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-const MOWER_PARAM: &str = "The mower's id.";
-
 /// List a mower's assignments
 #[utoipa::path(
     get,
@@ -122,7 +121,7 @@ const MOWER_PARAM: &str = "The mower's id.";
         decides who is on duty (priority critical → low, then the most recently updated, then \
         the highest id).",
     security(("bearer" = ["read"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     responses(
         (status = 200, description = "The assignments.", body = AssignmentList),
         (status = 400, description = "The id is not a UUID."),
@@ -154,7 +153,7 @@ pub async fn list_assignments(
     description = "Adds an operator assignment. A mower may have several active assignments; the \
         live views show the one on duty. At most 64 per mower.",
     security(("bearer" = ["write"])),
-    params(("id" = Uuid, Path, description = MOWER_PARAM)),
+    params(MowerPath),
     request_body = AssignmentBody,
     responses(
         (status = 201, description = "The assignment was added.", body = AssignmentDto),
@@ -201,7 +200,7 @@ pub struct AssignmentPath {
         `updated_at` becomes now.",
     security(("bearer" = ["write"])),
     params(
-        ("id" = Uuid, Path, description = MOWER_PARAM),
+        MowerPath,
         ("assignment_id" = Uuid, Path, description = "The assignment's id."),
     ),
     request_body = AssignmentBody,
@@ -242,7 +241,7 @@ pub async fn update_assignment(
         takes over.",
     security(("bearer" = ["write"])),
     params(
-        ("id" = Uuid, Path, description = MOWER_PARAM),
+        MowerPath,
         ("assignment_id" = Uuid, Path, description = "The assignment's id."),
     ),
     responses(

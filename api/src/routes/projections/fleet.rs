@@ -6,6 +6,7 @@ use crate::auth::Reader;
 use crate::error::ApiError;
 use crate::etag::json_with_etag_of;
 use crate::routes::notifications::{AlertKindDto, SeverityDto};
+use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -172,10 +173,7 @@ impl FleetDashboard {
         Poll it with `If-None-Match`: the answer is `304 Not Modified` while nothing in it but \
         `generated_at` changed.",
     security(("bearer" = ["read"])),
-    params(
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(Revalidation),
     responses(
         (status = 200, description = "The fleet dashboard.", body = FleetDashboard,
             headers(

@@ -4,6 +4,7 @@ use super::{card_fields, live_site, operator_dto, views, LiveSite, OperatorOnDut
 use crate::auth::Reader;
 use crate::error::ApiError;
 use crate::etag::json_with_etag_of;
+use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -203,10 +204,7 @@ impl HealthWall {
         Poll it with `If-None-Match`: the answer is `304 Not Modified` while nothing in it but \
         `generated_at` changed.",
     security(("bearer" = ["read"])),
-    params(
-        ("If-None-Match" = Option<String>, Header, description = "An `ETag` from an earlier answer: \
-            when it is still current, the answer is `304 Not Modified` without a body."),
-    ),
+    params(Revalidation),
     responses(
         (status = 200, description = "The health wall.", body = HealthWall,
             headers(
