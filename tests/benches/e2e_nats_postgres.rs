@@ -29,8 +29,8 @@
 //! Options: `--partitions 1,8` and `--batch-max 64,1000` (the configurations: every pair),
 //! `--nats single,cluster,cluster-sync` (where the stream lives: one node with R1 streams, the
 //! default; a three-node cluster on loopback with R3 streams; the same with `sync_interval:
-//! always`), `--states N` (the backlog of each; default 1 700 000 at a batch maximum up to 64, 3 300 000
-//! above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a usual fleet,
+//! always`), `--states N` (the backlog of each; default 1 700 000 at a batch maximum up to 64,
+//! 3 300 000 above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a usual fleet,
 //! 10-minute activity runs, instead of states whose activity, battery and blade are drawn anew
 //! every time), `--verify`. Other `SWATH_*` settings of the service are passed through from the
 //! bench's environment. `SWATH_BIN` names the binary (default: `release/swath` of
