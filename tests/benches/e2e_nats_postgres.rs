@@ -7,11 +7,10 @@
 //! 1. a private NATS server (file storage) and a fresh database on `SWATH_TEST_DATABASE_URL`;
 //! 2. the service starts once and stops (its consumers exist from then on), and a backlog of
 //!    states of `--mowers` mowers (the `swath-load` plan) is published while no service runs;
-//! 3. PostgreSQL is checkpointed (the previous configuration's writes are not paid for in this
-//!    one's window), and the release `swath` binary starts (`SWATH_BUS=nats`,
-//!    `SWATH_STORE=postgres`, no simulated fleet) with the configuration's
-//!    `SWATH_TELEMETRY_PARTITIONS`,
-//!    `SWATH_TELEMETRY_INGEST_BATCH_MAX` and `SWATH_NOTIFICATIONS_STATE_BATCH_MAX`;
+//! 3. PostgreSQL is checkpointed (the window does not pay for earlier writes), and the release
+//!    `swath` binary starts (`SWATH_BUS=nats`, `SWATH_STORE=postgres`, no simulated fleet) with
+//!    the configuration's `SWATH_TELEMETRY_PARTITIONS`, `SWATH_TELEMETRY_INGEST_BATCH_MAX` and
+//!    `SWATH_NOTIFICATIONS_STATE_BATCH_MAX`;
 //! 4. after `--warmup` seconds, states stored (history rows), the CPU time (`/proc/<pid>/stat`
 //!    utime + stime) of the service, of NATS and of the PostgreSQL backends serving the
 //!    database are read at the start and the end of a `--window`-second window;
@@ -30,11 +29,11 @@
 //! `--nats single,cluster,cluster-sync` (where the stream lives: one node with R1 streams, the
 //! default; a three-node cluster on loopback with R3 streams; the same with `sync_interval:
 //! always`), `--states N` (the backlog of each; default 1 700 000 at a batch maximum up to 64,
-//! 3 300 000 above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a usual fleet,
-//! 10-minute activity runs, instead of states whose activity, battery and blade are drawn anew
-//! every time), `--verify`. Other `SWATH_*` settings of the service are passed through from the
-//! bench's environment. `SWATH_BIN` names the binary (default: `release/swath` of
-//! `CARGO_TARGET_DIR`, else of the workspace's `target`).
+//! 3 300 000 above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a
+//! usual fleet, 10-minute activity runs, instead of states whose activity, battery and blade are
+//! drawn anew every time), `--verify`. Other `SWATH_*` settings of the service are passed
+//! through from the bench's environment. `SWATH_BIN` names the binary (default: `release/swath`
+//! of `CARGO_TARGET_DIR`, else of the workspace's `target`).
 
 use std::time::{Duration, Instant};
 use swath_nats::{NatsBus, NatsBusSettings, StreamSpec};
@@ -339,8 +338,8 @@ async fn measure(
         published.per_second()
     );
     drop(bus);
-    // The window starts from a settled PostgreSQL: without it, the previous configuration's
-    // writes (and its dropped database) were still being checkpointed during this one's window.
+    // The window starts from a settled PostgreSQL, so that it does not pay for checkpointing
+    // the writes made before it (the directory, the previous configuration's database).
     if let Err(e) = sqlx::query("CHECKPOINT").execute(store.pool()).await {
         println!("CHECKPOINT refused ({e}): the window may pay for earlier writes.");
     }
