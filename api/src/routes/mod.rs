@@ -47,7 +47,8 @@ pub struct PageParams {
     pub cursor: Option<String>,
 }
 
-/// The `{id}` of every route under `/v1/mowers/{id}`.
+/// The `{id}` of every route under `/v1/mowers/{id}`, as the document states it once for all of
+/// them (the handlers read it with `ApiPath<Uuid>`).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Path)]
 pub struct MowerPath {
@@ -56,7 +57,8 @@ pub struct MowerPath {
     pub id: Uuid,
 }
 
-/// `If-None-Match`, the request header of every route that answers an `ETag`.
+/// `If-None-Match`, the request header of every route that answers an `ETag`, as the document
+/// states it (the handlers read it from their `HeaderMap`, `crate::etag`).
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Header)]
 pub struct Revalidation {
