@@ -14,10 +14,11 @@
 //! history and track reads say where the kept rows begin once the cap removed some
 //! (`WindowRows::oldest_kept`), so a client never takes a capped history for the whole one.
 //!
-//! The rows are kept compact, because a day of the demo is 1.7 million states (BENCHMARKS.md,
-//! decision 53): a mower's maps do not repeat its id nor the key in each value (`KeptHistory`,
-//! `KeptPosition`), a position's optional numbers take 8 bytes each, and a mower's error codes
-//! are shared between its rows. Reads rebuild the domain rows.
+//! The rows are kept compact, because the default bound holds a day of the demo (decision 53;
+//! BENCHMARKS.md, "The memory store's day of the demo"): a mower's maps do not repeat its id nor
+//! the key in each value (`KeptHistory`, `KeptPosition`), a position's optional numbers take 8
+//! bytes each, and a mower's error codes are shared between its rows. Reads rebuild the domain
+//! rows.
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
 //! its `commit` (the commit would re-create the rows of a mower just deleted).

@@ -38,7 +38,7 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
 /// the positions look at another one's result (the keys `history` returned). All of them run on
 /// the statement's snapshot, which is all they need: the rules computed every value from the
 /// rows the batch's reads locked. One statement instead of five saves four round trips and
-/// statement starts per batch: about 12 % of a 64-state batch in `ingest_postgres` (decision 35).
+/// statement starts per batch (decision 35; BENCHMARKS.md, "PostgreSQL batched ingest").
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
