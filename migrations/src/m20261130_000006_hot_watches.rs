@@ -1,10 +1,11 @@
 //! Watch rows updated in place. The watcher rewrites the watch row of every mower of every batch
 //! (`watched_until`, `last_seen_at`), about once a second per reporting mower. The index of the
 //! offline sweep on `last_seen_at` made each of those updates a non-HOT one: a new entry in every
-//! index of the table, and a table and indexes that grew with every batch (a 64-row update read
-//! about 12 buffers per row). Without it, and with room left in each page as on the other rows
-//! rewritten per batch, the updates stay on their page and touch no index. The sweep (every
-//! `SWATH_OFFLINE_SWEEP_SECONDS`) reads every watch row instead (decision 36).
+//! index of the table, and a table and indexes that grew with every batch (the buffers an update
+//! read: BENCHMARKS.md, "End to end: JetStream → `swath` → PostgreSQL"). Without it, and with
+//! room left in each page as on the other rows rewritten per batch, the updates stay on their
+//! page and touch no index. The sweep (every `SWATH_OFFLINE_SWEEP_SECONDS`) reads every watch row
+//! instead (decision 36).
 //!
 //! `fillfactor` applies to pages written from now on; a table filled before this migration gets
 //! the room as its rows move (or with `VACUUM FULL`, which this migration does not run: it would
