@@ -18,8 +18,8 @@ use tracing::Span;
 /// The histogram of request latencies, per method, route and status.
 pub const HTTP_DURATION: &str = "swath_http_request_duration_seconds";
 
-/// Bucket bounds of [`HTTP_DURATION`], in seconds: from 100 µs (a latest-state read from
-/// memory) to 10 s.
+/// Bucket bounds of [`HTTP_DURATION`], in seconds: from 100 µs, low enough to tell the fastest
+/// reads (answered from memory) apart, to 10 s.
 pub const HTTP_DURATION_BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 2.5, 10.0,
 ];
