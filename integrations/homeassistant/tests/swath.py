@@ -152,7 +152,7 @@ class SwathApi:
             **fields,
         }
         answer = await self.call("POST", "/v1/states", [report])
-        assert "dropped" not in str(answer) or '"stored"' in str(answer), answer
+        assert answer["stored"] == 1, answer
         return answer
 
     async def state(self, mower_id: str) -> dict[str, Any]:

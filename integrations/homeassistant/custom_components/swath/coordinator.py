@@ -68,8 +68,10 @@ class StreamStats:
     opened: int = 0
     resumed: int = 0
     resets: int = 0
+    states: int = 0
     events_fired: int = 0
     last_error: str | None = None
+    end_reason: str | None = None
 
 
 class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
@@ -315,7 +317,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                     self.stream_params(), self.last_event_id, self._on_open
                 ):
                     if not self._on_stream_event(event):
-                        self._stream_down("the stream ended")
+                        self._stream_down(f"the stream ended: {self.stats.end_reason}")
                         return
                 self._stream_down("the stream ended")
             except SwathAuthError as err:
@@ -378,7 +380,8 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 self.hass, self._async_reload_after_reset(), "swath reload after reset"
             )
         elif event.event == "end":
-            _LOGGER.warning("The live stream ended: %s", data.get("reason"))
+            self.stats.end_reason = data.get("reason")
+            _LOGGER.warning("The live stream ended: %s", self.stats.end_reason)
             self.config_entry.async_start_reauth(self.hass)
             return False
         return True
@@ -403,6 +406,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         if _newer(mower.state, state):
             return
         mower.state = state
+        self.stats.states += 1
         mower.summary.update(
             online=True,
             offline_reason=None,
