@@ -62,14 +62,20 @@ class FiredEvents:
     def __init__(self, hass: HomeAssistant) -> None:
         """Start listening."""
         self.fired: list[dict[str, Any]] = []
+        # An event entity's state is the instant it last fired: it changes once per firing, and
+        # comes back unchanged after the entity was unavailable (which is not a firing).
+        last_fired: dict[str, str] = {}
 
         @callback
         def changed(event: Event) -> None:
-            if not event.data["entity_id"].startswith("event."):
-                return
+            entity = event.data["entity_id"]
             new = event.data["new_state"]
-            if new is not None and new.attributes.get("event_id"):
-                self.fired.append(dict(new.attributes))
+            if not entity.startswith("event.") or new is None:
+                return
+            if not new.attributes.get("event_id") or last_fired.get(entity) == new.state:
+                return
+            last_fired[entity] = new.state
+            self.fired.append(dict(new.attributes))
 
         self.remove = hass.bus.async_listen("state_changed", changed)
 

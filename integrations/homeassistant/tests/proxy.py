@@ -26,15 +26,17 @@ class CuttableProxy:
 
     async def cut(self) -> None:
         """Stop listening and close every open connection, both ways."""
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
         for writer in list(self._writers):
             writer.transport.abort()
         for task in list(self._tasks):
             task.cancel()
         self._writers.clear()
+        if server is not None:
+            # Since Python 3.12 this waits for the connections too: after they were aborted.
+            await server.wait_closed()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:

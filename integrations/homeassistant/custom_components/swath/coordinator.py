@@ -342,9 +342,10 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         self.update_interval = const.REFRESH_INTERVAL
         if self.last_event_id is None or not self.last_update_success:
             # Nothing to resume from (what happened between the REST load and now is unknown),
-            # or the last refresh failed: read REST once now.
+            # or the last refresh failed (entities are unavailable until one succeeds): read
+            # REST now, not after the refresh debouncer's cool-down.
             self.config_entry.async_create_task(
-                self.hass, self.async_request_refresh(), "swath refresh after stream open"
+                self.hass, self.async_refresh(), "swath refresh after stream open"
             )
 
     @callback
