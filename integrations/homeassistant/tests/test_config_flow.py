@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from custom_components.swath.const import DOMAIN
+from custom_components.swath.const import CONF_SITES, DOMAIN
 from homeassistant import config_entries
 from homeassistant.const import CONF_API_TOKEN, CONF_URL
 from homeassistant.core import HomeAssistant
 from homeassistant.data_entry_flow import FlowResultType
 
+from .helpers import device_mower_ids
 from .swath import SwathApi, SwathServer, free_port
 
 
@@ -61,3 +62,49 @@ async def test_same_account_twice_is_refused(hass: HomeAssistant, swath: SwathSe
     assert second["reason"] == "already_configured"
     assert len(hass.config_entries.async_entries(DOMAIN)) == 1
     await hass.config_entries.async_unload(first["result"].entry_id)
+
+
+async def test_reconfigure_moves_the_entry_to_another_url(
+    hass: HomeAssistant, swath: SwathServer, api: SwathApi
+) -> None:
+    """The same Swath by another name: the URL and the unique id follow, the token stays."""
+    created = await _user_flow(hass, swath.url, swath.token)
+    entry = created["result"]
+    result = await hass.config_entries.flow.async_init(
+        DOMAIN,
+        context={"source": config_entries.SOURCE_RECONFIGURE, "entry_id": entry.entry_id},
+    )
+    assert result["step_id"] == "reconfigure"
+    other = f"http://localhost:{swath.port}"
+    result = await hass.config_entries.flow.async_configure(result["flow_id"], {CONF_URL: other})
+    assert result["type"] is FlowResultType.ABORT
+    assert result["reason"] == "reconfigure_successful"
+    assert entry.data == {CONF_URL: other, CONF_API_TOKEN: swath.token}
+    assert entry.unique_id == f"{await api.account_id()}@{other}"
+    await hass.async_block_till_done()
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_the_site_option_limits_the_mowers(
+    hass: HomeAssistant, swath: SwathServer, api: SwathApi
+) -> None:
+    """Choosing one site keeps its mowers' devices and removes the others'."""
+    sites = await api.sites()
+    here = (await api.create_mower(sites[0]["id"], "Here", "SN-H"))["id"]
+    there = (await api.create_mower(sites[1]["id"], "There", "SN-T"))["id"]
+    created = await _user_flow(hass, swath.url, swath.token)
+    entry = created["result"]
+    await hass.async_block_till_done()
+    assert device_mower_ids(hass, entry.entry_id) == {here, there}
+
+    result = await hass.config_entries.options.async_init(entry.entry_id)
+    assert result["step_id"] == "init"
+    result = await hass.config_entries.options.async_configure(
+        result["flow_id"], {CONF_SITES: [sites[0]["id"]]}
+    )
+    assert result["type"] is FlowResultType.CREATE_ENTRY
+    await hass.async_block_till_done()
+    assert entry.options == {CONF_SITES: [sites[0]["id"]]}
+    assert entry.runtime_data.stream_params()["sites"] == sites[0]["id"]
+    assert device_mower_ids(hass, entry.entry_id) == {here}
+    await hass.config_entries.async_unload(entry.entry_id)
