@@ -6,7 +6,7 @@ answers, weak ETags with `If-None-Match`, and the Server-Sent Events of `GET /v1
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -163,7 +163,7 @@ class SwathClient:
         self,
         params: dict[str, str],
         last_event_id: str | None,
-        on_open: Any = None,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[SseEvent]:
         """`GET /v1/live/stream`: its events, until the connection ends or fails.
 

@@ -17,6 +17,9 @@ REFRESH_INTERVAL: Final = timedelta(seconds=60)
 POLL_INTERVAL: Final = timedelta(seconds=30)
 POLL_INTERVAL_MAX: Final = timedelta(minutes=5)
 
+# Health reads of one refresh in flight at once.
+HEALTH_READS_AT_ONCE: Final = 8
+
 # Waits between two attempts to open the stream: doubled after each failure, up to the maximum.
 STREAM_RETRY_MIN_SECONDS: float = 1.0
 STREAM_RETRY_MAX_SECONDS: float = 300.0

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import datetime
 import json
@@ -150,9 +151,14 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
             if summaries is not None
             else list((self.data or {}).keys())
         )
-        healths = await asyncio.gather(
-            *(self._health(mower_id) for mower_id in ids), return_exceptions=True
-        )
+        # A few at a time: a large fleet must not open a connection per mower at once.
+        limit = asyncio.Semaphore(const.HEALTH_READS_AT_ONCE)
+
+        async def health(mower_id: str) -> tuple[str | None, dict[str, Any] | None]:
+            async with limit:
+                return await self._health(mower_id)
+
+        healths = await asyncio.gather(*(health(i) for i in ids), return_exceptions=True)
         alerts = await self.client.alerts()
 
         current = self.data or {}
@@ -313,12 +319,13 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         while True:
             opened_before = self.stats.opened
             try:
-                async for event in self.client.stream(
-                    self.stream_params(), self.last_event_id, self._on_open
-                ):
-                    if not self._on_stream_event(event):
-                        self._stream_down(f"the stream ended: {self.stats.end_reason}")
-                        return
+                async with aclosing(
+                    self.client.stream(self.stream_params(), self.last_event_id, self._on_open)
+                ) as events:
+                    async for event in events:
+                        if not self._on_stream_event(event):
+                            self._stream_down(f"the stream ended: {self.stats.end_reason}")
+                            return
                 self._stream_down("the stream ended")
             except SwathAuthError as err:
                 self._stream_down(str(err))
