@@ -8,7 +8,7 @@ from custom_components.swath.diagnostics import async_get_config_entry_diagnosti
 from homeassistant.core import HomeAssistant
 
 from .conftest import config_entry, setup_entry
-from .helpers import coordinator_of, device_mower_ids, state
+from .helpers import FiredEvents, coordinator_of, device_mower_ids, state
 from .swath import SwathApi, SwathServer, wait_for
 
 
@@ -45,18 +45,37 @@ async def test_the_demo_fleet_moves_on_the_dashboard(
                     == mower.state["lawn_mower_activity"]
                 )
 
-        positions = [m.state["position"] for m in coordinator.data.values() if m.state]
+        # An error reported for a demo mower raises an event on its event entity.
+        fired = FiredEvents(hass)
+        target = listed[0]["id"]
+        await api.post_state(target, activity="error", error_code="E_DEMO")
+        await wait_for(
+            lambda: [f for f in fired.of_type("error_raised") if f["error_code"] == "E_DEMO"],
+            what="the demo mower's error event",
+        )
+        fired.remove()
+
+        positions = [
+            m.state["position"]
+            for m in coordinator.data.values()
+            if m.state and m.state["position"]
+        ]
         diagnostics = await async_get_config_entry_diagnostics(hass, entry)
         await hass.config_entries.async_unload(entry.entry_id)
 
     # Diagnostics name no token and no coordinate.
     text = repr(diagnostics)
     assert swath_sim.token not in text
-    assert positions and all(p is not None for p in positions)
+    assert positions
     for position in positions:
         assert repr(position["lat"]) not in text
         assert repr(position["lon"]) not in text
-    any_mower = next(iter(diagnostics["mowers"].values()))
-    assert any_mower["state"]["position"]["lat"] == "**REDACTED**"
+    redacted = [
+        m["state"]["position"]
+        for m in diagnostics["mowers"].values()
+        if m["state"] and m["state"]["position"]
+    ]
+    assert len(redacted) == len(positions)
+    assert all(p["lat"] == p["lon"] == "**REDACTED**" for p in redacted)
     assert diagnostics["entry"]["data"]["api_token"] == "**REDACTED**"
     assert diagnostics["stream"]["opened"] >= 1
