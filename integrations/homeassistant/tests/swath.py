@@ -55,8 +55,8 @@ class SwathServer:
         """Start it and wait until it answers /healthz (fails the test when it cannot)."""
         if not self.binary.is_file():
             raise RuntimeError(
-                f"{self.binary} is missing: build it (cargo build --release -p swath --bin "
-                "swath) or run integrations/homeassistant/test.sh"
+                f"{self.binary} is missing: build it (cargo build --release --bin swath) "
+                "or run integrations/homeassistant/test.sh"
             )
         self.starts += 1
         log = open(self.log_dir / f"swath-{self.port}-{self.starts}.log", "wb")  # noqa: SIM115
