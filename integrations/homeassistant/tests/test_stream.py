@@ -4,7 +4,7 @@ the stream cannot be had."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+import asyncio
 
 import pytest
 
@@ -129,7 +129,7 @@ async def wait_for_event(api: SwathApi, mower_id: str, kind: str) -> None:
         page = await api.call("GET", f"/v1/events?mower_id={mower_id}&kind={kind}")
         if page["items"]:
             return
-        await __import__("asyncio").sleep(0.05)
+        await asyncio.sleep(0.05)
     raise AssertionError(f"Swath derived no {kind}")
 
 
