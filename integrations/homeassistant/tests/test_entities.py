@@ -13,7 +13,14 @@ from homeassistant.core import HomeAssistant
 from homeassistant.util import dt as dt_util
 
 from .conftest import config_entry, setup_entry
-from .helpers import ENTITIES, FiredEvents, coordinator_of, device_mower_ids, state
+from .helpers import (
+    ENTITIES,
+    FiredEvents,
+    coordinator_of,
+    device_mower_ids,
+    entity_id,
+    state,
+)
 from .swath import SwathApi, SwathServer, instant, wait_for
 
 
@@ -63,6 +70,22 @@ async def test_every_mower_is_a_device_with_the_rest_answers(
     for mower_id in (a, b):
         for platform, key in ENTITIES:
             state(hass, platform, mower_id, key)
+
+    # Entity ids come from the device name and the entities' translated names.
+    assert {entity_id(hass, platform, a, key) for platform, key in ENTITIES} == {
+        "lawn_mower.front_lawn",
+        "sensor.front_lawn_battery",
+        "sensor.front_lawn_mowing_time",
+        "sensor.front_lawn_blade_time",
+        "sensor.front_lawn_blade_time_since_reset",
+        "sensor.front_lawn_distance",
+        "sensor.front_lawn_error_code",
+        "sensor.front_lawn_last_seen",
+        "binary_sensor.front_lawn_problem",
+        "binary_sensor.front_lawn_connectivity",
+        "device_tracker.front_lawn_position",
+        "event.front_lawn_event",
+    }
 
     rest = await api.state(a)
     health = await api.health(a)
