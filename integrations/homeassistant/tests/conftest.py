@@ -26,8 +26,10 @@ def sockets(socket_enabled: None) -> None:
     """The tests talk to a real swath on 127.0.0.1 (Home Assistant's plugin blocks sockets)."""
 
 
-def _server(tmp_path: Path, sim_mowers: int) -> Iterator[SwathServer]:
-    server = SwathServer(tmp_path, sim_mowers=sim_mowers)
+def _server(
+    tmp_path: Path, sim_mowers: int, env: dict[str, str] | None = None
+) -> Iterator[SwathServer]:
+    server = SwathServer(tmp_path, sim_mowers=sim_mowers, env=env)
     try:
         server.start()
     except RuntimeError as err:
@@ -49,6 +51,16 @@ def swath(tmp_path: Path) -> Iterator[SwathServer]:
 def swath_sim(tmp_path: Path) -> Iterator[SwathServer]:
     """swath with three simulated mowers."""
     yield from _server(tmp_path, sim_mowers=3)
+
+
+@pytest.fixture
+def swath_quick_offline(tmp_path: Path) -> Iterator[SwathServer]:
+    """swath whose mowers go offline after 2 s of silence (swept every second)."""
+    yield from _server(
+        tmp_path,
+        sim_mowers=0,
+        env={"SWATH_OFFLINE_AFTER_SECONDS": "2", "SWATH_OFFLINE_SWEEP_SECONDS": "1"},
+    )
 
 
 @pytest.fixture

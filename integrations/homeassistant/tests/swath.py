@@ -38,7 +38,13 @@ def instant(at: datetime | None = None) -> str:
 class SwathServer:
     """`swath serve` on the memory store, with the demo account and a known token."""
 
-    def __init__(self, log_dir: Path, sim_mowers: int = 0, seed: int = 7) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        sim_mowers: int = 0,
+        seed: int = 7,
+        env: dict[str, str] | None = None,
+    ) -> None:
         """Choose a port and a token; nothing runs yet."""
         self.binary = swath_binary()
         self.port = free_port()
@@ -48,6 +54,7 @@ class SwathServer:
         self.sim_mowers = sim_mowers
         self.seed = seed
         self.log_dir = log_dir
+        self.extra_env = env or {}
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
@@ -70,6 +77,7 @@ class SwathServer:
             "SWATH_BUS": "memory",
             "SWATH_LOG": "info",
             "SWATH_LOG_FORMAT": "json",
+            **self.extra_env,
         }
         self.process = subprocess.Popen(
             [str(self.binary), "serve"], env=env, stdout=log, stderr=subprocess.STDOUT

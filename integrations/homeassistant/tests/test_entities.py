@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import aiohttp
 import pytest
 
 from homeassistant.const import STATE_OFF, STATE_ON, STATE_UNAVAILABLE, STATE_UNKNOWN
@@ -182,3 +183,41 @@ async def test_a_posted_state_reaches_the_entities_through_the_stream(
 
     fired.remove()
     await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_availability_follows_swath_through_the_stream(
+    hass: HomeAssistant, swath_quick_offline: SwathServer
+) -> None:
+    """`went_offline` makes what the mower does unavailable; its next state brings it back."""
+    async with aiohttp.ClientSession() as session:
+        api = SwathApi(swath_quick_offline, session)
+        site = (await api.sites())[0]["id"]
+        a = (await api.create_mower(site, "Front lawn", "SN-1"))["id"]
+        await api.post_state(a, activity="mowing", battery_percent=70)
+        entry = config_entry(
+            swath_quick_offline.url, swath_quick_offline.token, await api.account_id()
+        )
+        await setup_entry(hass, entry)
+        coordinator = coordinator_of(hass)
+        fired = FiredEvents(hass)
+
+        await wait_for(lambda: fired.of_type("went_offline"), what="went_offline")
+        assert state(hass, "binary_sensor", a, "connectivity").state == STATE_OFF
+        assert state(hass, "lawn_mower", a, "lawn_mower").state == STATE_UNAVAILABLE
+        assert state(hass, "sensor", a, "battery").state == STATE_UNAVAILABLE
+        assert state(hass, "sensor", a, "last_seen").state != STATE_UNAVAILABLE
+        assert "offline" in state(hass, "binary_sensor", a, "problem").attributes["open_alerts"]
+        listed = {m["id"]: m for m in await api.mowers()}
+        assert listed[a]["online"] is False
+        assert listed[a]["offline_reason"] == "silent"
+
+        await api.post_state(a, activity="docked", battery_percent=71)
+        await wait_for(
+            lambda: state(hass, "lawn_mower", a, "lawn_mower").state == "docked",
+            what="the mower back online",
+        )
+        assert state(hass, "binary_sensor", a, "connectivity").state == STATE_ON
+        await wait_for(lambda: fired.of_type("came_online"), what="came_online")
+        assert coordinator.stats.resets == 0
+        fired.remove()
+        await hass.config_entries.async_unload(entry.entry_id)
