@@ -266,3 +266,22 @@ async def test_without_the_stream_polling_takes_over_with_etags_and_back_off(
     fired.remove()
     await hass.config_entries.async_unload(entry.entry_id)
     await proxy.cut()
+
+
+async def test_a_refused_token_at_start_asks_for_reauthentication(
+    hass: HomeAssistant, swath: SwathServer, api: SwathApi
+) -> None:
+    """A 401 from REST (the token was revoked while Home Assistant was down) starts re-auth."""
+    created = await api.call("POST", "/v1/tokens", {"name": "ha", "scopes": ["read"]})
+    await api.call("DELETE", f"/v1/tokens/{created['id']}")
+    entry = config_entry(swath.url, created["token"], await api.account_id())
+    entry.add_to_hass(hass)
+    assert not await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
+    assert entry.state is ConfigEntryState.SETUP_ERROR
+    flows = [
+        f
+        for f in hass.config_entries.flow.async_progress()
+        if f["context"]["source"] == SOURCE_REAUTH and f["context"]["entry_id"] == entry.entry_id
+    ]
+    assert len(flows) == 1
