@@ -1,0 +1,474 @@
+"""The Swath coordinator: a REST load, then the live stream, with ETag polling as its fallback.
+
+- First load and every refresh: `GET /v1/mowers` (directory, availability, latest state),
+  `GET /v1/mowers/{id}/health` per mower and `GET /v1/alerts`, each conditional where Swath
+  offers an ETag (a 304 costs neither side anything).
+- Push: `GET /v1/live/stream?changes_only=true`, run as a background task of the config entry.
+  After a dropped connection it reconnects with `Last-Event-ID` and Swath sends what was missed;
+  only its `reset` event (the id is too old, or from before a restart) makes it reload through
+  REST. The stream's `end` event (`token_revoked`) and a 401 start the re-authentication flow.
+- Fallback: while the stream cannot be had, the refresh runs every POLL_INTERVAL and also reads
+  `GET /v1/events` for the events it would have fired; after each failure the interval doubles,
+  up to POLL_INTERVAL_MAX. While the stream is up the refresh runs every REFRESH_INTERVAL, for
+  what the stream does not carry (mowers added or deleted, health totals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import datetime
+import json
+import logging
+from typing import Any
+
+from homeassistant.config_entries import ConfigEntry
+from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
+from homeassistant.exceptions import ConfigEntryAuthFailed
+from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
+from homeassistant.util import dt as dt_util
+
+from . import const
+from .api import SseEvent, SwathAuthError, SwathClient, SwathError, SwathNotFoundError
+from .const import CONF_SITES, DOMAIN
+
+_LOGGER = logging.getLogger(__name__)
+
+type SwathConfigEntry = ConfigEntry[SwathCoordinator]
+
+
+@dataclass(slots=True)
+class MowerData:
+    """What the integration knows of one mower."""
+
+    summary: dict[str, Any]
+    """The mower as `GET /v1/mowers` lists it, without `state`."""
+    state: dict[str, Any] | None
+    """Its latest state (`GET /v1/mowers/{id}/state`), or None before its first report."""
+    health: dict[str, Any] | None = None
+    """Its running totals (`GET /v1/mowers/{id}/health`)."""
+    health_etag: str | None = None
+    alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Its open alerts by kind (one per kind)."""
+
+    @property
+    def online(self) -> bool:
+        """Swath's availability of the mower."""
+        return bool(self.summary.get("online"))
+
+
+@dataclass(slots=True)
+class StreamStats:
+    """What the stream did, for diagnostics and tests."""
+
+    connected: bool = False
+    opened: int = 0
+    resumed: int = 0
+    resets: int = 0
+    states: int = 0
+    events_fired: int = 0
+    last_error: str | None = None
+    end_reason: str | None = None
+
+
+class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
+    """Keeps the mowers of one entry, pushed by the stream and refreshed through REST."""
+
+    config_entry: SwathConfigEntry
+
+    def __init__(
+        self, hass: HomeAssistant, entry: SwathConfigEntry, client: SwathClient
+    ) -> None:
+        """Poll until the stream is up; the stream task is started by the entry's set-up."""
+        super().__init__(
+            hass,
+            _LOGGER,
+            config_entry=entry,
+            name=DOMAIN,
+            update_interval=const.POLL_INTERVAL,
+        )
+        self.client = client
+        self.sites: set[str] | None = set(entry.options.get(CONF_SITES) or []) or None
+        self.stats = StreamStats()
+        self.last_event_id: str | None = None
+        self._mowers_etag: str | None = None
+        self._poll_failures = 0
+        self._fired: OrderedDict[str, None] = OrderedDict()
+        self._catch_up_mark: str | None = None
+        self._mower_listeners: dict[str, list[CALLBACK_TYPE]] = {}
+        self._event_listeners: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
+
+    # REST ------------------------------------------------------------------------------------
+
+    async def _async_setup(self) -> None:
+        """Remember the newest events, so that what happened before set-up is never fired."""
+        try:
+            page = await self.client.events()
+        except SwathAuthError as err:
+            raise ConfigEntryAuthFailed(str(err)) from err
+        except SwathError as err:
+            raise UpdateFailed(str(err)) from err
+        for event in page["items"]:
+            self._remember(event["id"])
+        if page["items"]:
+            self._catch_up_mark = page["items"][0]["id"]
+
+    async def _async_update_data(self) -> dict[str, MowerData]:
+        """Read the mowers, their health and open alerts; merge with what the stream brought."""
+        try:
+            data = await self._load()
+            if not self.stats.connected:
+                await self._catch_up_events(data)
+        except SwathAuthError as err:
+            raise ConfigEntryAuthFailed(str(err)) from err
+        except SwathError as err:
+            if not self.stats.connected:
+                self._poll_failures += 1
+                backoff = const.POLL_INTERVAL * (2 ** min(self._poll_failures, 8))
+                self.update_interval = min(backoff, const.POLL_INTERVAL_MAX)
+            raise UpdateFailed(str(err)) from err
+        self._poll_failures = 0
+        self.update_interval = (
+            const.REFRESH_INTERVAL if self.stats.connected else const.POLL_INTERVAL
+        )
+        return data
+
+    async def _load(self) -> dict[str, MowerData]:
+        listing = await self.client.mowers(self._mowers_etag)
+        # Everything is fetched before anything is merged: the merge below runs without an
+        # await, so no stream item can slip in between it and the coordinator's new data.
+        summaries: list[dict[str, Any]] | None = None
+        if listing.modified:
+            summaries = [
+                m for m in listing.body if self.sites is None or m["site_id"] in self.sites
+            ]
+        ids = (
+            [m["id"] for m in summaries]
+            if summaries is not None
+            else list((self.data or {}).keys())
+        )
+        # A few at a time: a large fleet must not open a connection per mower at once.
+        limit = asyncio.Semaphore(const.HEALTH_READS_AT_ONCE)
+
+        async def health(mower_id: str) -> tuple[str | None, dict[str, Any] | None]:
+            async with limit:
+                return await self._health(mower_id)
+
+        healths = await asyncio.gather(*(health(i) for i in ids), return_exceptions=True)
+        alerts = await self.client.alerts()
+
+        current = self.data or {}
+        result: dict[str, MowerData] = {}
+        if summaries is None:
+            result = dict(current)
+        else:
+            for summary in summaries:
+                summary = dict(summary)
+                state = summary.pop("state", None)
+                old = current.get(summary["id"])
+                mower = MowerData(summary=summary, state=state)
+                if old is not None:
+                    mower.health, mower.health_etag = old.health, old.health_etag
+                    if _newer(old.state, state):
+                        # The stream brought a state after this answer was made.
+                        mower.state = old.state
+                        mower.summary.update(
+                            online=old.summary.get("online"),
+                            offline_reason=old.summary.get("offline_reason"),
+                            offline_since=old.summary.get("offline_since"),
+                            last_seen_at=old.summary.get("last_seen_at"),
+                        )
+                result[summary["id"]] = mower
+        for mower_id, answer in zip(ids, healths, strict=True):
+            mower = result.get(mower_id)
+            if mower is None:
+                continue
+            if isinstance(answer, SwathNotFoundError):
+                continue
+            if isinstance(answer, BaseException):
+                raise answer
+            etag, body = answer
+            mower.health_etag = etag
+            if body is not None:
+                mower.health = body
+        for mower in result.values():
+            mower.alerts = {}
+        for alert in alerts:
+            mower = result.get(alert["mower_id"])
+            if mower is not None:
+                mower.alerts[alert["kind"]] = alert
+        self._mowers_etag = listing.etag
+        return result
+
+    async def _health(self, mower_id: str) -> tuple[str | None, dict[str, Any] | None]:
+        old = (self.data or {}).get(mower_id)
+        answer = await self.client.health(mower_id, old.health_etag if old else None)
+        return answer.etag, answer.body
+
+    async def _catch_up_events(self, data: dict[str, MowerData]) -> None:
+        """Fire the events listed since the last look that were not fired yet, oldest first."""
+        missed: list[dict[str, Any]] = []
+        cursor: str | None = None
+        newest: str | None = None
+        for _ in range(const.EVENT_CATCH_UP_PAGES):
+            page = await self.client.events(cursor)
+            items = page["items"]
+            if newest is None and items:
+                newest = items[0]["id"]
+            reached = False
+            for event in items:
+                if event["id"] == self._catch_up_mark:
+                    reached = True
+                    break
+                if event["id"] not in self._fired:
+                    missed.append(event)
+            cursor = page.get("next_cursor")
+            if reached or not cursor:
+                break
+        if newest is not None:
+            self._catch_up_mark = newest
+        for event in reversed(missed):
+            if event["mower_id"] in data:
+                self._fire(event)
+            else:
+                self._remember(event["id"])
+
+    @callback
+    def async_update_listeners(self) -> None:
+        """Add and remove devices as the mowers come and go, then update every entity."""
+        self._sync_devices()
+        super().async_update_listeners()
+
+    def _sync_devices(self) -> None:
+        if self.data is None:
+            return
+        registry = dr.async_get(self.hass)
+        for device in dr.async_entries_for_config_entry(registry, self.config_entry.entry_id):
+            ids = [i for (domain, i) in device.identifiers if domain == DOMAIN]
+            if not ids:
+                continue
+            mower = self.data.get(ids[0])
+            if mower is None:
+                _LOGGER.info("Mower %s is gone from Swath; removing its device", ids[0])
+                registry.async_update_device(
+                    device.id, remove_config_entry_id=self.config_entry.entry_id
+                )
+                continue
+            summary = mower.summary
+            if (device.name, device.model, device.serial_number) != (
+                summary["name"],
+                summary["model"],
+                summary["serial"],
+            ):
+                registry.async_update_device(
+                    device.id,
+                    name=summary["name"],
+                    model=summary["model"],
+                    serial_number=summary["serial"],
+                )
+
+    # Listeners of one mower -------------------------------------------------------------------
+
+    @callback
+    def async_add_mower_listener(self, mower_id: str, update: CALLBACK_TYPE) -> CALLBACK_TYPE:
+        """Call `update` when the stream changes this mower; returns the remover."""
+        self._mower_listeners.setdefault(mower_id, []).append(update)
+        return lambda: self._mower_listeners.get(mower_id, []).remove(update)
+
+    @callback
+    def async_add_event_listener(
+        self, mower_id: str, fire: Callable[[dict[str, Any]], None]
+    ) -> CALLBACK_TYPE:
+        """Call `fire` with each derived event of this mower, once; returns the remover."""
+        self._event_listeners.setdefault(mower_id, []).append(fire)
+        return lambda: self._event_listeners.get(mower_id, []).remove(fire)
+
+    def _notify(self, mower_id: str) -> None:
+        for update in list(self._mower_listeners.get(mower_id, [])):
+            update()
+
+    def _remember(self, event_id: str) -> None:
+        self._fired[event_id] = None
+        while len(self._fired) > const.FIRED_EVENTS_KEPT:
+            self._fired.popitem(last=False)
+
+    def _fire(self, event: dict[str, Any]) -> None:
+        if event["id"] in self._fired:
+            return
+        self._remember(event["id"])
+        self.stats.events_fired += 1
+        for fire in list(self._event_listeners.get(event["mower_id"], [])):
+            fire(event)
+
+    # The live stream --------------------------------------------------------------------------
+
+    def stream_params(self) -> dict[str, str]:
+        """The stream's filters: changed states only, and the entry's sites if it has some."""
+        params = {"changes_only": "true"}
+        if self.sites is not None:
+            params["sites"] = ",".join(sorted(self.sites))
+        return params
+
+    async def async_run_stream(self) -> None:
+        """Follow the live stream until the entry unloads or the token is refused."""
+        delay = const.STREAM_RETRY_MIN_SECONDS
+        while True:
+            opened_before = self.stats.opened
+            try:
+                async with aclosing(
+                    self.client.stream(self.stream_params(), self.last_event_id, self._on_open)
+                ) as events:
+                    async for event in events:
+                        if not self._on_stream_event(event):
+                            self._stream_down(f"the stream ended: {self.stats.end_reason}")
+                            return
+                self._stream_down("the stream ended")
+            except SwathAuthError as err:
+                self._stream_down(str(err))
+                self.config_entry.async_start_reauth(self.hass)
+                return
+            except SwathError as err:
+                self._stream_down(str(err))
+            if self.stats.opened > opened_before:
+                delay = const.STREAM_RETRY_MIN_SECONDS
+            _LOGGER.debug("Live stream down (%s); retrying in %s s", self.stats.last_error, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, const.STREAM_RETRY_MAX_SECONDS)
+
+    @callback
+    def _on_open(self) -> None:
+        self.stats.connected = True
+        self.stats.opened += 1
+        self.stats.last_error = None
+        if self.last_event_id is not None:
+            self.stats.resumed += 1
+        self.update_interval = const.REFRESH_INTERVAL
+        if self.last_event_id is None or not self.last_update_success:
+            # Nothing to resume from (what happened between the REST load and now is unknown),
+            # or the last refresh failed (entities are unavailable until one succeeds): read
+            # REST now, not after the refresh debouncer's cool-down.
+            self.config_entry.async_create_task(
+                self.hass, self.async_refresh(), "swath refresh after stream open"
+            )
+
+    @callback
+    def _stream_down(self, reason: str) -> None:
+        self.stats.last_error = reason
+        if not self.stats.connected:
+            return
+        self.stats.connected = False
+        self.update_interval = const.POLL_INTERVAL
+        self.config_entry.async_create_task(
+            self.hass, self.async_request_refresh(), "swath poll after stream loss"
+        )
+
+    def _on_stream_event(self, event: SseEvent) -> bool:
+        """Apply one stream event; False when the stream is over (`end`)."""
+        if event.id is not None:
+            self.last_event_id = event.id
+        try:
+            data = json.loads(event.data) if event.data else {}
+        except ValueError:
+            _LOGGER.warning("Ignored a live stream event %s that is not JSON", event.event)
+            return True
+        if event.event == "state":
+            self._on_state(data)
+        elif event.event == "event":
+            self._on_event(data)
+        elif event.event == "alert":
+            self._on_alert_cleared(data)
+        elif event.event == "reset":
+            _LOGGER.info("The live stream could not resume (%s); reloading", data.get("reason"))
+            self.stats.resets += 1
+            self.config_entry.async_create_task(
+                self.hass, self._async_reload_after_reset(), "swath reload after reset"
+            )
+        elif event.event == "end":
+            self.stats.end_reason = data.get("reason")
+            _LOGGER.warning("The live stream ended: %s", self.stats.end_reason)
+            self.config_entry.async_start_reauth(self.hass)
+            return False
+        return True
+
+    async def _async_reload_after_reset(self) -> None:
+        await self.async_refresh()
+        if self.data is None:
+            return
+        try:
+            await self._catch_up_events(self.data)
+        except SwathError as err:
+            _LOGGER.warning("Could not read the events missed by the live stream: %s", err)
+
+    def _on_state(self, state: dict[str, Any]) -> None:
+        mower = (self.data or {}).get(state["mower_id"])
+        if mower is None:
+            # A mower this entry does not know yet: read the directory.
+            self.config_entry.async_create_task(
+                self.hass, self.async_request_refresh(), "swath refresh for a new mower"
+            )
+            return
+        if _newer(mower.state, state):
+            return
+        mower.state = state
+        self.stats.states += 1
+        mower.summary.update(
+            online=True,
+            offline_reason=None,
+            offline_since=None,
+            last_seen_at=state.get("last_seen_at"),
+        )
+        self._notify(state["mower_id"])
+
+    def _on_event(self, event: dict[str, Any]) -> None:
+        mower = (self.data or {}).get(event["mower_id"])
+        if mower is not None:
+            alert = event.get("alert")
+            if alert is not None:
+                if alert["change"] == "raised":
+                    mower.alerts[alert["kind"]] = {
+                        "id": event["id"],
+                        "kind": alert["kind"],
+                        "mower_id": event["mower_id"],
+                        "raised_at": event["observed_at"],
+                        "code": event["details"].get("error_code"),
+                    }
+                else:
+                    mower.alerts.pop(alert["kind"], None)
+            kind = event["kind"]
+            if kind == "went_offline":
+                mower.summary.update(
+                    online=False, offline_reason="silent", offline_since=event["observed_at"]
+                )
+            elif kind == "came_online":
+                mower.summary.update(online=True, offline_reason=None, offline_since=None)
+            elif kind == "blade_due" and mower.health is not None:
+                mower.health["blade_due"] = True
+            self._notify(event["mower_id"])
+        self._fire(event)
+
+    def _on_alert_cleared(self, cleared: dict[str, Any]) -> None:
+        mower = (self.data or {}).get(cleared["mower_id"])
+        if mower is None:
+            return
+        mower.alerts.pop(cleared["kind"], None)
+        if cleared["kind"] == "blade_due" and mower.health is not None:
+            mower.health["blade_due"] = False
+        self._notify(cleared["mower_id"])
+
+
+def _newer(held: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
+    """Whether the held state was observed after the other one."""
+    if held is None or other is None:
+        return held is not None
+    return _instant(held["observed_at"]) > _instant(other["observed_at"])
+
+
+def _instant(value: str) -> datetime:
+    parsed = dt_util.parse_datetime(value)
+    if parsed is None:
+        raise SwathError(f"not an RFC 3339 instant: {value!r}")
+    return parsed

@@ -1,0 +1,67 @@
+"""The mower's position: latitude, longitude and accuracy of its latest state."""
+
+from __future__ import annotations
+
+from homeassistant.components.device_tracker import SourceType, TrackerEntity
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+
+from .coordinator import SwathConfigEntry, SwathCoordinator
+from .entity import SwathEntity, new_mowers
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: SwathConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add a tracker per mower, now and whenever Swath gains one."""
+    coordinator = entry.runtime_data
+    known: set[str] = set()
+
+    @callback
+    def add() -> None:
+        async_add_entities(
+            SwathTracker(coordinator, mower_id) for mower_id in new_mowers(coordinator, known)
+        )
+
+    add()
+    entry.async_on_unload(coordinator.async_add_listener(add))
+
+
+class SwathTracker(SwathEntity, TrackerEntity):
+    """Where the mower was when it last reported a position."""
+
+    _attr_translation_key = "position"
+    _attr_source_type = SourceType.GPS
+    follows_mower_availability = True
+
+    def __init__(self, coordinator: SwathCoordinator, mower_id: str) -> None:
+        """The tracker of this mower."""
+        super().__init__(coordinator, mower_id, "position")
+
+    def _position(self) -> dict | None:
+        mower = self.mower
+        if mower is None or mower.state is None:
+            return None
+        return mower.state.get("position")
+
+    @property
+    def latitude(self) -> float | None:
+        """The reported latitude."""
+        position = self._position()
+        return None if position is None else position["lat"]
+
+    @property
+    def longitude(self) -> float | None:
+        """The reported longitude."""
+        position = self._position()
+        return None if position is None else position["lon"]
+
+    @property
+    def location_accuracy(self) -> float:
+        """The reported accuracy radius in metres (0 when the mower does not know it)."""
+        position = self._position()
+        if position is None or position.get("accuracy_m") is None:
+            return 0
+        return position["accuracy_m"]

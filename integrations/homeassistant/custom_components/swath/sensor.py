@@ -1,0 +1,148 @@
+"""Sensors: battery, health totals, error code and last seen."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from homeassistant.components.sensor import (
+    SensorDeviceClass,
+    SensorEntity,
+    SensorEntityDescription,
+    SensorStateClass,
+)
+from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfLength, UnitOfTime
+from homeassistant.core import HomeAssistant, callback
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
+from homeassistant.util import dt as dt_util
+
+from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
+from .entity import SwathEntity, new_mowers
+
+
+@dataclass(frozen=True, kw_only=True)
+class SwathSensorDescription(SensorEntityDescription):
+    """A sensor and where its value is read."""
+
+    value: Callable[[MowerData], Any]
+    follows_mower_availability: bool = False
+
+
+def _state(key: str) -> Callable[[MowerData], Any]:
+    return lambda mower: mower.state.get(key) if mower.state else None
+
+
+def _health(key: str) -> Callable[[MowerData], Any]:
+    return lambda mower: mower.health.get(key) if mower.health else None
+
+
+def _last_seen(mower: MowerData) -> datetime | None:
+    value = mower.summary.get("last_seen_at")
+    return dt_util.parse_datetime(value) if value else None
+
+
+SENSORS: tuple[SwathSensorDescription, ...] = (
+    SwathSensorDescription(
+        key="battery",
+        device_class=SensorDeviceClass.BATTERY,
+        native_unit_of_measurement=PERCENTAGE,
+        state_class=SensorStateClass.MEASUREMENT,
+        value=_state("battery_percent"),
+        follows_mower_availability=True,
+    ),
+    SwathSensorDescription(
+        key="mowing_time",
+        translation_key="mowing_time",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_health("mowing_seconds"),
+    ),
+    SwathSensorDescription(
+        key="blade_time",
+        translation_key="blade_time",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_health("blade_seconds"),
+    ),
+    SwathSensorDescription(
+        key="blade_since_reset",
+        translation_key="blade_since_reset",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        # Falls to zero when the blade is replaced: a new cycle of a total.
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_health("blade_since_reset_seconds"),
+    ),
+    SwathSensorDescription(
+        key="distance",
+        translation_key="distance",
+        device_class=SensorDeviceClass.DISTANCE,
+        native_unit_of_measurement=UnitOfLength.METERS,
+        suggested_unit_of_measurement=UnitOfLength.KILOMETERS,
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_health("distance_m"),
+    ),
+    SwathSensorDescription(
+        key="error_code",
+        translation_key="error_code",
+        value=_state("error_code"),
+    ),
+    SwathSensorDescription(
+        key="last_seen",
+        translation_key="last_seen",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        value=_last_seen,
+    ),
+)
+
+
+async def async_setup_entry(
+    hass: HomeAssistant,
+    entry: SwathConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+) -> None:
+    """Add the sensors of each mower, now and whenever Swath gains one."""
+    coordinator = entry.runtime_data
+    known: set[str] = set()
+
+    @callback
+    def add() -> None:
+        async_add_entities(
+            SwathSensor(coordinator, mower_id, description)
+            for mower_id in new_mowers(coordinator, known)
+            for description in SENSORS
+        )
+
+    add()
+    entry.async_on_unload(coordinator.async_add_listener(add))
+
+
+class SwathSensor(SwathEntity, SensorEntity):
+    """One value of a mower's state, health or directory entry."""
+
+    entity_description: SwathSensorDescription
+
+    def __init__(
+        self,
+        coordinator: SwathCoordinator,
+        mower_id: str,
+        description: SwathSensorDescription,
+    ) -> None:
+        """A sensor of this mower."""
+        super().__init__(coordinator, mower_id, description.key)
+        self.entity_description = description
+        self.follows_mower_availability = description.follows_mower_availability
+
+    @property
+    def native_value(self) -> Any:
+        """The value as Swath answered it."""
+        mower = self.mower
+        return None if mower is None else self.entity_description.value(mower)

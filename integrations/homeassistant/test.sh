@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The Home Assistant integration's tests against a real Swath: creates (or reuses) a virtual
+# environment under target/ with the pinned requirements, builds the release `swath` of this
+# repository (incremental when it is already built), then runs pytest. The tests start that
+# binary themselves, on free ports, and fail when it is missing. Extra arguments go to pytest
+# (`integrations/homeassistant/test.sh -k stream -x`).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$root"
+
+target=${CARGO_TARGET_DIR:-$root/target}
+venv=$target/homeassistant-venv
+requirements=$here/requirements_test.txt
+
+# Home Assistant 2025.4 needs Python 3.13.
+python=${SWATH_HA_PYTHON:-}
+if [[ -z $python ]]; then
+  for candidate in python3.13 "$HOME"/.pyenv/versions/3.13*/bin/python3 python3; do
+    if command -v "$candidate" >/dev/null 2>&1 &&
+      "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null; then
+      python=$candidate
+      break
+    fi
+  done
+fi
+if [[ -z $python ]]; then
+  echo "test.sh needs Python 3.13 (python3.13 on PATH, pyenv's 3.13, or SWATH_HA_PYTHON)." >&2
+  exit 1
+fi
+
+want=$(sha256sum "$requirements" | cut -d' ' -f1)
+if [[ ! -x $venv/bin/python || "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$want" ]]; then
+  echo "Installing the pinned test requirements into $venv ($("$python" --version))."
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  timeout 1200 "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  echo "$want" >"$venv/.requirements.sha256"
+fi
+
+echo "Building the release swath."
+# The workspace's default members, as .ci/api-conformance builds it: the same features, so CI
+# builds the binary once for both.
+cargo build --release --bin swath
+export SWATH_BIN=$target/release/swath
+
+cd "$here"
+exec "$venv/bin/python" -m pytest tests "$@"

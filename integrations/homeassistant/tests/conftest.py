@@ -1,0 +1,87 @@
+"""Fixtures: a real swath per test, Home Assistant with the integration, and the API helper."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from custom_components.swath.const import DOMAIN
+from homeassistant.const import CONF_API_TOKEN, CONF_URL
+from homeassistant.core import HomeAssistant
+from pytest_homeassistant_custom_component.common import MockConfigEntry
+
+from .swath import SwathApi, SwathServer
+
+
+@pytest.fixture(autouse=True)
+def auto_enable_custom_integrations(enable_custom_integrations: None) -> None:
+    """Load `custom_components.swath` from this folder."""
+
+
+@pytest.fixture(autouse=True)
+def sockets(socket_enabled: None) -> None:
+    """The tests talk to a real swath on 127.0.0.1 (Home Assistant's plugin blocks sockets)."""
+
+
+def _server(
+    tmp_path: Path, sim_mowers: int, env: dict[str, str] | None = None
+) -> Iterator[SwathServer]:
+    server = SwathServer(tmp_path, sim_mowers=sim_mowers, env=env)
+    try:
+        server.start()
+    except RuntimeError as err:
+        # Never a skip: the integration is only tested against a real Swath.
+        pytest.fail(str(err))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def swath(tmp_path: Path) -> Iterator[SwathServer]:
+    """swath with the demo account and no simulated mowers (the tests make their own)."""
+    yield from _server(tmp_path, sim_mowers=0)
+
+
+@pytest.fixture
+def swath_sim(tmp_path: Path) -> Iterator[SwathServer]:
+    """swath with three simulated mowers."""
+    yield from _server(tmp_path, sim_mowers=3)
+
+
+@pytest.fixture
+def swath_quick_offline(tmp_path: Path) -> Iterator[SwathServer]:
+    """swath whose mowers go offline after 2 s of silence (swept every second)."""
+    yield from _server(
+        tmp_path,
+        sim_mowers=0,
+        env={"SWATH_OFFLINE_AFTER_SECONDS": "2", "SWATH_OFFLINE_SWEEP_SECONDS": "1"},
+    )
+
+
+@pytest.fixture
+async def api(swath: SwathServer) -> AsyncIterator[SwathApi]:
+    """The test's own client of Swath (not Home Assistant's session)."""
+    async with aiohttp.ClientSession() as session:
+        yield SwathApi(swath, session)
+
+
+def config_entry(url: str, token: str, account_id: str) -> MockConfigEntry:
+    """An entry as the config flow creates it."""
+    return MockConfigEntry(
+        domain=DOMAIN,
+        title="Demo Gardens",
+        unique_id=f"{account_id}@{url}",
+        data={CONF_URL: url, CONF_API_TOKEN: token},
+    )
+
+
+async def setup_entry(hass: HomeAssistant, entry: MockConfigEntry) -> None:
+    """Add the entry and set it up; asserts it loaded."""
+    entry.add_to_hass(hass)
+    assert await hass.config_entries.async_setup(entry.entry_id)
+    await hass.async_block_till_done()
