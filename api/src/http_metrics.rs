@@ -41,13 +41,42 @@ pub async fn record_latency(request: Request<Body>, next: Next) -> Response<Body
     response
 }
 
-/// The `# HELP` line of [`HTTP_DURATION`].
+/// The gauge of live streams (SSE) open now.
+pub const LIVE_STREAMS: &str = "swath_http_live_streams";
+
+/// One open live stream, counted in [`LIVE_STREAMS`] from its creation until it is dropped
+/// (the client went away, or the stream ended).
+pub struct OpenStream(());
+
+impl OpenStream {
+    pub fn new() -> Self {
+        metrics::gauge!(LIVE_STREAMS).increment(1.0);
+        Self(())
+    }
+}
+
+impl Default for OpenStream {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        metrics::gauge!(LIVE_STREAMS).decrement(1.0);
+    }
+}
+
+/// The `# HELP` lines of [`HTTP_DURATION`] and [`LIVE_STREAMS`]; the live-stream gauge starts
+/// at zero, so that it is there before the first stream.
 pub fn describe_metrics() {
     metrics::describe_histogram!(
         HTTP_DURATION,
         metrics::Unit::Seconds,
         "HTTP request latency to the response head, per method, route template and status."
     );
+    metrics::describe_gauge!(LIVE_STREAMS, "Live streams (SSE) open now.");
+    metrics::gauge!(LIVE_STREAMS).set(0.0);
 }
 
 type MakeSpan = fn(&Request<Body>) -> Span;
