@@ -65,6 +65,16 @@ async fn metrics_name_routes_ingest_and_retention() {
         r#"swath_retention_rows_deleted_total{table="history",reason="expired"}"#,
         "swath_retention_progress_ratio 1",
         "swath_retention_last_completed_timestamp_seconds",
+        // What the alert rules and the dashboard of deploy/ read (decision 145).
+        r#"swath_ready{check="store"} 1"#,
+        r#"swath_ready{check="bus"} 1"#,
+        r#"swath_ready{check="ingest"} 1"#,
+        "swath_ingest_last_commit_timestamp_seconds",
+        "swath_ingest_commit_duration_seconds_bucket",
+        "swath_http_live_streams 0",
+        "swath_memory_store_history_rows_limit 100",
+        "process_resident_memory_bytes",
+        r#"swath_states_dropped_total{reason="rejected_by_store"} 0"#,
     ] {
         assert!(text.contains(series), "/metrics lacks {series}:\n{text}");
     }

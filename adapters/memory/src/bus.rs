@@ -82,6 +82,7 @@
 //! for a slow subscriber; what does not fit is dropped and counted
 //! (`swath_bus_live_dropped_total`), like a NATS core subscriber that falls behind.
 
+mod backlog;
 mod holders;
 mod worker;
 
@@ -426,6 +427,11 @@ impl EventBus for MemoryBus {
             (member, owned, notifies, Arc::clone(&entry.ownership))
         };
         let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(backlog::report(
+            Arc::clone(&self.inner),
+            consumer.to_owned(),
+            stop_rx.clone(),
+        ));
         let max_batch = batch_limit(&settings);
         let workers: Vec<LaneWorker> = lane_notifies
             .into_iter()

@@ -61,6 +61,7 @@
 
 pub mod settings;
 
+mod backlog;
 mod live;
 mod membership;
 mod partitioned;

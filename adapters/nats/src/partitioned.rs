@@ -93,6 +93,16 @@ pub(crate) async fn subscribe(
         stop_rx.clone(),
     )
     .await?;
+    tokio::spawn(crate::backlog::report(
+        consumer.to_owned(),
+        partitions
+            .iter()
+            .enumerate()
+            .map(|(n, (_, _, pull))| (n as u32, pull.clone()))
+            .collect(),
+        membership.members.clone(),
+        stop_rx.clone(),
+    ));
     let owned = Arc::new(AtomicUsize::new(0));
     let make = |name: String, wanted, pull: PullConsumer| {
         Worker::new(

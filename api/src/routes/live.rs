@@ -250,6 +250,7 @@ pub async fn live_stream(
         feed,
         cursor,
         refresh_at: Instant::now() + MOWER_REFRESH,
+        _open: crate::http_metrics::OpenStream::new(),
     };
     let stream = futures::stream::unfold(live, |mut live| async move {
         let event = live.next_event().await?;
@@ -309,6 +310,8 @@ struct Live {
     cursor: Cursor,
     view: StreamView,
     refresh_at: Instant,
+    /// Counts the stream in `swath_http_live_streams` while it lives.
+    _open: crate::http_metrics::OpenStream,
 }
 
 impl Live {

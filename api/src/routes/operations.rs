@@ -125,23 +125,7 @@ pub struct NotReady {
 pub async fn readyz(
     axum::extract::State(state): axum::extract::State<crate::state::AppState>,
 ) -> axum::response::Response {
-    const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-    let store = async {
-        match tokio::time::timeout(PING_TIMEOUT, state.telemetry.ping()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
-            Err(_) => Err("no answer within 2 s".to_owned()),
-        }
-    };
-    let bus = async {
-        match tokio::time::timeout(PING_TIMEOUT, state.bus.ping()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
-            Err(_) => Err("no answer within 2 s".to_owned()),
-        }
-    };
-    let (store, bus) = tokio::join!(store, bus);
-    let stalled = state.ingest.stalled_for();
+    let (store, bus, stalled) = check_readiness(&state).await;
     let word = |r: &Result<(), String>| if r.is_ok() { "up" } else { "down" }.to_owned();
     let checks = Readiness {
         store: word(&store),
@@ -190,6 +174,44 @@ pub async fn readyz(
         .into_response()
 }
 
+/// What `/readyz` and every `/metrics` scrape check: the store's and the bus's pings (each within
+/// 2 s, the cause when down) and how long the ingest consumer has failed every batch, if it has
+/// for 60 s or more. Each answer is also left in
+/// `swath_ready{check}` (1 up, 0 down), so that an alert sees what a load balancer sees.
+async fn check_readiness(
+    state: &crate::state::AppState,
+) -> (
+    Result<(), String>,
+    Result<(), String>,
+    Option<std::time::Duration>,
+) {
+    const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+    let store = async {
+        match tokio::time::timeout(PING_TIMEOUT, state.telemetry.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
+            Err(_) => Err("no answer within 2 s".to_owned()),
+        }
+    };
+    let bus = async {
+        match tokio::time::timeout(PING_TIMEOUT, state.bus.ping()).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
+            Err(_) => Err("no answer within 2 s".to_owned()),
+        }
+    };
+    let (store, bus) = tokio::join!(store, bus);
+    let stalled = state.ingest.stalled_for();
+    let up = |ok: bool| if ok { 1.0 } else { 0.0 };
+    metrics::gauge!(READY, "check" => "store").set(up(store.is_ok()));
+    metrics::gauge!(READY, "check" => "bus").set(up(bus.is_ok()));
+    metrics::gauge!(READY, "check" => "ingest").set(up(stalled.is_none()));
+    (store, bus, stalled)
+}
+
+/// The readiness gauge, per check (`store`, `bus`, `ingest`).
+const READY: &str = "swath_ready";
+
 /// The Prometheus text exposition format, version 0.0.4.
 pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -213,15 +235,23 @@ pub const PROMETHEUS_TEXT: &str = "text/plain; version=0.0.4; charset=utf-8";
         `swath_ingest_batch_size` (states per stored batch). Gauge: \
         `swath_ingest_lag_seconds` (the time of the last stored batch minus the `observed_at` of \
         its newest state), `swath_ingest_failed_batches_in_a_row` (0 while the ingest consumer \
-        stores its batches; growing when it stopped making progress). A metric appears once it was first recorded.",
+        stores its batches; growing when it stopped making progress). Every scrape runs \
+        `/readyz`'s checks first and reports them as `swath_ready{check}`. The full list, with \
+        the alert rules and the dashboard built on them: `deploy/` and docs/operations.md. A \
+        metric appears once it was first recorded.",
     responses(
         (status = 200, description = "The metrics, Prometheus text format 0.0.4.", body = String,
             content_type = "text/plain; version=0.0.4",
             example = "# TYPE swath_states_stored_total counter\nswath_states_stored_total 1024\n"),
     ),
 )]
-pub async fn metrics() -> impl IntoResponse {
+pub async fn metrics(
+    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
+) -> impl IntoResponse {
     let handle = metrics_handle();
+    // Only the gauges matter here; a scrape answers whatever the checks found.
+    let _ = check_readiness(&state).await;
+    record_process_memory();
     handle.run_upkeep();
     (
         [(
@@ -232,10 +262,30 @@ pub async fn metrics() -> impl IntoResponse {
     )
 }
 
+/// Sets `process_resident_memory_bytes` (the name Prometheus's client libraries give it) from
+/// `VmRSS` in `/proc/self/status`, which is in kB whatever the page size (Linux; elsewhere the
+/// gauge is absent).
+fn record_process_memory() {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    if let Some(kb) = kb {
+        metrics::gauge!("process_resident_memory_bytes").set((kb * 1024) as f64);
+    }
+}
+
 /// The bounds of the batch size histogram's buckets: powers of two up to the largest batch.
 const BATCH_SIZE_BUCKETS: [f64; 11] = [
     1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1000.0,
 ];
+
+/// The bounds of the group commit histogram's buckets: batches written in one unit of work, at
+/// most one per partition of both consumers.
+const GROUP_BUCKETS: [f64; 7] = [1.0, 2.0, 3.0, 4.0, 8.0, 16.0, 32.0];
 
 /// The Prometheus recorder, installed as the process's global `metrics` recorder on first use
 /// (`main` calls it at start-up, so that nothing recorded before the first scrape is lost). When
@@ -252,7 +302,25 @@ pub fn metrics_handle() -> &'static metrics_exporter_prometheus::PrometheusHandl
             )
             .and_then(|b| {
                 b.set_buckets_for_metric(
+                    Matcher::Full("swath_watch_batch_size".to_owned()),
+                    &BATCH_SIZE_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("swath_group_commit_batches".to_owned()),
+                    &GROUP_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
                     Matcher::Full(crate::http_metrics::HTTP_DURATION.to_owned()),
+                    &crate::http_metrics::HTTP_DURATION_BUCKETS,
+                )
+            })
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("swath_ingest_commit_duration_seconds".to_owned()),
                     &crate::http_metrics::HTTP_DURATION_BUCKETS,
                 )
             })
@@ -320,4 +388,94 @@ fn describe_metrics() {
         "swath_postgres_commits_total",
         "Transactions the telemetry path committed on PostgreSQL."
     );
+    describe_counter!(
+        "swath_busy_writes_total",
+        "Busy statuses the watcher's scheduler wrote."
+    );
+    describe_histogram!(
+        "swath_group_commit_batches",
+        Unit::Count,
+        "Consumer batches written in one unit of work (group commit), by use case."
+    );
+    describe_gauge!(
+        "swath_ingest_failed_batches_in_a_row",
+        "Batches the ingest consumer failed in a row: 0 while it stores them."
+    );
+    describe_gauge!(
+        "swath_ingest_last_commit_timestamp_seconds",
+        Unit::Seconds,
+        "When this replica last committed an ingest batch (Unix time)."
+    );
+    describe_histogram!(
+        "swath_ingest_commit_duration_seconds",
+        Unit::Seconds,
+        "Time of an ingest batch's unit of work, from its first statement to its commit."
+    );
+    describe_histogram!(
+        "swath_watch_batch_size",
+        Unit::Count,
+        "States per batch the watcher handled."
+    );
+    describe_counter!("swath_events_total", "Events the watcher derived, by kind.");
+    describe_counter!(
+        "swath_alerts_cleared_without_event_total",
+        "Alerts cleared without an event of their own, by kind."
+    );
+    describe_counter!(
+        "swath_geofence_parses_total",
+        "Geofence polygons the watcher parsed (cache misses)."
+    );
+    describe_counter!(
+        "swath_latest_reads_total",
+        "Latest-state reads of one mower, by answer: memory (the replica's copy) or store."
+    );
+    describe_counter!(
+        "swath_http_connections_closed_total",
+        "HTTP connections cut off by the limits, by reason: silent, slow_head, idle."
+    );
+    describe_counter!(
+        "swath_bus_live_dropped_total",
+        "Live messages dropped for a subscriber that read too slowly."
+    );
+    describe_gauge!(
+        "swath_bus_consumer_pending_messages",
+        "Messages of a durable consumer's partition not delivered yet (JetStream's num_pending)."
+    );
+    describe_gauge!(
+        "swath_bus_consumer_unacknowledged_messages",
+        "Messages of a partition delivered and not acknowledged yet (JetStream only)."
+    );
+    describe_gauge!(
+        "swath_bus_replicas",
+        "Replicas subscribed to a consumer, this one included, as its membership counts them."
+    );
+    describe_gauge!(
+        READY,
+        "What /readyz found at the last scrape, by check (store, bus, ingest): 1 up, 0 down."
+    );
+    describe_gauge!(
+        "process_resident_memory_bytes",
+        Unit::Bytes,
+        "Resident memory of the process."
+    );
+    describe_gauge!(
+        "swath_postgres_pool_connections",
+        "Connections of the PostgreSQL pool, by state: idle, busy."
+    );
+    describe_gauge!(
+        "swath_postgres_pool_max_connections",
+        "The most connections the PostgreSQL pool opens (SWATH_DATABASE_MAX_CONNECTIONS)."
+    );
+    describe_gauge!(
+        "swath_memory_store_history_rows_limit",
+        "History rows the memory store keeps per mower (SWATH_MEMORY_HISTORY_PER_MOWER)."
+    );
+    describe_gauge!(
+        "swath_memory_store_history_rows_max",
+        "The most history rows one mower has held in the memory store since the start."
+    );
+    // Counters the alert rules watch for an increase start at zero: Prometheus cannot see the
+    // first increment of a series that is born with it.
+    metrics::counter!("swath_ingest_redeliveries_total").absolute(0);
+    metrics::counter!("swath_states_dropped_total", "reason" => "rejected_by_store").absolute(0);
 }

@@ -301,6 +301,7 @@ impl Ingest {
         let mut mowers: Vec<MowerId> = valid.iter().map(|s| s.mower_id).collect();
         mowers.sort_unstable();
         mowers.dedup();
+        let started = Instant::now();
         let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
         // Late states are merged between their stored neighbours: one more read, only for a
         // batch that has any.
@@ -314,6 +315,11 @@ impl Ingest {
         // below, after it.
         let (mut events, _) = ingest_notifications(&changes.events);
         unit.commit(changes).await?;
+        // The unit of work from its first statement to its commit: what the store costs a batch.
+        metrics::histogram!("swath_ingest_commit_duration_seconds")
+            .record(started.elapsed().as_secs_f64());
+        metrics::gauge!("swath_ingest_last_commit_timestamp_seconds")
+            .set(self.clock.now().timestamp_micros() as f64 / 1e6);
         metrics::histogram!("swath_ingest_batch_size").record(valid.len() as f64);
         metrics::counter!("swath_ingest_batches_total").increment(1);
         if counts.late_merged > 0 {

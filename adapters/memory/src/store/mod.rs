@@ -85,6 +85,9 @@ pub struct MemoryStore {
     pub(crate) watch: Arc<crate::watch::WatchData>,
     /// Retention's lock and downsampling watermark (see `retention`).
     pub(crate) retention: Arc<crate::retention::RetentionData>,
+    /// The most history rows one mower has held (`swath_memory_store_history_rows_max`): how
+    /// near the store came to `history_per_mower`, where it starts dropping the oldest rows.
+    pub(crate) fullest: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Default for MemoryStore {
@@ -105,6 +108,9 @@ pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 
 impl MemoryStore {
     pub fn new(settings: MemoryStoreSettings) -> Self {
+        metrics::gauge!("swath_memory_store_history_rows_limit")
+            .set(settings.history_per_mower.max(1) as f64);
+        metrics::gauge!("swath_memory_store_history_rows_max").set(0.0);
         Self {
             settings,
             directory: Arc::default(),
@@ -113,6 +119,7 @@ impl MemoryStore {
             batch_lock: Arc::new(Mutex::new(())),
             watch: Arc::default(),
             retention: Arc::default(),
+            fullest: Arc::default(),
         }
     }
 

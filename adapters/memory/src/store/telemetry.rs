@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use swath_application::ports::{
     StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
@@ -75,6 +76,7 @@ impl TelemetryBatch for MemoryBatch {
         // stored earlier. The rules list positions in the order of their history rows (a
         // subsequence), so one walk pairs them.
         let mut positions = changes.positions.into_iter().peekable();
+        let mut fullest = 0;
         for row in changes.history {
             let (mower_id, at) = (row.mower_id, row.observed_at);
             let rows = telemetry.entry(mower_id).or_default();
@@ -84,6 +86,7 @@ impl TelemetryBatch for MemoryBatch {
                 rows.history.insert(at, kept);
             }
             rows.cap_history(cap);
+            fullest = fullest.max(rows.history.len());
             let Some(position) =
                 positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
             else {
@@ -95,6 +98,10 @@ impl TelemetryBatch for MemoryBatch {
                     .or_insert_with(|| KeptPosition::new(position));
                 rows.cap_positions(cap);
             }
+        }
+        let before = self.store.fullest.fetch_max(fullest, Ordering::Relaxed);
+        if fullest > before {
+            metrics::gauge!("swath_memory_store_history_rows_max").set(fullest as f64);
         }
         for row in changes.latest {
             let mower_id = row.mower_id;

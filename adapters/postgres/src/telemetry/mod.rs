@@ -266,6 +266,14 @@ impl TelemetryStore for PostgresStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
+        // The pool's gauges ride on the ping, which `/readyz` and every `/metrics` scrape ask for.
+        let size = self.pool.size() as usize;
+        let idle = self.pool.num_idle().min(size);
+        metrics::gauge!("swath_postgres_pool_connections", "state" => "idle").set(idle as f64);
+        metrics::gauge!("swath_postgres_pool_connections", "state" => "busy")
+            .set((size - idle) as f64);
+        metrics::gauge!("swath_postgres_pool_max_connections")
+            .set(f64::from(self.pool.options().get_max_connections()));
         sqlx::query("SELECT 1")
             .execute(&self.pool)
             .await
