@@ -32,7 +32,7 @@ pub struct Problem {
     /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
     /// `no-state-yet`, `bad-request`, `validation-failed`, `conflict`, `payload-too-large`,
     /// `unsupported-media-type`, `method-not-allowed`, `uri-too-long`, `headers-too-large`,
-    /// `unavailable` or `internal`.
+    /// `too-many-requests`, `unavailable` or `internal`.
     #[serde(rename = "type")]
     #[schema(example = "https://swath.dev/problems/not-found")]
     pub type_uri: String,

@@ -30,6 +30,8 @@ async fn open_stream(app: &TestApp, token: &str) -> Response<Body> {
 async fn assert_refused(response: Response<Body>) -> String {
     use http_body_util::BodyExt;
     let status = response.status();
+    // Before the body is read: an accepted stream's never ends.
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     let headers = response.headers().clone();
     let body = response.into_body().collect().await.unwrap().to_bytes();
     let answer = TestResponse {

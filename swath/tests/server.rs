@@ -322,6 +322,9 @@ async fn a_body_that_stops_coming_is_cut_and_its_connection_closed() {
         .unwrap();
     let answer = String::from_utf8_lossy(&read_until_closed(&mut stream).await).into_owned();
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-    assert!(answer.contains("no byte of the body came for 0.3 s"), "{answer}");
+    assert!(
+        answer.contains("no byte of the body came for 0.3 s"),
+        "{answer}"
+    );
     server.stop().await;
 }
