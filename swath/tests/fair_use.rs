@@ -226,7 +226,7 @@ async fn an_import_stops_when_its_token_is_revoked_between_batches() {
             .await;
         assert_eq!(revoked.status, StatusCode::NO_CONTENT);
         // More lines, then the end: none of them may be stored.
-        let _ = sender.unbounded_send(Ok(lines(&app_ref, 290, 100)));
+        let _ = sender.unbounded_send(Ok(lines(app_ref, 290, 100)));
     };
     let (response, ()) = tokio::time::timeout(std::time::Duration::from_secs(30), async {
         tokio::join!(post, revoke)
