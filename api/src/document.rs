@@ -193,6 +193,13 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
             FieldProblem::new("/name", "`/name` must not be only spaces."),
             FieldProblem::new("/time_zone", "`/time_zone` is required."),
         ]),
+        // Only the live stream answers it.
+        "429" => ApiError::TooManyRequests {
+            detail: "This token has 16 live streams open already, as many as one token may; \
+                close one, or try again later."
+                .into(),
+            retry_after: crate::limits::STREAM_RETRY_AFTER_SECONDS,
+        },
         "500" => ApiError::Internal(String::new()),
         "503" => ApiError::Unavailable(String::new()),
         _ => return None,

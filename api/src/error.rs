@@ -32,7 +32,7 @@ pub struct Problem {
     /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
     /// `no-state-yet`, `bad-request`, `validation-failed`, `conflict`, `payload-too-large`,
     /// `unsupported-media-type`, `method-not-allowed`, `uri-too-long`, `headers-too-large`,
-    /// `unavailable` or `internal`.
+    /// `too-many-requests`, `unavailable` or `internal`.
     #[serde(rename = "type")]
     #[schema(example = "https://swath.dev/problems/not-found")]
     pub type_uri: String,
@@ -157,6 +157,14 @@ pub enum ApiError {
     /// The request head has more or larger header fields than the server accepts.
     #[error("{0}")]
     HeadersTooLarge(String),
+    /// The client holds as much of the service as it may (its live streams); it may try again
+    /// after `retry_after` seconds (the `Retry-After` header).
+    #[error("{detail}")]
+    TooManyRequests { detail: String, retry_after: u64 },
+    /// The token was valid when the request began and was revoked while it ran (an import
+    /// stopped): a `401` that says what became of the request.
+    #[error("{0}")]
+    RevokedWhileRunning(String),
     /// A backing service could not be reached; the client may retry. The cause is logged.
     #[error("unavailable: {0}")]
     Unavailable(String),
@@ -190,7 +198,7 @@ impl ApiError {
     /// The status, the `type` slug and the title of each variant.
     fn kind(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
-            ApiError::MissingToken | ApiError::InvalidToken => {
+            ApiError::MissingToken | ApiError::InvalidToken | ApiError::RevokedWhileRunning(_) => {
                 (StatusCode::UNAUTHORIZED, "unauthorized", "Unauthorized")
             }
             ApiError::MissingScope(_) | ApiError::Forbidden(_) => {
@@ -227,6 +235,11 @@ impl ApiError {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
                 "headers-too-large",
                 "Request header fields too large",
+            ),
+            ApiError::TooManyRequests { .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                "Too many requests",
             ),
             ApiError::Unavailable(_) => (
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -268,7 +281,9 @@ impl ApiError {
             | ApiError::PayloadTooLarge(detail)
             | ApiError::UnsupportedMediaType(detail)
             | ApiError::UriTooLong(detail)
-            | ApiError::HeadersTooLarge(detail) => detail.clone(),
+            | ApiError::HeadersTooLarge(detail)
+            | ApiError::RevokedWhileRunning(detail)
+            | ApiError::TooManyRequests { detail, .. } => detail.clone(),
             ApiError::Unavailable(_) => {
                 "A service Swath depends on is unavailable; try again later.".to_owned()
             }
@@ -309,7 +324,9 @@ impl IntoResponse for ApiError {
         // RFC 6750 §3: a 401 names the scheme (and why the token failed), a 403 the scope.
         let challenge = match &self {
             ApiError::MissingToken => Some("Bearer realm=\"swath\""),
-            ApiError::InvalidToken => Some("Bearer realm=\"swath\", error=\"invalid_token\""),
+            ApiError::InvalidToken | ApiError::RevokedWhileRunning(_) => {
+                Some("Bearer realm=\"swath\", error=\"invalid_token\"")
+            }
             ApiError::MissingScope("read") => {
                 Some("Bearer realm=\"swath\", error=\"insufficient_scope\", scope=\"read\"")
             }
@@ -324,6 +341,9 @@ impl IntoResponse for ApiError {
             }
             _ => None,
         };
+        if let ApiError::TooManyRequests { retry_after, .. } = &self {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
         if let Some(challenge) = challenge {
             headers.insert(
                 header::WWW_AUTHENTICATE,

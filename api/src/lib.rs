@@ -19,6 +19,8 @@
 //!   `/live/map`).
 //! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
 //! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts.
+//! - [`limits`]: live streams per token and in all, request bodies' idle timeout.
+//! - [`security_headers`]: `nosniff` and `frame-ancestors 'none'` on every answer.
 //! - [`document`]: what the generated document gets after the routes are in: the answers every
 //!   operation shares (`401`, `403`, `500`, `503`) and an example for every body.
 
@@ -29,9 +31,11 @@ pub mod error;
 pub mod etag;
 pub mod extract;
 pub mod http_metrics;
+pub mod limits;
 pub mod page;
 pub mod pages;
 pub mod routes;
+pub mod security_headers;
 pub mod server;
 pub mod state;
 pub mod validate;
@@ -284,6 +288,7 @@ fn describe_nullable_properties(object: &mut utoipa::openapi::schema::Object) {
 /// `Accept-Encoding` (decision 91), a trace span per request, and panics answered as `500`
 /// problems instead of dropped connections.
 pub fn router(state: AppState) -> Router {
+    let body_idle_timeout = state.limits.body_idle_timeout;
     let (api, _) = api_routes().split_for_parts();
     api.merge(pages::routes())
         .merge(SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])))
@@ -292,6 +297,11 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         // The extractors read bodies through it, so an oversized body is their `413` problem.
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
+        // A body that stops coming fails its reader, whoever reads it.
+        .layer(axum::middleware::from_fn_with_state(
+            body_idle_timeout,
+            limits::body_idle_timeout,
+        ))
         .layer(CatchPanicLayer::custom(error::panic_response))
         // Outside the panic catcher, so that a `500` is compressed like any answer; inside the
         // metrics, which count answers whatever their encoding.
@@ -301,5 +311,9 @@ pub fn router(state: AppState) -> Router {
         .layer(http_metrics::trace_layer())
         // Outermost: an oversized head is answered before anything reads it.
         .layer(axum::middleware::from_fn(server::head_limits))
+        // Outermost: every answer, a refused head's included.
+        .layer(axum::middleware::map_response(
+            security_headers::security_headers,
+        ))
         .with_state(state)
 }

@@ -13,6 +13,9 @@
 //!   trickling (Slowloris) or half-sent head holds a connection for seconds, not forever.
 //! - **Idle keep-alive**: a kept-alive connection that has answered its requests and receives
 //!   nothing for [`HttpLimits::idle_timeout`] is closed.
+//! - **Streams and bodies** (the router's, [`crate::limits`]): live streams per token and in
+//!   all, a quarter of the connections kept for ordinary requests; a request body that sends no
+//!   byte for [`HttpLimits::body_idle_timeout`] is cut.
 //!
 //! A request being answered is never cut: a long response (the live stream) keeps its
 //! connection for as long as it runs. Each connection has a watchdog task of its own that looks
@@ -90,6 +93,27 @@ pub struct HttpLimits {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub max_connections: u32,
+    /// The most live streams (`GET /v1/live/stream`) one token keeps open at once; one more is
+    /// refused with `429`. Streams of every token together never take more than three quarters
+    /// of `SWATH_HTTP_MAX_CONNECTIONS`: the rest is kept for ordinary requests.
+    #[arg(
+        long = "streams-per-token",
+        env = "SWATH_STREAMS_PER_TOKEN",
+        value_name = "SWATH_STREAMS_PER_TOKEN",
+        default_value = "16",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub streams_per_token: u32,
+    /// Seconds a request body may go without a byte before the request is cut (an import then
+    /// ends `failed`, saying so).
+    #[arg(
+        long = "http-body-idle-timeout-seconds",
+        env = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
+        default_value = "30",
+        value_parser = parse_seconds
+    )]
+    pub body_idle_timeout: Duration,
     /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
     /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
     /// `Forwarded` header says `https`).
@@ -110,8 +134,23 @@ impl Default for HttpLimits {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
+            streams_per_token: 16,
+            body_idle_timeout: Duration::from_secs(30),
             behind_tls: false,
         }
+    }
+}
+
+impl HttpLimits {
+    /// Connections kept for ordinary requests, which live streams never take: a quarter of the
+    /// limit, at least one.
+    pub fn reserved_connections(&self) -> u32 {
+        (self.max_connections / 4).max(1)
+    }
+
+    /// The most live streams open at once, every token together.
+    pub fn max_streams(&self) -> u32 {
+        self.max_connections - self.reserved_connections()
     }
 }
 

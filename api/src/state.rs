@@ -53,6 +53,12 @@ pub struct AppState {
     /// and `{y}`; empty: no tiles, the map draws on a plain background. Set with
     /// [`AppState::with_map_tile_url`].
     pub map_tile_url: Arc<str>,
+    /// Live streams per token and in all, and the request bodies' idle timeout (decision 140).
+    /// Set with [`AppState::with_http_limits`].
+    pub limits: crate::limits::RequestLimits,
+    /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
+    /// process unless set with [`AppState::with_session_secret`]).
+    pub sessions: crate::pages::session::SessionKey,
 }
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
@@ -100,7 +106,23 @@ impl AppState {
             imports,
             live_feed: Arc::default(),
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
+            limits: crate::limits::RequestLimits::default(),
+            sessions: crate::pages::session::SessionKey::random(),
         }
+    }
+
+    /// Signs the live pages' sessions with `secret` (`SWATH_SESSION_SECRET`), so that every
+    /// replica given the same secret accepts them and they outlive a restart.
+    pub fn with_session_secret(mut self, secret: &[u8]) -> Self {
+        self.sessions = crate::pages::session::SessionKey::from_secret(secret);
+        self
+    }
+
+    /// The limits of `SWATH_STREAMS_PER_TOKEN`, `SWATH_HTTP_MAX_CONNECTIONS` (the streams' share)
+    /// and `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`; the defaults otherwise.
+    pub fn with_http_limits(mut self, limits: &crate::server::HttpLimits) -> Self {
+        self.limits = crate::limits::RequestLimits::new(limits);
+        self
     }
 
     /// Another tile URL template for `/live/map` (empty: no tiles).

@@ -5,6 +5,7 @@
 
 use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
+use crate::ports::{chain, TokenHash};
 use std::collections::BTreeMap;
 use swath_domain::Principal;
 use swath_domain::{DropReason, InvalidReport, StateCounts, StateOutcome, StateReport};
@@ -77,6 +78,10 @@ pub enum ImportError {
         #[source]
         source: AccessError,
     },
+    /// The principal's token was revoked (or no longer gives the same principal) while the
+    /// import ran: nothing more is stored.
+    #[error("the token was revoked (after {stored} stored states)")]
+    Revoked { stored: u64 },
 }
 
 /// On whose behalf an import stores its lines.
@@ -89,10 +94,13 @@ pub enum Importer<'a> {
     /// [`Access::filter_states`] first (a report of another account is `account_mismatch`, a
     /// mower the principal cannot see `unknown_mower`), then W0, whose refusals are answered as
     /// an unknown mower (as `POST /v1/states` answers them), which does not tell that another
-    /// account's mower exists.
+    /// account's mower exists. The principal's `token` is checked before each unit of work, and
+    /// whenever a token is revoked in this process while a line is awaited: once it no longer
+    /// gives `principal`, the import stops with [`ImportError::Revoked`].
     Principal {
         access: &'a Access,
         principal: &'a Principal,
+        token: &'a TokenHash,
     },
 }
 
@@ -126,10 +134,20 @@ pub async fn import_lines<R: AsyncBufRead + Unpin>(
     // The line number of each report of `batch`, and why a report that failed validation did
     // (the outcome says only the reason).
     let mut lines: Vec<(u64, Option<String>)> = Vec::with_capacity(IMPORT_BATCH);
+    let mut check = TokenCheck::of(importer);
     loop {
         // On a failure to read, the lines read whole before it are stored all the same (their
         // batch is written below), never the line it interrupted; then the import stops.
-        let (read, failed) = match read_line(&mut input, &mut line).await {
+        let read = match check.as_mut() {
+            Some(check) => check.read_line(&mut input, &mut line).await,
+            None => Some(read_line(&mut input, &mut line).await),
+        };
+        let Some(read) = read else {
+            return Err(ImportError::Revoked {
+                stored: summary.stored,
+            });
+        };
+        let (read, failed) = match read {
             Ok(read) => (read, None),
             Err(e) => (
                 LineRead {
@@ -163,6 +181,14 @@ pub async fn import_lines<R: AsyncBufRead + Unpin>(
         }
         let end = read.bytes == 0;
         if batch.len() == IMPORT_BATCH || (end && !batch.is_empty()) {
+            // Between units of work: a revoked token stores nothing more.
+            if let Some(check) = &check {
+                if !check.valid().await {
+                    return Err(ImportError::Revoked {
+                        stored: summary.stored,
+                    });
+                }
+            }
             summary.reports += batch.len() as u64;
             let batch = std::mem::take(&mut batch);
             let (outcomes, counts) =
@@ -205,7 +231,9 @@ async fn store(
 ) -> Result<(Vec<StateOutcome>, StateCounts), ImportError> {
     let filtered = match importer {
         Importer::Operator => None,
-        Importer::Principal { access, principal } => {
+        Importer::Principal {
+            access, principal, ..
+        } => {
             let valid_before: Vec<bool> = batch.iter().map(Result::is_ok).collect();
             access
                 .filter_states(principal, &mut batch)
@@ -236,6 +264,68 @@ async fn store(
         }
     }
     Ok((outcomes, counts))
+}
+
+/// The token of an import for a principal, and the revocations of this process.
+struct TokenCheck<'a> {
+    access: &'a Access,
+    principal: &'a Principal,
+    token: &'a TokenHash,
+    revocations: tokio::sync::watch::Receiver<u64>,
+}
+
+impl<'a> TokenCheck<'a> {
+    fn of(importer: Importer<'a>) -> Option<Self> {
+        match importer {
+            Importer::Operator => None,
+            Importer::Principal {
+                access,
+                principal,
+                token,
+            } => Some(Self {
+                access,
+                principal,
+                token,
+                revocations: access.revocations().subscribe(),
+            }),
+        }
+    }
+
+    /// Whether the token still gives the import's principal (through the principal cache, which
+    /// forgets a token revoked in this process at once: decision 78). A store that does not
+    /// answer is no revocation: the import goes on, and its next unit of work says whether the
+    /// store is back.
+    async fn valid(&self) -> bool {
+        match self.access.principal(self.token).await {
+            Ok(found) => found.as_ref() == Some(self.principal),
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "Could not check an import's token; going on.");
+                true
+            }
+        }
+    }
+
+    /// [`read_line`], checking the token whenever one is revoked in this process meanwhile (a
+    /// client that trickles its body is stopped at once, not at its next batch); `None` once the
+    /// token is no longer valid.
+    async fn read_line<R: AsyncBufRead + Unpin>(
+        &mut self,
+        input: &mut R,
+        line: &mut Vec<u8>,
+    ) -> Option<std::io::Result<LineRead>> {
+        let read = read_line(input, line);
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                read = &mut read => return Some(read),
+                Ok(()) = self.revocations.changed() => {
+                    if !self.valid().await {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// What [`read_line`] read.

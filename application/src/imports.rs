@@ -12,7 +12,7 @@
 use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
-use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore};
+use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore, TokenHash};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::collections::VecDeque;
@@ -46,6 +46,9 @@ pub enum ImportFailure {
     Input(String),
     /// The store or the directory failed; nothing of the failed batch is stored.
     Store,
+    /// The importer's token was revoked while the import ran; nothing after its last stored
+    /// batch is stored.
+    TokenRevoked,
 }
 
 /// One import, as its importer sees it.
@@ -111,12 +114,13 @@ impl Imports {
         self
     }
 
-    /// Imports `input` on behalf of `principal`: a record is made at once (its id logged),
-    /// updated after each batch, and answered when the input is read to its end or the import
-    /// failed.
+    /// Imports `input` on behalf of `principal`, the principal of `token`: a record is made at
+    /// once (its id logged), updated after each batch, and answered when the input is read to its
+    /// end or the import failed (or `token` was revoked meanwhile).
     pub async fn run<R: AsyncBufRead + Unpin>(
         &self,
         principal: &Principal,
+        token: &TokenHash,
         input: R,
     ) -> ImportRecord {
         let id = Uuid::now_v7();
@@ -134,6 +138,7 @@ impl Imports {
         let importer = Importer::Principal {
             access: &self.access,
             principal,
+            token,
         };
         let result = import_lines(&self.ingest, importer, input, |summary, _| {
             self.update(id, |r| r.summary = summary.clone());
@@ -149,6 +154,7 @@ impl Imports {
                 tracing::warn!(import_id = %id, account_id = %principal.account_id, error = %chain(e), "Import failed; what it stored before stays stored.");
                 let failure = match e {
                     ImportError::Read(e) => ImportFailure::Input(e.to_string()),
+                    ImportError::Revoked { .. } => ImportFailure::TokenRevoked,
                     ImportError::Store { .. } | ImportError::Directory { .. } => {
                         ImportFailure::Store
                     }

@@ -188,11 +188,20 @@ pub struct ServeArgs {
         value_parser = parse_http_addr
     )]
     pub http_addr: String,
-    /// The bearer token of the demo account (scopes read, write, admin). Default: a random
-    /// 32-byte hex token, printed at start-up.
+    /// The bearer token of the demo account (scopes read, write, admin); setting it makes the
+    /// demo account even without simulated mowers. Default: a random 32-byte hex token, printed
+    /// at start-up, when the simulator runs; no demo account otherwise. A new demo token revokes
+    /// the previous ones; with `SWATH_STORE=postgres` it must have at least 32 characters.
     #[arg(long = "demo-token", env = "SWATH_DEMO_TOKEN", value_name = "SWATH_DEMO_TOKEN",
         hide_env_values = true, value_parser = parse_token)]
     pub demo_token: Option<String>,
+    /// The key the live pages' sessions are signed with (at least 32 bytes): the same on every
+    /// replica, so that a browser signed in through one is signed in on all, and across restarts.
+    /// Unset: a random key of this process (said in the logs).
+    #[arg(long = "session-secret", env = "SWATH_SESSION_SECRET",
+        value_name = "SWATH_SESSION_SECRET", hide_env_values = true,
+        value_parser = parse_session_secret)]
+    pub session_secret: Option<String>,
     /// How many mowers the simulated demo fleet has.
     #[arg(long = "sim-mowers", env = "SWATH_SIM_MOWERS", value_name = "SWATH_SIM_MOWERS",
         default_value_t = 20, value_parser = clap::value_parser!(u32).range(0..=100_000))]
@@ -425,6 +434,18 @@ pub fn parse_log_filter(value: &str) -> Result<String, String> {
 pub fn parse_token(value: &str) -> Result<String, String> {
     if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
         return Err("a token must be non-empty printable ASCII without spaces".to_owned());
+    }
+    Ok(value.to_owned())
+}
+
+/// A session secret: at least [`swath_api::pages::session::MIN_SECRET_BYTES`] bytes.
+pub fn parse_session_secret(value: &str) -> Result<String, String> {
+    let least = swath_api::pages::session::MIN_SECRET_BYTES;
+    if value.len() < least {
+        return Err(format!(
+            "the secret has {} bytes; it needs at least {least} (for example `openssl rand -hex 32`)",
+            value.len()
+        ));
     }
     Ok(value.to_owned())
 }

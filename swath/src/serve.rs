@@ -1,9 +1,10 @@
 //! `swath serve`: start-up in dependency order, then shutdown in reverse. Up: the adapters and
 //! the use cases ([`crate::wiring`]), the consumers and periodic tasks, the demo fleet and its
-//! token, the simulator, HTTP. Down: HTTP first (no new requests), then the simulator (no new
+//! token and the simulator (only for a demo: [`crate::demo`]), HTTP. Down: HTTP first (no new requests), then the simulator (no new
 //! states), then the ingest and watcher consumers are drained and the periodic tasks stopped.
 
 use crate::config::{Cli, ServeArgs};
+use crate::demo;
 use crate::wiring::{wire, BackgroundSettings, Settings};
 use anyhow::Context;
 use rand::RngCore;
@@ -11,8 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use swath_api::router;
-use swath_application::ports::{hash_token, SystemClock, TokenError};
-use swath_domain::{Principal, Scope};
+use swath_application::ports::SystemClock;
 use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -22,6 +22,13 @@ const HTTP_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Serves until Ctrl-C or SIGTERM, then shuts down in order and returns.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    // Before anything is opened: a refused setting is a usage error, as clap's own.
+    if let Err(e) = demo::check_token(args.store.store, args.demo_token.as_deref()) {
+        use clap::CommandFactory;
+        Cli::command()
+            .error(clap::error::ErrorKind::ArgumentConflict, e)
+            .exit()
+    }
     // Before anything records a metric, so that `/metrics` sees every one.
     swath_api::routes::operations::metrics_handle();
     let retention_policy = args.retention.retention.policy::<Cli>();
@@ -46,44 +53,58 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         state_period: args.sim_state_period,
         seed: args.sim_seed,
     };
-    let fleet = seed_demo_fleet(wired.directory.as_ref(), &sim_settings)
-        .await
-        .context("could not seed the demo fleet")?;
-    let (token, generated) = match args.demo_token {
-        Some(token) => (token, false),
-        None => (random_token(), true),
-    };
-    let demo_principal = Principal {
-        account_id: fleet.account.id,
-        scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
-        sites: None,
-    };
-    let tokens = &wired.state.tokens;
-    match tokens
-        .store_token(hash_token(&token), demo_principal.clone())
-        .await
-    {
-        Ok(()) => {}
-        // A restart on a persistent store with the same SWATH_DEMO_TOKEN: fine if it is ours.
-        Err(TokenError::Conflict)
-            if tokens.principal(&hash_token(&token)).await? == Some(demo_principal) => {}
-        Err(e) => return Err(e).context("could not store the demo token"),
-    }
-    tracing::info!(
-        account_id = %fleet.account.id,
-        sites = fleet.sites.len(),
-        mowers = fleet.mowers.len(),
-        "Seeded the demo fleet."
-    );
-
     let (stop_simulator, simulator_stop) = watch::channel(false);
-    let simulator = Simulator::spawn(
-        Arc::clone(&wired.state.bus),
-        Arc::clone(&wired.state.clock),
-        &fleet,
-        sim_settings,
-        simulator_stop,
-    );
+    let mut simulator = None;
+    let demo = if demo::wanted(args.sim_mowers, args.demo_token.as_deref()) {
+        let fleet = seed_demo_fleet(wired.directory.as_ref(), &sim_settings)
+            .await
+            .context("could not seed the demo fleet")?;
+        let (token, generated) = match args.demo_token.clone() {
+            Some(token) => (token, false),
+            None => (random_token(), true),
+        };
+        let revoked = demo::install_token(wired.state.tokens.as_ref(), fleet.account.id, &token)
+            .await
+            .context("could not store the demo token")?;
+        tracing::info!(
+            account_id = %fleet.account.id,
+            sites = fleet.sites.len(),
+            mowers = fleet.mowers.len(),
+            revoked_demo_tokens = revoked,
+            "Seeded the demo fleet; its token replaces the earlier demo tokens."
+        );
+        if !fleet.mowers.is_empty() {
+            simulator = Some(Simulator::spawn(
+                Arc::clone(&wired.state.bus),
+                Arc::clone(&wired.state.clock),
+                &fleet,
+                sim_settings,
+                simulator_stop,
+            ));
+        }
+        Some(Demo {
+            token,
+            generated,
+            fleet,
+        })
+    } else {
+        tracing::info!(
+            "No demo: SWATH_SIM_MOWERS is 0 and SWATH_DEMO_TOKEN is not set, so no demo account \
+             or token is made."
+        );
+        None
+    };
+    let state = match &args.session_secret {
+        Some(secret) => wired.state.with_session_secret(secret.as_bytes()),
+        None => {
+            tracing::info!(
+                "SWATH_SESSION_SECRET is not set: the live pages' sessions are signed with a \
+                 random key of this process; they end when it stops, and other replicas do not \
+                 accept them."
+            );
+            wired.state
+        }
+    };
 
     let listener = TcpListener::bind(args.http_addr.as_str())
         .await
@@ -91,7 +112,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let addr = listener
         .local_addr()
         .context("could not read the listening address")?;
-    print_banner(addr, &token, generated, &fleet);
+    print_banner(addr, demo.as_ref());
     tracing::info!(%addr, "Serving HTTP.");
 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
@@ -104,10 +125,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         // Principals and mower placements cached for a short while (decisions 78, 108); the
         // in-process test app leaves it off.
         router(
-            wired
-                .state
+            state
                 .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
-                .with_map_tile_url(&args.map_tile_url),
+                .with_map_tile_url(&args.map_tile_url)
+                .with_http_limits(&args.http_limits),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),
@@ -126,8 +147,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!("HTTP stopped; stopping the simulator.");
 
     let _ = stop_simulator.send(true);
-    if let Err(e) = simulator.await {
-        tracing::error!(error = %e, "The simulator ended abnormally.");
+    if let Some(simulator) = simulator {
+        if let Err(e) = simulator.await {
+            tracing::error!(error = %e, "The simulator ended abnormally.");
+        }
     }
     tracing::info!("Simulator stopped; draining the ingest and watcher consumers.");
     background.stop().await;
@@ -156,15 +179,37 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
+/// The demo this start serves: its fleet and token.
+struct Demo {
+    token: String,
+    /// The token is random (no `SWATH_DEMO_TOKEN`).
+    generated: bool,
+    fleet: DemoFleet,
+}
+
 /// What a person needs to try the API. On stdout, so it shows whatever the log filter.
-fn print_banner(addr: SocketAddr, token: &str, generated: bool, fleet: &DemoFleet) {
+fn print_banner(addr: SocketAddr, demo: Option<&Demo>) {
     let base = format!("http://{addr}");
-    let origin = if generated {
+    println!();
+    let Some(Demo {
+        token,
+        generated,
+        fleet,
+    }) = demo
+    else {
+        println!("Swath is serving, without a demo (SWATH_SIM_MOWERS=0, no SWATH_DEMO_TOKEN).");
+        println!("  API:          {base}/v1/mowers");
+        println!("  Docs:         {base}/docs");
+        println!("  OpenAPI:      {base}/openapi.json");
+        println!("  Tokens:       swath account create --name …; swath token create --account …");
+        println!();
+        return;
+    };
+    let origin = if *generated {
         " (random; set SWATH_DEMO_TOKEN to choose it)"
     } else {
         ""
     };
-    println!();
     match fleet.mowers.len() {
         0 => println!(
             "Swath is serving the demo account, with no simulated mowers (SWATH_SIM_MOWERS=0)."

@@ -44,6 +44,28 @@ const CASES: &[Case] = &[
         env: &[("SWATH_DEMO_TOKEN", "has a space")],
         expected: "printable ASCII",
     },
+    // A demo token that outlives the process must not be guessable; refused before the store is
+    // opened (nothing listens at this URL).
+    Case {
+        env: &[
+            ("SWATH_DEMO_TOKEN", "demo"),
+            ("SWATH_STORE", "postgres"),
+            ("SWATH_DATABASE_URL", "postgres://nobody@127.0.0.1:9/none"),
+        ],
+        expected: "needs at least 32",
+    },
+    Case {
+        env: &[("SWATH_SESSION_SECRET", "too short")],
+        expected: "at least 32",
+    },
+    Case {
+        env: &[("SWATH_STREAMS_PER_TOKEN", "0")],
+        expected: "1..=1000000",
+    },
+    Case {
+        env: &[("SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS", "0")],
+        expected: "between 0.001 and 86400 seconds",
+    },
     Case {
         env: &[("SWATH_SIM_MOWERS", "-1")],
         expected: "0..=100000",

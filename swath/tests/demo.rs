@@ -19,10 +19,18 @@ struct Served {
 
 impl Served {
     fn start(env: &[(&str, &str)]) -> Served {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_swath"))
-            .env_clear()
+        Self::launch(env, Some(TOKEN))
+    }
+
+    /// `swath` with `env`, and `SWATH_DEMO_TOKEN` when `demo_token` is given.
+    fn launch(env: &[(&str, &str)], demo_token: Option<&str>) -> Served {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_swath"));
+        command.env_clear();
+        if let Some(token) = demo_token {
+            command.env("SWATH_DEMO_TOKEN", token);
+        }
+        let mut child = command
             .env("SWATH_HTTP_ADDR", "127.0.0.1:0")
-            .env("SWATH_DEMO_TOKEN", TOKEN)
             .env("SWATH_RETENTION_INTERVAL_SECONDS", "0")
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
@@ -170,6 +178,21 @@ fn the_banner_says_what_is_served_and_logs_to_a_pipe_have_no_colour_codes() {
         "{}",
         three.banner
     );
+}
+
+#[test]
+fn without_the_simulator_nor_a_demo_token_there_is_no_demo() {
+    let served = Served::launch(&[("SWATH_SIM_MOWERS", "0")], None);
+    assert!(
+        served.banner.contains("without a demo"),
+        "{}",
+        served.banner
+    );
+    assert!(!served.banner.contains("Demo token"), "{}", served.banner);
+    assert_eq!(served.get("/healthz").0, 200);
+    let stderr = served.stop();
+    assert!(stderr.contains("No demo"), "{stderr}");
+    assert!(!stderr.contains("Seeded the demo fleet"), "{stderr}");
 }
 
 #[test]

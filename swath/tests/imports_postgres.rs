@@ -61,6 +61,7 @@ fn counts(document: &Value) -> (u64, u64, u64, u64) {
 
 swath_tests::postgres_tests!(
     on_postgres: an_import_on_postgresql_counts_refuses_and_reimports_as_duplicates,
+    an_import_on_postgresql_stops_when_its_token_is_revoked,
 );
 
 mod on_postgres {
@@ -136,5 +137,103 @@ mod on_postgres {
         let (status, polled) = send(&app, Method::GET, &path, String::new()).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(polled, first);
+    }
+
+    /// Issue 35 item 4 on PostgreSQL: a token revoked between two units of work stops its import;
+    /// the first unit stays stored and counted, nothing after it is stored.
+    pub(super) async fn an_import_on_postgresql_stops_when_its_token_is_revoked(
+        factory: PostgresFactory,
+    ) {
+        const ADMIN: &str = "swath-imports-postgres-admin";
+        let store = factory.fresh_store().await;
+        let t0: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
+        let clock = Arc::new(ManualClock::new(t0 + chrono::Duration::hours(1)));
+        let wired = wire_app(Stores::postgres(store.clone()), clock);
+        let (account, mower) = seed(&store, "Acme Parks").await;
+        let writer = TokenId(Uuid::now_v7());
+        for (token, id, scopes) in [
+            (TOKEN, writer, vec![Scope::Write]),
+            (
+                ADMIN,
+                TokenId(Uuid::now_v7()),
+                vec![Scope::Read, Scope::Write, Scope::Admin],
+            ),
+        ] {
+            let principal = Principal {
+                account_id: account,
+                scopes,
+                sites: None,
+            };
+            let new = NewToken {
+                id,
+                name: token.to_owned(),
+                principal,
+            };
+            TokenStore::create_token(&store, hash_token(token), new)
+                .await
+                .unwrap();
+        }
+        let app = router(wired.state);
+        let line = |seconds: i64| {
+            json!({
+                "mower_id": mower,
+                "account_id": account,
+                "observed_at": (t0 + chrono::Duration::seconds(seconds)).to_rfc3339(),
+                "activity": "mowing",
+            })
+            .to_string()
+                + "\n"
+        };
+        let (sender, body) =
+            futures::channel::mpsc::unbounded::<Result<bytes::Bytes, std::io::Error>>();
+        let first: String = (0..250).map(line).collect();
+        sender.unbounded_send(Ok(first.into())).unwrap();
+        let request = Request::builder()
+            .method(Method::POST)
+            .uri("/v1/imports")
+            .header(header::AUTHORIZATION, format!("Bearer {TOKEN}"))
+            .header(header::CONTENT_TYPE, "application/x-ndjson")
+            .body(Body::from_stream(body))
+            .unwrap();
+        let post = swath_tests::support::http::send(&app, request);
+        let admin = |method: Method, path: String| {
+            let request = Request::builder()
+                .method(method)
+                .uri(path)
+                .header(header::AUTHORIZATION, format!("Bearer {ADMIN}"))
+                .body(Body::empty())
+                .unwrap();
+            swath_tests::support::http::send(&app, request)
+        };
+        let revoke = async {
+            // Once the first unit of work (200 reports) is stored.
+            for _ in 0..2000 {
+                let page = admin(Method::GET, "/v1/imports".to_owned()).await;
+                let page: Value = serde_json::from_slice(&page.body).unwrap();
+                if page["items"][0]["stored"].as_u64() >= Some(200) {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            let revoked = admin(Method::DELETE, format!("/v1/tokens/{writer}")).await;
+            assert_eq!(revoked.status, StatusCode::NO_CONTENT);
+            let rest: String = (300..400).map(line).collect();
+            let _ = sender.unbounded_send(Ok(rest.into()));
+            drop(sender);
+        };
+        let (answer, ()) = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            tokio::join!(post, revoke)
+        })
+        .await
+        .expect("the import stops");
+        assert_eq!(answer.status, StatusCode::UNAUTHORIZED);
+        let location = answer.headers["location"].to_str().unwrap().to_owned();
+        let record = admin(Method::GET, location).await;
+        let record: Value = serde_json::from_slice(&record.body).unwrap();
+        assert_eq!(record["status"], "failed", "{record}");
+        assert_eq!(record["failure_reason"], "token_revoked", "{record}");
+        assert_eq!(record["stored"], 200, "{record}");
+        let history = store.history(mower, &first_rows(1000)).await.unwrap();
+        assert_eq!(history.rows.len(), 200, "nothing after the revocation");
     }
 }

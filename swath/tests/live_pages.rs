@@ -1,11 +1,27 @@
-//! The live pages' sign-in cookie: a value derived from the token (its hash), never the token;
-//! revoked with it; `Secure` behind TLS.
+//! The live pages' sign-in (decision 143): the token is checked before any cookie is set; the
+//! cookie is a session signed with the server's key, never the token nor a value the token table
+//! holds; it expires, dies with its token, and is accepted by every replica given the same
+//! secret; `Secure` behind TLS.
 
 mod helpers;
 
 use axum::http::StatusCode;
-use helpers::{TestApp, TOKEN_A};
-use swath_application::ports::TokenStore;
+use chrono::Duration;
+use helpers::{TestApp, TOKEN_A, TOKEN_A_WRITE_ONLY};
+use swath_application::ports::{hash_token, TokenStore};
+
+const SECRET: &[u8] = b"a session secret shared by every replica";
+
+/// The `name=value` pair of a `Set-Cookie`.
+fn pair(cookie: &str) -> String {
+    cookie.split(';').next().unwrap().to_owned()
+}
+
+async fn fragment(app: &TestApp, cookie: &str) -> StatusCode {
+    app.get_with("/live/fleet?fragment=main", None, &[("cookie", cookie)])
+        .await
+        .status
+}
 
 async fn sign_in(app: &TestApp, headers: &[(&str, &str)]) -> String {
     let response = app
@@ -60,4 +76,75 @@ async fn the_cookie_is_secure_behind_tls() {
     }
     let cookie = sign_in(&app, &[("x-forwarded-proto", "http")]).await;
     assert!(!cookie.contains("Secure"), "{cookie}");
+}
+
+#[tokio::test]
+async fn a_token_is_checked_before_any_cookie_is_set() {
+    let app = TestApp::spawn().await;
+    for (token, says) in [
+        ("swath_made_up_by_another_site", "unknown or revoked"),
+        (TOKEN_A_WRITE_ONLY, "`read` scope"),
+        ("not%20a%20token", "not an API token"),
+    ] {
+        let response = app
+            .get_with(&format!("/live/fleet?token={token}"), None, &[])
+            .await;
+        assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{token}");
+        assert_eq!(
+            response.header("set-cookie"),
+            None,
+            "{token}: a cookie was set"
+        );
+        let body = String::from_utf8_lossy(&response.body);
+        assert!(body.contains("<h2 id=\"sign-in\">"), "{token}: {body}");
+        assert!(body.contains(says), "{token}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn the_cookie_is_a_signed_session_not_the_stored_hash() {
+    let app = TestApp::spawn().await;
+    let stored = hash_token(TOKEN_A).0;
+    // What the token table holds opens no page.
+    assert_eq!(
+        fragment(&app, &format!("swath_live={stored}")).await,
+        StatusCode::UNAUTHORIZED
+    );
+    let cookie = pair(&sign_in(&app, &[]).await);
+    assert_ne!(cookie, format!("swath_live={stored}"));
+    assert_eq!(fragment(&app, &cookie).await, StatusCode::OK);
+    // One changed byte of the signature, or of the hash it names, and it is refused.
+    let mut tampered = cookie.clone().into_bytes();
+    let last = tampered.len() - 2;
+    tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    assert_eq!(fragment(&app, &tampered).await, StatusCode::UNAUTHORIZED);
+    let other = cookie.replace(&stored, &hash_token(helpers::TOKEN_B).0);
+    assert_ne!(other, cookie);
+    assert_eq!(fragment(&app, &other).await, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_session_expires() {
+    let app = TestApp::spawn().await;
+    let cookie = pair(&sign_in(&app, &[]).await);
+    app.clock
+        .advance(Duration::hours(12) - Duration::seconds(1));
+    assert_eq!(fragment(&app, &cookie).await, StatusCode::OK);
+    app.clock.advance(Duration::seconds(1));
+    assert_eq!(fragment(&app, &cookie).await, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn replicas_with_the_same_secret_accept_each_others_sessions() {
+    let one = TestApp::spawn_configured(100, |s| s.with_session_secret(SECRET)).await;
+    let two = TestApp::spawn_configured(100, |s| s.with_session_secret(SECRET)).await;
+    let random = TestApp::spawn().await;
+    let cookie = pair(&sign_in(&one, &[]).await);
+    assert_eq!(fragment(&two, &cookie).await, StatusCode::OK);
+    assert_eq!(
+        fragment(&random, &cookie).await,
+        StatusCode::UNAUTHORIZED,
+        "another key signs other sessions"
+    );
 }

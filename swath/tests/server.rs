@@ -23,7 +23,8 @@ struct Server {
 
 impl Server {
     async fn start(limits: HttpLimits) -> Server {
-        let app = TestApp::spawn().await;
+        // The router gets the same limits, as `swath serve` gives them.
+        let app = TestApp::spawn_configured(100, |state| state.with_http_limits(&limits)).await;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -52,7 +53,7 @@ fn short(header_read: u64, idle: u64) -> HttpLimits {
         header_read_timeout: Duration::from_millis(header_read),
         idle_timeout: Duration::from_millis(idle),
         max_connections: 16,
-        behind_tls: false,
+        ..HttpLimits::default()
     }
 }
 
@@ -175,7 +176,7 @@ async fn connections_beyond_the_limit_wait_for_one_to_close() {
         header_read_timeout: Duration::from_secs(60),
         idle_timeout: Duration::from_secs(60),
         max_connections: 1,
-        behind_tls: false,
+        ..HttpLimits::default()
     })
     .await;
     let mut first = TcpStream::connect(server.addr).await.unwrap();
@@ -296,5 +297,34 @@ async fn behind_tls_the_live_pages_cookie_is_secure() {
         .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
         .unwrap_or_else(|| panic!("no cookie: {answer}"));
     assert!(cookie.contains("; Secure"), "{cookie}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_that_stops_coming_is_cut_and_its_connection_closed() {
+    let server = Server::start(HttpLimits {
+        body_idle_timeout: Duration::from_millis(300),
+        ..short(10_000, 10_000)
+    })
+    .await;
+    let mut stream = TcpStream::connect(server.addr).await.unwrap();
+    // A head announcing 100 bytes, then 10 of them, then silence.
+    stream
+        .write_all(
+            format!(
+                "POST /v1/states HTTP/1.1\r\nHost: swath\r\nAuthorization: Bearer {}\r\n\
+                 Content-Type: application/json\r\nContent-Length: 100\r\n\r\n[{{\"mower",
+                helpers::TOKEN_A_ADMIN
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let answer = String::from_utf8_lossy(&read_until_closed(&mut stream).await).into_owned();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(
+        answer.contains("no byte of the body came for 0.3 s"),
+        "{answer}"
+    );
     server.stop().await;
 }

@@ -21,7 +21,7 @@ PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 DB=${DB:-swath_bench_latest}
 PORT=${PORT:-18480}
 WRK_SECONDS=${WRK_SECONDS:-15}
-TOKEN=bench-latest-state
+TOKEN=bench-latest-state-a-token-of-32-chars-or-more
 TICKS=$(getconf CLK_TCK)
 
 # CPU ticks of the processes whose ids are given, summed, as "user system"; gone ones count 0.

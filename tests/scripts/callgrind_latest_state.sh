@@ -20,7 +20,7 @@ PGURL=${PGURL:-postgres://postgres@127.0.0.1:5432}
 DB=swath_bench_latest_cg
 PORT=${PORT:-18346}
 CG_SECONDS=${CG_SECONDS:-15}
-TOKEN=bench-latest-state
+TOKEN=bench-latest-state-a-token-of-32-chars-or-more
 log=$(mktemp)
 wrk_log=$(mktemp)
 

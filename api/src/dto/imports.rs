@@ -25,6 +25,20 @@ pub enum ImportState {
     Failed,
 }
 
+/// Why an import failed, for programs (`error` says it for people).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[schema(example = "token_revoked")]
+pub enum ImportFailureReason {
+    /// The body could not be read to its end: the client stopped sending it, sent more than an
+    /// import accepts, or sent no byte for the body idle timeout.
+    Input,
+    /// The store failed.
+    Store,
+    /// The importer's token was revoked while the import ran.
+    TokenRevoked,
+}
+
 /// How the reports of an import counted. Every non-empty line is one report, counted once: as
 /// new, as a duplicate or as dropped.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -110,6 +124,9 @@ pub struct ImportDocument {
     /// Why the import failed; `null` unless `status` is `failed`.
     #[schema(required = true, example = json!(null))]
     pub error: Option<String>,
+    /// Why the import failed, as a word; `null` unless `status` is `failed`.
+    #[schema(required = true, example = json!(null))]
+    pub failure_reason: Option<ImportFailureReason>,
 }
 
 impl From<ImportRecord> for ImportDocument {
@@ -117,11 +134,22 @@ impl From<ImportRecord> for ImportDocument {
         let summary = record.summary;
         let c = &summary.counts;
         let dropped = summary.refused_count();
+        let failure_reason = record.failure.as_ref().map(|failure| match failure {
+            ImportFailure::Input(_) => ImportFailureReason::Input,
+            ImportFailure::Store => ImportFailureReason::Store,
+            ImportFailure::TokenRevoked => ImportFailureReason::TokenRevoked,
+        });
         let error = record.failure.map(|failure| match failure {
             ImportFailure::Input(cause) => input_failure(summary.lines, &cause),
             ImportFailure::Store => format!(
                 "The store failed after {} reports were stored; those stay stored, and \
                  importing the same lines again is safe.",
+                summary.stored
+            ),
+            ImportFailure::TokenRevoked => format!(
+                "The token was revoked while the import ran, after {} reports were stored; \
+                 those stay stored, nothing after them is, and importing the same lines again \
+                 is safe.",
                 summary.stored
             ),
         });
@@ -155,6 +183,7 @@ impl From<ImportRecord> for ImportDocument {
             bad_lines_truncated: dropped > summary.refused.len() as u64,
             bad_lines: summary.refused.into_iter().map(bad_line).collect(),
             error,
+            failure_reason,
         }
     }
 }

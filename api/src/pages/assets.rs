@@ -1,8 +1,13 @@
 //! What every live page carries inline (no external asset: a page renders with no network): the
-//! style, the refresh script, the navigation and the document around the content.
+//! style, the refresh script, the navigation and the document around the content; and the
+//! Content-Security-Policy that lets the browser run that style and script and nothing else.
 
 use super::{Page, REFRESH_SECONDS};
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use sha2::{Digest, Sha256};
 use std::fmt::Write;
+use std::sync::LazyLock;
 
 /// Status colours come with an icon and a word (never colour alone); the text colours keep a
 /// contrast of at least 4.5:1 on white.
@@ -33,14 +38,24 @@ stroke:#fff;stroke-width:3px;fill:#1f2328}.map-frame .attribution{font-size:11px
 .sites{display:flex;flex-wrap:wrap;gap:.5rem 1rem;padding:0;list-style:none}";
 
 /// Patches `main` with a fresh fragment, node by node: unchanged nodes (and the notices among
-/// them) are left alone, so nothing is announced again; only the notices are live regions.
+/// them) are left alone, so nothing is announced again; only the notices are live regions. Places
+/// the map's tiles from their `data-box` and `data-src`: through the style object, which the
+/// security policy allows, where a `style` attribute in the markup would be refused (so `morph`
+/// leaves the `style` it set alone).
 const SCRIPT: &str = r#"(function(){
 const main=document.getElementById('live');
+function tiles(){
+ for(const t of main.querySelectorAll('.tile[data-box]')){
+  const b=t.dataset.box.split(' ');
+  t.style.left=b[0]+'%';t.style.top=b[1]+'%';t.style.width=b[2]+'%';t.style.height=b[3]+'%';
+  t.style.backgroundImage='url("'+t.dataset.src+'")';
+ }
+}
 function morph(from,to){
  if(from.nodeType!==to.nodeType||from.nodeName!==to.nodeName){from.replaceWith(to.cloneNode(true));return;}
  if(from.nodeType===3){if(from.nodeValue!==to.nodeValue)from.nodeValue=to.nodeValue;return;}
  if(from.nodeType!==1)return;
- for(const a of Array.from(from.attributes))if(!to.hasAttribute(a.name))from.removeAttribute(a.name);
+ for(const a of Array.from(from.attributes))if(a.name!=='style'&&!to.hasAttribute(a.name))from.removeAttribute(a.name);
  for(const a of Array.from(to.attributes))if(from.getAttribute(a.name)!==a.value)from.setAttribute(a.name,a.value);
  children(from,to);
 }
@@ -53,12 +68,57 @@ async function refresh(){
  try{
   const r=await fetch(main.dataset.fragment,{credentials:'same-origin',cache:'no-store'});
   if(r.status===401){location.reload();return;}
-  if(r.ok){const next=document.createElement('main');next.innerHTML=await r.text();children(main,next);}
+  if(r.ok){const next=document.createElement('main');next.innerHTML=await r.text();children(main,next);tiles();}
  }catch(e){}
  setTimeout(refresh,Number(main.dataset.refreshSeconds)*1000);
 }
+tiles();
 setTimeout(refresh,Number(main.dataset.refreshSeconds)*1000);
 })();"#;
+
+/// `'sha256-…'`: how a policy names an inline script or style by its content.
+fn source_hash(content: &str) -> String {
+    format!(
+        "'sha256-{}'",
+        STANDARD.encode(Sha256::digest(content.as_bytes()))
+    )
+}
+
+static SCRIPT_HASH: LazyLock<String> = LazyLock::new(|| source_hash(SCRIPT));
+static STYLE_HASH: LazyLock<String> = LazyLock::new(|| source_hash(STYLE));
+
+/// The origin the map's tiles come from (`https://tile.openstreetmap.org`), as a policy source;
+/// `None` without tiles. A host with a placeholder other than `{s}` (which becomes `a`) is
+/// allowed by its scheme alone.
+fn tile_source(template: &str) -> Option<String> {
+    let (scheme, rest) = template.split_once("://")?;
+    let host = rest
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .replace("{s}", "a");
+    if host.is_empty() {
+        return None;
+    }
+    Some(if host.contains(['{', '}']) {
+        format!("{scheme}:")
+    } else {
+        format!("{scheme}://{host}")
+    })
+}
+
+/// The pages' Content-Security-Policy: nothing by default; the page's own inline script and
+/// style by their hashes; images (the map's tiles) from the tile host only; requests (the poll)
+/// to the page's origin; the sign-in form to the page's origin; no `<base>`; no framing.
+pub(super) fn content_security_policy(tile_url: &str) -> String {
+    let images = tile_source(tile_url).unwrap_or_else(|| "'none'".to_owned());
+    format!(
+        "default-src 'none'; script-src {script}; style-src {style}; img-src {images}; \
+         connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+        script = *SCRIPT_HASH,
+        style = *STYLE_HASH,
+    )
+}
 
 fn nav(page: Page) -> String {
     let mut out = String::from("<nav aria-label=\"Live views\">");
@@ -102,4 +162,29 @@ pub(super) fn document_static(page: Page, content: &str) -> String {
         "{head}<main id=\"live\">{content}</main></body></html>",
         head = head(page)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_names_the_tile_host_only() {
+        assert_eq!(
+            tile_source("https://tile.openstreetmap.org/{z}/{x}/{y}.png").as_deref(),
+            Some("https://tile.openstreetmap.org")
+        );
+        assert_eq!(
+            tile_source("https://{s}.tiles.example:8443/{z}/{x}/{y}.png").as_deref(),
+            Some("https://a.tiles.example:8443")
+        );
+        assert_eq!(
+            tile_source("http://{z}.example/{x}/{y}.png").as_deref(),
+            Some("http:")
+        );
+        assert_eq!(tile_source(""), None);
+        let policy = content_security_policy("");
+        assert!(policy.contains("img-src 'none'"), "{policy}");
+        assert!(!policy.contains("unsafe"), "{policy}");
+    }
 }

@@ -5,9 +5,10 @@
 //!   the bounding box of every drawn point, at the largest zoom (at most [`MAX_ZOOM`]) at which
 //!   the box fits [`WIDTH`] × [`HEIGHT`] less a margin.
 //! - **Tiles.** With a tile URL (`SWATH_MAP_TILE_URL`), the tiles covering the view at that zoom
-//!   are CSS backgrounds of boxes behind the SVG, on a plain background, fetched by the browser.
-//!   A tile that does not load draws nothing: the markers and tracks stay on the plain
-//!   background.
+//!   are CSS backgrounds of boxes behind the SVG, on a plain background, fetched by the browser;
+//!   the page's script places them (the pages' security policy refuses `style` attributes), so
+//!   without script the map has no tiles. A tile that does not load draws nothing: the markers
+//!   and tracks stay on the plain background.
 //! - **Bounded.** At most [`MAP_SITES`](swath_application::projections::MAP_SITES) sites to pick
 //!   from, [`MAP_MOWERS_PER_SITE`](swath_application::projections::MAP_MOWERS_PER_SITE) mowers,
 //!   and [`TRACK_POSITIONS`] positions of each mower's track since the site's local midnight,
@@ -260,10 +261,11 @@ fn svg(
     let tiles = !template.is_empty() && !template.contains(['"', '\'', '(', ')', '\\', ' ']);
     if tiles {
         for (x, y, px, py) in view.tiles() {
+            // Placed by the page's script: the security policy refuses `style` attributes.
             let _ = write!(
                 out,
-                "<div class=\"tile\" style=\"left:{l:.4}%;top:{t:.4}%;width:{w:.4}%;\
-                 height:{h:.4}%;background-image:url(&quot;{url}&quot;)\"></div>",
+                "<div class=\"tile\" data-box=\"{l:.4} {t:.4} {w:.4} {h:.4}\" \
+                 data-src=\"{url}\"></div>",
                 l = px / WIDTH * 100.0,
                 t = py / HEIGHT * 100.0,
                 w = TILE / WIDTH * 100.0,

@@ -20,18 +20,26 @@
 //!   region; the notices are (`role="status"` is polite), so an assistive technology hears a
 //!   notice when it appears or changes, never the whole page on every refresh.
 //! - **Signing in.** Browsers do not send bearer headers on navigation: a page accepts the usual
-//!   `Authorization: Bearer`, or a cookie set by opening it once with `?token=<API token>` (the
-//!   answer is a redirect to the same page without the token, so it leaves the address bar and
-//!   the history). The cookie holds the token's SHA-256 hash, never the token: it is no bearer
-//!   token for the API, it opens only these read-only pages, and it stops working when the
-//!   token is revoked (every poll authenticates it again). It is `HttpOnly`, `SameSite=Lax`,
-//!   limited to `/live`, and `Secure` when the service is behind TLS (`SWATH_BEHIND_TLS`, or a
-//!   proxy's `X-Forwarded-Proto: https`). Without either, the page answers `401` with a form
-//!   asking for a token.
-
+//!   `Authorization: Bearer`, or a cookie set by opening it once with `?token=<API token>`. The
+//!   token is checked first: an unknown, revoked or read-less token gets the sign-in page (`401`)
+//!   and no cookie, so another site cannot sign a browser in with a made-up token. A valid one
+//!   gets a redirect to the same page without the token (it leaves the address bar and the
+//!   history) and a session cookie: the token's hash and an expiry, signed with the server's key
+//!   ([`session`], decision 143), never the token and never a value the database holds. It opens
+//!   only these read-only pages, for 12 hours, and stops working when the token is revoked (every
+//!   poll looks the token up again). It is `HttpOnly`, `SameSite=Lax`, limited to `/live`, and
+//!   `Secure` when the service is behind TLS (`SWATH_BEHIND_TLS`, or a proxy's
+//!   `X-Forwarded-Proto: https`). Without either, the page answers `401` with a form asking for a
+//!   token.
+//! - **Locked down.** Every page answer carries a Content-Security-Policy that lets the browser
+//!   run only the page's own inline script and style (by their hashes), load images only from
+//!   the map's tile host, fetch only from the page's origin, and be framed by no one, with
+//!   `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`
+//!   ([`assets::content_security_policy`]).
 mod assets;
 pub mod map;
 mod render;
+pub mod session;
 
 pub use render::escape;
 
@@ -48,8 +56,9 @@ use axum::Extension;
 use axum::Router;
 use render::Times;
 use serde::Deserialize;
+use session::SESSION_SECONDS;
 use std::fmt::Write;
-use swath_application::ports::{hash_token, TokenHash};
+use swath_application::ports::hash_token;
 use swath_domain::{Principal, Scope, SiteId};
 
 /// The cookie that keeps a browser signed in to the live pages.
@@ -111,8 +120,9 @@ fn address(page: Page, site: Option<SiteId>) -> String {
     }
 }
 
-fn html(status: StatusCode, body: String) -> Response {
-    (
+/// An HTML answer with the pages' headers: no caching, and the security policy `csp`.
+fn html(status: StatusCode, csp: &str, body: String) -> Response {
+    let mut response = (
         status,
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
@@ -120,7 +130,20 @@ fn html(status: StatusCode, body: String) -> Response {
         ],
         body,
     )
-        .into_response()
+        .into_response();
+    let headers = response.headers_mut();
+    if let Ok(csp) = HeaderValue::from_str(csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, csp);
+    }
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 async fn serve(
@@ -140,50 +163,71 @@ async fn serve(
             .map(SiteId),
         _ => None,
     };
-    // Signing in: keep a value derived from the token in a cookie, and take the token out of the
-    // address bar.
+    let csp = assets::content_security_policy(&state.map_tile_url);
+    // Signing in: the token is checked before any cookie is set; then a signed session of it is
+    // kept in a cookie, and the token taken out of the address bar.
     if let Some(token) = query.token.as_deref().map(str::trim) {
-        let valid = !token.is_empty()
+        let well_formed = !token.is_empty()
             && token.len() <= 512
             && token
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if valid {
-            let secure = if behind_tls || forwarded_https(&headers) {
-                "; Secure"
-            } else {
-                ""
-            };
-            let session = hash_token(token).0;
-            let cookie = format!(
-                "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age=43200{secure}"
-            );
-            if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-                let mut response = (
-                    StatusCode::SEE_OTHER,
-                    [(header::LOCATION, address(page, site))],
-                )
-                    .into_response();
-                response.headers_mut().insert(header::SET_COOKIE, cookie);
-                return response;
-            }
+        if !well_formed {
+            return sign_in(page, site, &csp, "That is not an API token.");
         }
-        return sign_in(page, site, "That is not an API token.");
+        let hash = hash_token(token);
+        let principal = match state.access.principal(&hash).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) => return sign_in(page, site, &csp, "That token is unknown or revoked."),
+            Err(e) => return ApiError::from(e).into_response(),
+        };
+        if !principal.has_scope(Scope::Read) {
+            return sign_in(
+                page,
+                site,
+                &csp,
+                "This token does not have the `read` scope.",
+            );
+        }
+        let secure = if behind_tls || forwarded_https(&headers) {
+            "; Secure"
+        } else {
+            ""
+        };
+        let session = state.sessions.issue(&hash, state.clock.now());
+        let cookie = format!(
+            "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}{secure}"
+        );
+        let Ok(cookie) = HeaderValue::from_str(&cookie) else {
+            return sign_in(page, site, &csp, "That is not an API token.");
+        };
+        let mut response = (
+            StatusCode::SEE_OTHER,
+            [(header::LOCATION, address(page, site))],
+        )
+            .into_response();
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+        return response;
     }
     let principal = match principal(&state, &headers).await {
         Ok(Some(p)) => p,
-        Ok(None) => return sign_in(page, site, ""),
+        Ok(None) => return sign_in(page, site, &csp, ""),
         Err(e) => return e.into_response(),
     };
     if !principal.has_scope(Scope::Read) {
-        return sign_in(page, site, "This token does not have the `read` scope.");
+        return sign_in(
+            page,
+            site,
+            &csp,
+            "This token does not have the `read` scope.",
+        );
     }
     let content = match content(page, &state, &principal, site).await {
         Ok(content) => content,
         Err(e) => return e.into_response(),
     };
     if query.fragment.as_deref() == Some("main") {
-        return html(StatusCode::OK, content);
+        return html(StatusCode::OK, &csp, content);
     }
     let location = address(page, site);
     let fragment = if location.contains('?') {
@@ -191,7 +235,11 @@ async fn serve(
     } else {
         format!("{location}?fragment=main")
     };
-    html(StatusCode::OK, assets::document(page, &fragment, &content))
+    html(
+        StatusCode::OK,
+        &csp,
+        assets::document(page, &fragment, &content),
+    )
 }
 
 /// The principal of the bearer header, else of the cookie; `None` without a valid token.
@@ -203,23 +251,19 @@ async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Princ
             Err(e) => Err(e),
         };
     }
+    let now = state.clock.now();
+    // The first cookie of ours that is a valid session (a browser may send a stale one too).
     let token = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, value)| value.to_owned());
-    // The cookie holds the token's hash (what the token store is keyed by), never the token.
+        .filter(|(name, _)| *name == COOKIE)
+        .find_map(|(_, value)| state.sessions.verify(value, now));
     match token {
-        Some(session) if session.len() == 64 && session.bytes().all(|b| b.is_ascii_hexdigit()) => {
-            Ok(state
-                .access
-                .principal(&TokenHash(session.to_ascii_lowercase()))
-                .await?)
-        }
-        _ => Ok(None),
+        Some(hash) => Ok(state.access.principal(&hash).await?),
+        None => Ok(None),
     }
 }
 
@@ -243,7 +287,7 @@ fn forwarded_https(headers: &HeaderMap) -> bool {
     says_https("x-forwarded-proto") || says_https("forwarded")
 }
 
-fn sign_in(page: Page, site: Option<SiteId>, problem: &str) -> Response {
+fn sign_in(page: Page, site: Option<SiteId>, csp: &str, problem: &str) -> Response {
     let mut body = String::new();
     let _ = write!(
         body,
@@ -260,7 +304,7 @@ fn sign_in(page: Page, site: Option<SiteId>, problem: &str) -> Response {
          <label for=\"token\">API token with the <code>read</code> scope</label> \
          <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" required> \
          {hidden}<button type=\"submit\">Show</button></form>\
-         <p>The token is kept in a cookie of this browser for 12 hours.</p></section>",
+         <p>This browser stays signed in for 12 hours (a cookie; the token itself is not kept).</p></section>",
         path = page.path(),
         hidden = site
             .map(|s| format!("<input type=\"hidden\" name=\"site\" value=\"{s}\">"))
@@ -268,6 +312,7 @@ fn sign_in(page: Page, site: Option<SiteId>, problem: &str) -> Response {
     );
     html(
         StatusCode::UNAUTHORIZED,
+        csp,
         assets::document_static(page, &body),
     )
 }

@@ -24,6 +24,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use swath_application::ports::hash_token;
 use swath_application::ImportFailure;
 use swath_domain::{Principal, Scope};
 use uuid::Uuid;
@@ -117,7 +118,12 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
         and its `Location`, `GET /v1/imports/{id}`, which answers the same document afterwards \
         (on this replica); while the body is read, `GET /v1/imports` lists the import, \
         `running`, with its counts so far. Check `status` and the counts: an import whose every line was \
-        refused is `done` too, with `stored` 0.",
+        refused is `done` too, with `stored` 0.\n\n\
+        The import checks its token before each unit of work, and at once when a token is revoked \
+        through this replica: a token revoked meanwhile stops it (`failed`, `failure_reason` \
+        `token_revoked`, answered `401`); what it stored before stays stored. A body that sends \
+        no byte for 30 s (`SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`) is cut: the import is \
+        `failed` and says so.",
     security(("bearer" = ["write"]), ("bearer" = ["admin"])),
     request_body(content = String, description = "State reports, one JSON object per line \
         (NDJSON).", content_type = "application/x-ndjson", example = json!(IMPORT_EXAMPLE)),
@@ -126,7 +132,8 @@ pub(crate) fn too_large_error(stopped: Option<(Uuid, u64)>) -> ApiError {
             refused lines.", body = ImportDocument,
             headers(("Location" = String, description = "`/v1/imports/{id}`: the import."))),
         (status = 400, description = "The body could not be read to its end (the client \
-            stopped sending it). The import is `failed`; what it stored before stays stored."),
+            stopped sending it, or sent no byte for the body idle timeout). The import is \
+            `failed`; what it stored before stays stored."),
         (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
         (status = 413, description = "The body is larger than 256 MiB: refused before anything \
             is read when `Content-Length` says so, otherwise once the limit is passed (then the \
@@ -160,7 +167,8 @@ pub async fn create_import(
         read: 0,
         over_limit: Arc::clone(&over_limit),
     };
-    let record = state.imports.run(&principal, input).await;
+    let token = hash_token(crate::auth::bearer_token(&headers)?);
+    let record = state.imports.run(&principal, &token, input).await;
     let id = record.id;
     let at = location(format!("/v1/imports/{id}"))?;
     let lines = record.summary.lines;
@@ -175,6 +183,15 @@ pub async fn create_import(
         Some(ImportFailure::Input(_)) => {
             (at, ApiError::BadRequest(document.error.unwrap_or_default())).into_response()
         }
+        Some(ImportFailure::TokenRevoked) => (
+            at,
+            ApiError::RevokedWhileRunning(format!(
+                "The token was revoked while import {id} ran: its first {lines} lines are stored \
+                 (`GET /v1/imports/{id}` with another token of the account), nothing after them; \
+                 importing them again is safe."
+            )),
+        )
+            .into_response(),
         // Logged with the import's id by the use case; the problem is the generic `503`.
         Some(ImportFailure::Store) => (
             at,

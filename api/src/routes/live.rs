@@ -19,6 +19,7 @@ use crate::auth::{bearer_token, Reader};
 use crate::dto::MowerState;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
+use crate::limits::{StreamRefusal, StreamSlot, STREAM_RETRY_AFTER_SECONDS};
 use crate::routes::notifications::{AlertKindDto, EventDto};
 use crate::state::AppState;
 use axum::extract::State;
@@ -196,7 +197,9 @@ impl From<&ClearedAlert> for StreamAlertCleared {
         at once when it is revoked through this replica, within 30 s otherwise, with a last \
         event `end` whose `data` is `{\"reason\": \"token_revoked\"}`. A comment line \
         (`: keep-alive`) is sent every 15 s while nothing else is. A client that reads too \
-        slowly catches up from the window, or gets `reset`; it never slows the service.",
+        slowly catches up from the window, or gets `reset`; it never slows the service. \
+        A token keeps at most 16 streams open at once (`SWATH_STREAMS_PER_TOKEN`); one more is \
+        answered `429`.",
     security(("bearer" = ["read"])),
     params(
         StreamParams,
@@ -210,6 +213,13 @@ impl From<&ClearedAlert> for StreamAlertCleared {
         (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
             unknown kind.", body = crate::error::Problem,
             content_type = "application/problem+json"),
+        (status = 429, description = "The token has as many streams open as one token may \
+            (`SWATH_STREAMS_PER_TOKEN`, 16 unless configured), or the service as many as it keeps \
+            for streams (three quarters of its connections). `Retry-After` says when to try \
+            again.", body = crate::error::Problem,
+            content_type = "application/problem+json",
+            headers(("Retry-After" = u64, description = "Seconds to wait before opening the \
+                stream again."))),
     ),
 )]
 pub async fn live_stream(
@@ -222,6 +232,12 @@ pub async fn live_stream(
     // Subscribed before the mowers are read: a revocation from now on is seen.
     let revocations = state.revocations.subscribe();
     let token = hash_token(bearer_token(&headers)?);
+    // Before any work for it: one token cannot hold every connection (decision 140).
+    let slot = state
+        .limits
+        .streams
+        .acquire(&token)
+        .map_err(|refusal| stream_refused(&principal, refusal))?;
     let last_event_id = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
@@ -241,6 +257,7 @@ pub async fn live_stream(
     );
     let cursor = feed.cursor(last_event_id.as_deref());
     let live = Live {
+        _slot: slot,
         view: StreamView::new(principal.account_id, visible, filter),
         state,
         principal,
@@ -296,8 +313,36 @@ fn stream_filter(params: &StreamParams) -> Result<StreamFilter, ApiError> {
     })
 }
 
+/// The `429` of a stream refused for want of a slot.
+fn stream_refused(principal: &Principal, refusal: StreamRefusal) -> ApiError {
+    let (reason, detail) = match refusal {
+        StreamRefusal::PerToken(held) => (
+            "per_token",
+            format!(
+                "This token has {held} live streams open already, as many as one token may; \
+                 close one, or try again later."
+            ),
+        ),
+        StreamRefusal::Total(held) => (
+            "total",
+            format!(
+                "The service has {held} live streams open, as many as it keeps for streams; try \
+                 again later."
+            ),
+        ),
+    };
+    metrics::counter!("swath_live_streams_refused_total", "reason" => reason).increment(1);
+    tracing::info!(account_id = %principal.account_id, reason, "Refused a live stream: no slot left.");
+    ApiError::TooManyRequests {
+        detail,
+        retry_after: STREAM_RETRY_AFTER_SECONDS,
+    }
+}
+
 /// One connection's state.
 struct Live {
+    /// Its place among the streams, given back when the stream is dropped.
+    _slot: StreamSlot,
     state: AppState,
     principal: Principal,
     /// The hash of the connection's token, checked again every [`PRINCIPAL_RECHECK`].

@@ -95,6 +95,14 @@ impl TestApp {
 
     /// The test app with a memory store keeping `history_per_mower` history rows per mower.
     pub async fn spawn_with_history(history_per_mower: usize) -> TestApp {
+        Self::spawn_configured(history_per_mower, |state| state).await
+    }
+
+    /// The test app whose router serves `configure(state)` (other limits, a session secret).
+    pub async fn spawn_configured(
+        history_per_mower: usize,
+        configure: impl FnOnce(swath_api::AppState) -> swath_api::AppState,
+    ) -> TestApp {
         let store = MemoryStore::new(MemoryStoreSettings { history_per_mower });
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
         let wired = wire_app(Stores::memory(store.clone()), clock.clone());
@@ -160,7 +168,7 @@ impl TestApp {
         }
 
         let app = TestApp {
-            router: router(wired.state),
+            router: router(configure(wired.state)),
             clock,
             store,
             ingest: wired.ingest,

@@ -1,0 +1,238 @@
+//! Fair use of the service by one client (decision 140): live streams counted per token and
+//! together, so that one token cannot hold every connection and streams never take the
+//! connections ordinary requests need; and request bodies that must keep coming.
+//!
+//! - **Streams.** [`StreamSlots`] hands a live stream a [`StreamSlot`] for as long as it runs: at
+//!   most `SWATH_STREAMS_PER_TOKEN` per token, and at most [`HttpLimits::max_streams`] in all (the
+//!   connection limit less the share kept for ordinary requests). One more is refused with `429`
+//!   and a `Retry-After` before anything else is done for it.
+//! - **Bodies.** [`body_idle_timeout`] wraps every request body that is still to come: when no
+//!   byte of it arrives for `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`, reading it fails with
+//!   [`BodyIdle`], so the handler stops (an import ends `failed` and says why) and the connection,
+//!   its body unread, is closed after the answer.
+
+use crate::server::HttpLimits;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::Bytes;
+use hyper::body::{Body as HttpBody, Frame, SizeHint};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use swath_application::ports::TokenHash;
+use tokio::time::{Instant, Sleep};
+
+/// What a client is told to wait before it opens a refused stream again, in seconds: streams are
+/// long-lived, so a slot seldom frees sooner.
+pub const STREAM_RETRY_AFTER_SECONDS: u64 = 30;
+
+/// The request-level limits of [`HttpLimits`], as the router applies them.
+#[derive(Clone)]
+pub struct RequestLimits {
+    /// Live streams per token and in all.
+    pub streams: StreamSlots,
+    /// How long a request body may go without a byte.
+    pub body_idle_timeout: Duration,
+}
+
+impl RequestLimits {
+    pub fn new(limits: &HttpLimits) -> Self {
+        Self {
+            streams: StreamSlots::new(
+                limits.streams_per_token as usize,
+                limits.max_streams() as usize,
+            ),
+            body_idle_timeout: limits.body_idle_timeout,
+        }
+    }
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        Self::new(&HttpLimits::default())
+    }
+}
+
+/// The open live streams, per token and in all.
+#[derive(Clone)]
+pub struct StreamSlots {
+    open: Arc<Mutex<Open>>,
+    per_token: usize,
+    total: usize,
+}
+
+#[derive(Default)]
+struct Open {
+    by_token: HashMap<TokenHash, usize>,
+    total: usize,
+}
+
+/// Why a stream was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamRefusal {
+    /// The token holds this many streams already.
+    PerToken(usize),
+    /// The service holds this many streams already, every token together.
+    Total(usize),
+}
+
+/// A live stream's place: given back when dropped (the stream ended or its client went away).
+pub struct StreamSlot {
+    open: Arc<Mutex<Open>>,
+    token: TokenHash,
+}
+
+impl StreamSlots {
+    /// At most `per_token` streams per token and `total` in all.
+    pub fn new(per_token: usize, total: usize) -> Self {
+        Self {
+            open: Arc::default(),
+            per_token,
+            total,
+        }
+    }
+
+    /// A place for one more stream of `token`, if it has one left and the service too.
+    pub fn acquire(&self, token: &TokenHash) -> Result<StreamSlot, StreamRefusal> {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if open.total >= self.total {
+            return Err(StreamRefusal::Total(open.total));
+        }
+        let held = open.by_token.get(token).copied().unwrap_or(0);
+        if held >= self.per_token {
+            return Err(StreamRefusal::PerToken(held));
+        }
+        open.by_token.insert(token.clone(), held + 1);
+        open.total += 1;
+        Ok(StreamSlot {
+            open: Arc::clone(&self.open),
+            token: token.clone(),
+        })
+    }
+
+    /// Streams open now, every token together.
+    pub fn open(&self) -> usize {
+        self.open.lock().unwrap_or_else(|p| p.into_inner()).total
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        open.total = open.total.saturating_sub(1);
+        if let Some(held) = open.by_token.get_mut(&self.token) {
+            *held -= 1;
+            if *held == 0 {
+                open.by_token.remove(&self.token);
+            }
+        }
+    }
+}
+
+/// Reading a request body failed: no byte of it came for this long.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("no byte of the body came for {} s", .0.as_secs_f64())]
+pub struct BodyIdle(pub Duration);
+
+/// Wraps the body of every request that has one still to come in [`IdleBody`], which fails once
+/// no byte came for `timeout`.
+pub async fn body_idle_timeout(
+    State(timeout): State<Duration>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let request = if request.body().is_end_stream() {
+        request
+    } else {
+        request.map(|body| Body::new(IdleBody::new(body, timeout)))
+    };
+    next.run(request).await
+}
+
+/// A body that fails with [`BodyIdle`] when its next frame takes longer than `timeout`. The timer
+/// is armed only while the reader waits, so a body that is all there costs no timer.
+pub struct IdleBody {
+    inner: Body,
+    timeout: Duration,
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+impl IdleBody {
+    pub fn new(inner: Body, timeout: Duration) -> Self {
+        Self {
+            inner,
+            timeout,
+            timer: None,
+        }
+    }
+}
+
+impl HttpBody for IdleBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.inner).poll_frame(cx) {
+            Poll::Ready(frame) => {
+                // A byte came: the next wait starts afresh.
+                this.timer = None;
+                Poll::Ready(frame)
+            }
+            Poll::Pending => {
+                let timeout = this.timeout;
+                let timer = this.timer.get_or_insert_with(|| {
+                    Box::pin(tokio::time::sleep_until(Instant::now() + timeout))
+                });
+                match timer.as_mut().poll(cx) {
+                    Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyIdle(timeout))))),
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(s: &str) -> TokenHash {
+        TokenHash(s.to_owned())
+    }
+
+    #[test]
+    fn a_token_gets_its_share_and_the_service_its_total() {
+        let slots = StreamSlots::new(2, 3);
+        let a1 = slots.acquire(&hash("a")).unwrap();
+        let _a2 = slots.acquire(&hash("a")).unwrap();
+        assert_eq!(
+            slots.acquire(&hash("a")).err(),
+            Some(StreamRefusal::PerToken(2))
+        );
+        let _b1 = slots.acquire(&hash("b")).unwrap();
+        assert_eq!(
+            slots.acquire(&hash("c")).err(),
+            Some(StreamRefusal::Total(3))
+        );
+        drop(a1);
+        assert_eq!(slots.open(), 2);
+        let _a3 = slots.acquire(&hash("a")).unwrap();
+    }
+}
