@@ -20,7 +20,11 @@
 //! are shared between its rows. Reads rebuild the domain rows.
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
-//! its `commit` (the commit would re-create the rows of a mower just deleted).
+//! its `commit` (the commit would re-create the rows of a mower just deleted), and the
+//! notification side's locks (`watch`): it removes every row of the mower in both, under the
+//! directory's write lock, and the notification side's writes that do not run in a unit of work
+//! (busy statuses, zones, geofences) check the directory under its read lock, so that none lands
+//! after the deletion.
 //!
 //! Layout: this file holds the store's state and settings; `rows` the compact telemetry rows,
 //! `directory` the `Directory` and `DirectoryAdmin` impls, `tokens` the `TokenStore` impl and
