@@ -290,7 +290,14 @@ async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
 
     let after = bodies(&app, &paths, b).await;
     for (path, body) in paths.iter().zip(&after) {
-        for trace in ["Roses", "13.4005", "52.5005", "\"error\"", "E1", "\"mowing\""] {
+        for trace in [
+            "Roses",
+            "13.4005",
+            "52.5005",
+            "\"error\"",
+            "E1",
+            "\"mowing\"",
+        ] {
             assert!(
                 !body.contains(trace),
                 "B's {path} shows A's `{trace}`: {body}"
