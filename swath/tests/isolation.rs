@@ -238,6 +238,10 @@ async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
     let fence = format!("/v1/mowers/{x}/geofence");
     let put = app.json(Method::PUT, &fence, a, &square).await;
     assert_eq!(put.status, StatusCode::OK);
+    let assignments = format!("/v1/mowers/{x}/assignments");
+    let assign = serde_json::json!({"operator": "Robin", "priority": "high"});
+    let assigned = app.post(&assignments, a, &assign).await;
+    assert_eq!(assigned.status, StatusCode::CREATED);
     let states = [
         state_of(&app, x, 0, "mowing"),
         state_of(&app, x, 1, "error"),
@@ -264,6 +268,7 @@ async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
         format!("/v1/mowers/{x}/track"),
         format!("/v1/alerts?mower_id={x}"),
         format!("/v1/events?mower_id={x}"),
+        assignments.clone(),
     ];
     let before: Vec<String> = bodies(&app, &paths, a).await;
     assert!(
@@ -297,6 +302,7 @@ async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
             "\"error\"",
             "E1",
             "\"mowing\"",
+            "Robin",
         ] {
             assert!(
                 !body.contains(trace),
@@ -318,6 +324,20 @@ async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
     for path in &paths[6..] {
         let page = app.get(path, b).await.json();
         assert_eq!(page["items"], serde_json::json!([]), "{path}: {page}");
+    }
+
+    // The id back with A: nothing of A's first mower X either (its assignments went with it).
+    let deleted = app.delete(&format!("/v1/mowers/{x}"), b).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let created = app.post("/v1/mowers", a, &create(app.a.sites[0].0)).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    for (path, body) in paths.iter().zip(bodies(&app, &paths, a).await) {
+        for trace in ["Roses", "13.4005", "\"error\"", "Robin"] {
+            assert!(
+                !body.contains(trace),
+                "A's new {path} shows `{trace}`: {body}"
+            );
+        }
     }
 }
 

@@ -179,6 +179,7 @@ impl DirectoryAdmin for MemoryStore {
         // Under the directory's lock: a write checked against the directory (a late busy
         // status, a zone) comes before this, or finds the mower gone.
         self.watch.remove_mower(id);
+        write(&self.assignments).remove(&id);
         Ok(())
     }
 }

@@ -39,7 +39,7 @@ use rows::MowerRows;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{TokenHash, TokenId, TokenInfo};
-use swath_domain::{Account, AccountId, Mower, MowerId, Site, SiteId};
+use swath_domain::{Account, AccountId, Assignment, Mower, MowerId, Site, SiteId};
 use tokio::sync::Mutex;
 
 /// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one
@@ -88,7 +88,13 @@ pub struct MemoryStore {
     pub(crate) watch: Arc<crate::watch::WatchData>,
     /// Retention's lock and downsampling watermark (see `retention`).
     pub(crate) retention: Arc<crate::retention::RetentionData>,
+    /// The operator assignments that `MemoryProjections` serves, kept here so that a mower's
+    /// deletion removes them with its other rows.
+    pub(crate) assignments: Arc<RwLock<AssignmentRows>>,
 }
+
+/// Assignments by mower, then id.
+pub(crate) type AssignmentRows = HashMap<MowerId, BTreeMap<uuid::Uuid, Assignment>>;
 
 impl Default for MemoryStore {
     fn default() -> Self {
@@ -116,6 +122,7 @@ impl MemoryStore {
             batch_lock: Arc::new(Mutex::new(())),
             watch: Arc::default(),
             retention: Arc::default(),
+            assignments: Arc::default(),
         }
     }
 
