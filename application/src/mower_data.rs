@@ -12,16 +12,18 @@
 //!   kept only when they were written for the principal's account, whatever a store, a cache or
 //!   another replica still holds.
 //!
-//! The routes of `/v1/mowers/{id}` and its children read through here, never through a port.
+//! The routes of `/v1/mowers/{id}` and its children, and the events and alerts feeds (of one
+//! mower or the account's), read through here, never through a port.
 
 use crate::access::{of_account, Access, AccessError, Hidden};
 use crate::ports::{
-    DirectoryAdmin, DirectoryError, NotificationPorts, StoreError, TelemetryStore, WatchError,
+    AlertQuery, DirectoryAdmin, DirectoryError, EventQuery, NotificationPorts, StoreError,
+    TelemetryStore, WatchError,
 };
 use std::sync::Arc;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneWatch};
-use swath_domain::watch::Geofence;
+use swath_domain::watch::{Alert, Event, Geofence};
 use swath_domain::{HealthTotals, LatestRow, Mower, MowerId, Principal};
 
 /// Errors of [`MowerData`]: the port's or the visibility's, as they came.
@@ -157,6 +159,62 @@ impl MowerData {
         let mower = self.access.visible_mower(principal, id).await?;
         let geofence = self.ports()?.geofences.geofence(mower.id).await?;
         Ok(of_account(principal, geofence).pop())
+    }
+
+    /// A page of the events feed as `query` asks it, of the mower `only` when given: its
+    /// mowers and account are the principal's (a mower it cannot see gives an empty page, like
+    /// an unknown one), and every event answered is of the principal's account.
+    pub async fn events(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+        query: EventQuery,
+    ) -> Result<Vec<Event>, MowerDataError> {
+        let Some(mowers) = self.feed_mowers(principal, only).await? else {
+            return Ok(Vec::new());
+        };
+        let query = EventQuery {
+            account_id: principal.account_id,
+            mowers,
+            ..query
+        };
+        Ok(of_account(
+            principal,
+            self.ports()?.feed.events(&query).await?,
+        ))
+    }
+
+    /// A page of open alerts as `query` asks it, of the mower `only` when given, like
+    /// [`MowerData::events`].
+    pub async fn open_alerts(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+        query: AlertQuery,
+    ) -> Result<Vec<Alert>, MowerDataError> {
+        let Some(mowers) = self.feed_mowers(principal, only).await? else {
+            return Ok(Vec::new());
+        };
+        let query = AlertQuery {
+            account_id: principal.account_id,
+            mowers,
+            ..query
+        };
+        Ok(of_account(
+            principal,
+            self.ports()?.feed.open_alerts(&query).await?,
+        ))
+    }
+
+    /// The mowers a feed shows (`Some(None)`: the whole account), or `None` when none is left
+    /// to show (the page is empty without a read).
+    async fn feed_mowers(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+    ) -> Result<Option<Option<Vec<MowerId>>>, MowerDataError> {
+        let mowers = self.access.feed_mowers(principal, only).await?;
+        Ok((!mowers.as_ref().is_some_and(Vec::is_empty)).then_some(mowers))
     }
 
     /// The mower's busy status, when it has one of the principal's account.
