@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{chain, DirectoryError, StoreError, TokenError};
-use swath_application::{AccessError, Hidden, SubmissionError};
+use swath_application::{AccessError, Hidden, MowerDataError, SubmissionError};
 use utoipa::ToSchema;
 
 /// The media type of every error body.
@@ -449,6 +449,20 @@ impl From<AccessError> for ApiError {
                 "`/site_id` names no site visible to this token.",
             ),
             AccessError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+        }
+    }
+}
+
+impl From<MowerDataError> for ApiError {
+    fn from(e: MowerDataError) -> Self {
+        match e {
+            MowerDataError::Access(e) => e.into(),
+            MowerDataError::Directory(e) => e.into(),
+            MowerDataError::Telemetry(e) => e.into(),
+            MowerDataError::Watch(e) => e.into(),
+            MowerDataError::NoNotifications => {
+                ApiError::Unavailable("no notification store is configured".into())
+            }
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use swath_application::live_feed::LiveFeed;
 use swath_application::ports::{Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore};
-use swath_application::{Access, Imports, Ingest, Submissions};
+use swath_application::{Access, Imports, Ingest, MowerData, Submissions};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
@@ -42,6 +42,8 @@ pub struct AppState {
     pub revocations: Revocations,
     /// Who may see what, and tokens to principals: every route asks it (decision 76).
     pub access: Access,
+    /// A mower's own data, of the principal's account only, and its deletion.
+    pub mower_data: MowerData,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
     /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
@@ -91,6 +93,7 @@ impl AppState {
         );
         let submissions = Submissions::new(access.clone(), ingest.clone(), bus.clone());
         let imports = Imports::new(access.clone(), telemetry.clone(), clock.clone());
+        let mower_data = MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None);
         Self {
             directory,
             tokens,
@@ -102,6 +105,7 @@ impl AppState {
             projections: None,
             revocations,
             access,
+            mower_data,
             submissions,
             imports,
             live_feed: Arc::default(),
@@ -137,12 +141,24 @@ impl AppState {
         self.submissions =
             Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
         self.imports = self.imports.with_access(self.access.clone());
+        self.mower_data = self.mower_data();
         self
+    }
+
+    /// The mower data use case over this state's access, ports and notification ports.
+    fn mower_data(&self) -> MowerData {
+        MowerData::new(
+            self.access.clone(),
+            self.directory.clone(),
+            self.telemetry.clone(),
+            self.notifications.clone(),
+        )
     }
 
     /// Adds the notification side's ports.
     pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
         self.notifications = Some(ports);
+        self.mower_data = self.mower_data();
         self
     }
 

@@ -30,7 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_domain::{
-    DropReason, InvalidReport, Mower, MowerId, Principal, Site, SiteId, StateReport,
+    AccountId, DropReason, InvalidReport, Mower, MowerId, Principal, Site, SiteId, StateReport,
 };
 
 /// How long a token's principal is answered from memory before the token store is asked again:
@@ -377,7 +377,46 @@ impl Access {
     }
 }
 
+/// A row of a mower's child data (its zones, geofence, busy status, latest state, health totals,
+/// events, alerts): each carries the account it was written for.
+pub trait OfAccount {
+    fn account_id(&self) -> AccountId;
+}
+
+/// The rows of `rows` that belong to `principal`'s account: the one account filter of every
+/// per-mower read of child data ([`crate::MowerData`]). The mower of the path was found visible
+/// first, but its id is global: rows written for an earlier holder of the id (another account
+/// that deleted it) must never show, whatever a store kept.
+pub fn of_account<T: OfAccount>(
+    principal: &Principal,
+    rows: impl IntoIterator<Item = T>,
+) -> Vec<T> {
+    rows.into_iter()
+        .filter(|row| row.account_id() == principal.account_id)
+        .collect()
+}
+
+macro_rules! of_account {
+    ($($row:ty),* $(,)?) => {
+        $(impl OfAccount for $row {
+            fn account_id(&self) -> AccountId {
+                self.account_id
+            }
+        })*
+    };
+}
+
+of_account!(
+    swath_domain::watch::zones::Zone,
+    swath_domain::watch::Geofence,
+    swath_domain::watch::busy::BusyStatus,
+    swath_domain::watch::Event,
+    swath_domain::watch::Alert,
+    swath_domain::LatestRow,
+    swath_domain::HealthTotals,
+);
+
 /// Whether `principal` sees a resource of `account` on `site`.
-fn sees(principal: &Principal, account: swath_domain::AccountId, site: SiteId) -> bool {
+fn sees(principal: &Principal, account: AccountId, site: SiteId) -> bool {
     account == principal.account_id && sees_site(principal.sites.as_deref(), site)
 }

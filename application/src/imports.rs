@@ -7,7 +7,8 @@
 //! Like `swath import`, an import stores history: the events W6 raises are stored (the events
 //! feed) but not published on the bus, and virtual zones (W7) are not evaluated, so an import of
 //! the past pages no one (decision 105). The records are kept in this process's memory, the last
-//! [`KEPT_IMPORTS`] of them (decision 106).
+//! [`KEPT_IMPORTS`] of each account (decision 106; per account since issue 35, so that one
+//! tenant's imports never push another's out).
 
 use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
@@ -15,14 +16,15 @@ use crate::ingest::Ingest;
 use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore, TokenHash};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use swath_domain::Principal;
 use swath_domain::{AccountId, SiteId};
 use tokio::io::AsyncBufRead;
 use uuid::Uuid;
 
-/// The import records a process keeps: the newest, finished ones evicted first.
+/// The import records a process keeps per account: the account's oldest finished ones evicted
+/// first.
 pub const KEPT_IMPORTS: usize = 100;
 
 /// Where an import is.
@@ -87,7 +89,24 @@ pub struct Imports {
     access: Access,
     ingest: Arc<Ingest>,
     clock: Arc<dyn Clock>,
-    records: Arc<Mutex<VecDeque<ImportRecord>>>,
+    records: Arc<Mutex<Kept>>,
+}
+
+/// The records kept, per account (each its last [`KEPT_IMPORTS`]), and whose each id is.
+#[derive(Default)]
+struct Kept {
+    by_account: HashMap<AccountId, VecDeque<ImportRecord>>,
+    accounts: HashMap<Uuid, AccountId>,
+}
+
+impl Kept {
+    fn find(&mut self, id: Uuid) -> Option<&mut ImportRecord> {
+        let account = self.accounts.get(&id)?;
+        self.by_account
+            .get_mut(account)?
+            .iter_mut()
+            .find(|r| r.id == id)
+    }
 }
 
 impl Imports {
@@ -172,7 +191,7 @@ impl Imports {
             r.finished_at = Some(finished_at);
             record = Some(r.clone());
         });
-        // Evicted while it ran (more than `KEPT_IMPORTS` imports running at once): what it had
+        // Evicted while it ran (more than `KEPT_IMPORTS` of its account running at once): what it had
         // counted is answered all the same.
         record.unwrap_or_else(|| ImportRecord {
             id,
@@ -190,10 +209,9 @@ impl Imports {
     /// evicted, one made by another replica, another account's, or one of sites the principal
     /// does not see, alike.
     pub fn get(&self, principal: &Principal, id: Uuid) -> Option<ImportRecord> {
-        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
         records
-            .iter()
-            .find(|r| r.id == id)
+            .find(id)
             .filter(|r| r.visible_to(principal))
             .cloned()
     }
@@ -208,8 +226,11 @@ impl Imports {
         limit: usize,
     ) -> Vec<ImportRecord> {
         let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(account) = records.by_account.get(&principal.account_id) else {
+            return Vec::new();
+        };
         // Ids are UUIDv7, made when each import starts: their order is the imports' order.
-        let mut visible: Vec<ImportRecord> = records
+        let mut visible: Vec<ImportRecord> = account
             .iter()
             .filter(|r| r.visible_to(principal) && before.is_none_or(|b| r.id < b))
             .cloned()
@@ -219,23 +240,31 @@ impl Imports {
         visible
     }
 
-    /// Keeps `record`, evicting the oldest finished record (or, when all run, the oldest) beyond
-    /// [`KEPT_IMPORTS`].
+    /// Keeps `record`, evicting its account's oldest finished record (or, when all run, its
+    /// oldest) beyond [`KEPT_IMPORTS`]: another account's records are never evicted for it.
     fn keep(&self, record: ImportRecord) {
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        if records.len() >= KEPT_IMPORTS {
-            let oldest_finished = records
+        let Kept {
+            by_account,
+            accounts,
+        } = &mut *records;
+        let kept = by_account.entry(record.account_id).or_default();
+        if kept.len() >= KEPT_IMPORTS {
+            let oldest_finished = kept
                 .iter()
                 .position(|r| r.status != ImportStatus::Running)
                 .unwrap_or(0);
-            records.remove(oldest_finished);
+            if let Some(evicted) = kept.remove(oldest_finished) {
+                accounts.remove(&evicted.id);
+            }
         }
-        records.push_back(record);
+        accounts.insert(record.id, record.account_id);
+        kept.push_back(record);
     }
 
     fn update(&self, id: Uuid, change: impl FnOnce(&mut ImportRecord)) {
         let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(record) = records.iter_mut().find(|r| r.id == id) {
+        if let Some(record) = records.find(id) {
             change(record);
         }
     }

@@ -7,6 +7,8 @@
 //! what a poll a moment earlier would have shown.
 //!
 //! What a poll may show:
+//! - **nothing of a mower deleted through this process**: the deletion forgets its kept row
+//!   (`TelemetryStore::forget`), so a mower created with the same id starts empty;
 //! - **never a state older than one this process stored**: every batch this process commits
 //!   (the bus's ingest and `POST /v1/states` alike, both write through this store) forgets its
 //!   mowers' kept rows once it committed, and a read that was under way meanwhile is not kept
@@ -192,6 +194,13 @@ impl TelemetryStore for LatestCache {
         to: NaiveDate,
     ) -> Result<Vec<DayTotals>, StoreError> {
         self.store.days(mower, from, to).await
+    }
+
+    fn forget(&self, mowers: &[MowerId]) {
+        self.store.forget(mowers);
+        for mower in mowers {
+            self.written.bump(*mower);
+        }
     }
 }
 

@@ -17,6 +17,8 @@
 //!   polls of a mower's state seldom reach the store; forgotten on every commit of this process.
 //! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
 //!   from, and each stream's visibility and filters.
+//! - [`mower_data`]: a mower's own data (latest state, health, zones, geofence, busy status) as
+//!   a principal reads it, filtered by the principal's account, and the mower's deletion.
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
@@ -43,6 +45,7 @@ pub mod imports;
 pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
+pub mod mower_data;
 pub mod ports;
 pub mod projections;
 pub mod retention;
@@ -57,6 +60,7 @@ pub mod watcher;
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
+pub use mower_data::{MowerData, MowerDataError, MowerZones};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;

@@ -462,9 +462,13 @@ async fn an_import_is_polled_only_by_its_account_and_sites() {
     );
 }
 
+/// Each account keeps its last 100: account A's 101 imports forget A's oldest, never B's.
 #[tokio::test]
-async fn a_replica_keeps_the_records_of_its_last_100_imports() {
+async fn a_replica_keeps_the_records_of_each_accounts_last_100_imports() {
     let app = TestApp::spawn().await;
+    let theirs = import(&app, TOKEN_B, "").await;
+    assert_eq!(theirs.status, StatusCode::ACCEPTED);
+    let theirs = theirs.json()["id"].as_str().unwrap().to_owned();
     let mut ids = Vec::new();
     for _ in 0..101 {
         let response = import(&app, TOKEN_A_WRITE_ONLY, "").await;
@@ -484,6 +488,16 @@ async fn a_replica_keeps_the_records_of_its_last_100_imports() {
             "the oldest only is forgotten: {id}"
         );
     }
+    let response = app
+        .get(&format!("/v1/imports/{theirs}"), Some(TOKEN_B))
+        .await;
+    assert_eq!(
+        response.status,
+        StatusCode::OK,
+        "another account's imports push none of B's out"
+    );
+    let listed = app.get("/v1/imports", Some(TOKEN_B)).await.json();
+    assert_eq!(listed["items"][0]["id"], theirs.as_str());
 }
 
 /// Polls `GET /v1/imports` until its newest import is running with at least `lines` lines

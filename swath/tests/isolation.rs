@@ -203,3 +203,150 @@ fn the_sweep_sees_the_operations_of_every_collection() {
         );
     }
 }
+
+/// A state of mower `x` of account A, inside the zone and the geofence of
+/// [`a_re_created_mower_id_shows_nothing_of_its_previous_owner`].
+fn state_of(app: &TestApp, x: Uuid, seconds: i64, activity: &str) -> Value {
+    serde_json::json!({
+        "mower_id": x,
+        "account_id": app.a.account_id,
+        "observed_at": (helpers::t0() + chrono::Duration::seconds(seconds)).to_rfc3339(),
+        "activity": activity,
+        "error_code": if activity == "error" { Some("E1") } else { None },
+        "battery_percent": 60,
+        "position": {"lat": 52.5005, "lon": 13.4005, "accuracy_m": 1.0},
+    })
+}
+
+/// Issue 35: A deletes its mower X (with zones, a geofence, states, events, alerts, a busy
+/// status), a busy status of X computed before the deletion is written after it, and B creates a
+/// mower X: every per-mower route of B's X shows nothing of A's.
+#[tokio::test]
+async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner() {
+    let app = TestApp::spawn().await;
+    let x = Uuid::new_v4();
+    let square = serde_json::json!({"type": "Polygon", "coordinates": [[
+        [13.4, 52.5], [13.401, 52.5], [13.401, 52.501], [13.4, 52.501], [13.4, 52.5]
+    ]]});
+    let create = |site: Uuid| serde_json::json!({"id": x, "site_id": site, "name": "X", "model": "M", "serial": "S"});
+    let a = Some(TOKEN_A_ADMIN);
+    let created = app.post("/v1/mowers", a, &create(app.a.sites[0].0)).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let zone = serde_json::json!({"name": "Roses", "polygon": square});
+    let zones = format!("/v1/mowers/{x}/zones");
+    assert_eq!(app.post(&zones, a, &zone).await.status, StatusCode::CREATED);
+    let fence = format!("/v1/mowers/{x}/geofence");
+    let put = app.json(Method::PUT, &fence, a, &square).await;
+    assert_eq!(put.status, StatusCode::OK);
+    let assignments = format!("/v1/mowers/{x}/assignments");
+    let assign = serde_json::json!({"operator": "Robin", "priority": "high"});
+    let assigned = app.post(&assignments, a, &assign).await;
+    assert_eq!(assigned.status, StatusCode::CREATED);
+    let states = [
+        state_of(&app, x, 0, "mowing"),
+        state_of(&app, x, 1, "error"),
+    ];
+    let mut parsed = Vec::new();
+    for report in &states {
+        app.record(report.clone()).await;
+        let one = [app.watcher.parse(report.to_string().as_bytes())];
+        app.watcher.on_states(&one).await.unwrap();
+        parsed.extend(one.into_iter().filter_map(Result::ok));
+        app.scheduler
+            .record(&parsed[parsed.len() - 1..])
+            .await
+            .unwrap();
+    }
+    let paths = [
+        format!("/v1/mowers/{x}"),
+        format!("/v1/mowers/{x}/state"),
+        format!("/v1/mowers/{x}/health"),
+        zones.clone(),
+        fence.clone(),
+        format!("/v1/mowers/{x}/busy"),
+        format!("/v1/mowers/{x}/history"),
+        format!("/v1/mowers/{x}/track"),
+        format!("/v1/alerts?mower_id={x}"),
+        format!("/v1/events?mower_id={x}"),
+        assignments.clone(),
+    ];
+    let before: Vec<String> = bodies(&app, &paths, a).await;
+    assert!(
+        before[4].contains("coordinates"),
+        "A's geofence: {}",
+        before[4]
+    );
+    assert!(
+        before[8].contains("\"error\""),
+        "A's error alert: {}",
+        before[8]
+    );
+
+    let deleted = app.delete(&format!("/v1/mowers/{x}"), a).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    // The busy check of a batch read before the deletion writes after it.
+    let late = app
+        .watcher
+        .parse(state_of(&app, x, 2, "mowing").to_string().as_bytes());
+    app.scheduler.record(&[late.unwrap()]).await.unwrap();
+    let b = Some(TOKEN_B);
+    let created = app.post("/v1/mowers", b, &create(app.b.sites[0].0)).await;
+    assert_eq!(created.status, StatusCode::CREATED, "the id is free again");
+
+    let after = bodies(&app, &paths, b).await;
+    for (path, body) in paths.iter().zip(&after) {
+        for trace in [
+            "Roses",
+            "13.4005",
+            "52.5005",
+            "\"error\"",
+            "E1",
+            "\"mowing\"",
+            "Robin",
+        ] {
+            assert!(
+                !body.contains(trace),
+                "B's {path} shows A's `{trace}`: {body}"
+            );
+        }
+    }
+    for (path, status) in [
+        (&paths[1], StatusCode::NOT_FOUND),
+        (&paths[4], StatusCode::NOT_FOUND),
+        (&paths[5], StatusCode::NOT_FOUND),
+    ] {
+        assert_eq!(app.get(path, b).await.status, status, "{path}");
+    }
+    let zones = app.get(&zones, b).await.json();
+    assert_eq!(zones["items"], serde_json::json!([]));
+    let health = app.get(&paths[2], b).await.json();
+    assert_eq!(health["counted_until"], Value::Null, "{health}");
+    for path in &paths[6..] {
+        let page = app.get(path, b).await.json();
+        assert_eq!(page["items"], serde_json::json!([]), "{path}: {page}");
+    }
+
+    // The id back with A: nothing of A's first mower X either (its assignments went with it).
+    let deleted = app.delete(&format!("/v1/mowers/{x}"), b).await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let created = app.post("/v1/mowers", a, &create(app.a.sites[0].0)).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    for (path, body) in paths.iter().zip(bodies(&app, &paths, a).await) {
+        for trace in ["Roses", "13.4005", "\"error\"", "Robin"] {
+            assert!(
+                !body.contains(trace),
+                "A's new {path} shows `{trace}`: {body}"
+            );
+        }
+    }
+}
+
+/// The bodies of `GET path` for each path, as text.
+async fn bodies(app: &TestApp, paths: &[String], token: Option<&str>) -> Vec<String> {
+    let mut bodies = Vec::new();
+    for path in paths {
+        let response = app.get(path, token).await;
+        bodies.push(String::from_utf8_lossy(&response.body).into_owned());
+    }
+    bodies
+}

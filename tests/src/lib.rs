@@ -34,6 +34,8 @@
 //! - [`zone_contract`], [`geofence_contract`], [`feed_contract`]: the zone store's (W7), the
 //!   geofence store's and the notification feed's scenarios (events, alerts, blade resets), for
 //!   every adapter.
+//! - [`reuse_contract`]: a mower id deleted by one account and created by another: nothing of
+//!   the first owner left in any store or shown to the second, for every adapter.
 //!
 //! - [`suites`]: [`contract_suite!`](crate::contract_suite), every suite's scenarios as one
 //!   `#[test]` each for an adapter.
@@ -56,6 +58,7 @@ pub mod projections_contract;
 pub mod reference;
 pub mod reference_contract;
 pub mod retention_contract;
+pub mod reuse_contract;
 pub mod suites;
 pub mod support;
 pub mod telemetry_contract;

@@ -30,8 +30,8 @@
 //!
 //! - a factory (`api_contract`, `telemetry_contract`, `projections_contract`,
 //!   `retention_contract`, `watch_contract`, `zone_contract`, `geofence_contract`,
-//!   `feed_contract`): the adapter gives `#[test] factory = <expr>`, the expression evaluated
-//!   once per test, so that every test has a factory of its own;
+//!   `feed_contract`, `reuse_contract`): the adapter gives `#[test] factory = <expr>`, the
+//!   expression evaluated once per test, so that every test has a factory of its own;
 //! - a bus and a subject prefix (`bus_contract`): `#[test] bus = <future of a DynBus>,
 //!   root = <first subject tokens>`; each test gets a run-unique prefix
 //!   ([`unique_prefix`](crate::bus_contract::unique_prefix));
@@ -120,6 +120,11 @@ macro_rules! contract_suite {
         $crate::contract_tests!(factory feed_contract [$($adapter)*]
             events_are_stored_published_and_alert,
             blade_due_alerts_until_the_blade_is_reset,
+        );
+    };
+    (reuse_contract, $($adapter:tt)*) => {
+        $crate::contract_tests!(factory reuse_contract [$($adapter)*]
+            a_re_created_mower_id_shows_nothing_of_its_previous_owner,
         );
     };
     (bus_contract, $($adapter:tt)*) => {

@@ -10,7 +10,7 @@
 
 use crate::store::MemoryStore;
 use async_trait::async_trait;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use swath_application::access::sees_site;
 use swath_application::ports::{
@@ -26,15 +26,15 @@ use uuid::Uuid;
 #[derive(Clone)]
 pub struct MemoryProjections {
     store: MemoryStore,
-    /// Assignments by mower, then id.
-    assignments: Arc<RwLock<HashMap<MowerId, BTreeMap<Uuid, Assignment>>>>,
+    /// Assignments by mower, then id: the store's, so that a mower's deletion takes them along.
+    assignments: Arc<RwLock<crate::store::AssignmentRows>>,
 }
 
 impl MemoryProjections {
     pub fn new(store: MemoryStore) -> Self {
         Self {
+            assignments: Arc::clone(&store.assignments),
             store,
-            assignments: Arc::default(),
         }
     }
 }
@@ -328,11 +328,10 @@ impl MemoryProjections {
 #[async_trait]
 impl Assignments for MemoryProjections {
     async fn create_assignment(&self, assignment: Assignment) -> Result<(), AssignmentError> {
-        if Directory::mower(&self.store, assignment.mower_id)
-            .await
-            .map_err(|e| AssignmentError::Unavailable(e.into()))?
-            .is_none()
-        {
+        // Held while the assignment is stored: a mower's deletion takes the directory first,
+        // then the assignments, so none lands after it.
+        let directory = crate::store::read(&self.store.directory);
+        if !directory.mowers.contains_key(&assignment.mower_id) {
             return Err(AssignmentError::NotFound(format!(
                 "mower {}",
                 assignment.mower_id
@@ -360,8 +359,7 @@ impl Assignments for MemoryProjections {
         account: AccountId,
         mower: MowerId,
     ) -> Result<Vec<Assignment>, AssignmentError> {
-        // A deleted mower's assignments stay in the map (the store does not tell us), but are
-        // never shown: only a mower in the directory has any.
+        // Only a mower in the directory has any (its deletion removes them).
         if Directory::mower(&self.store, mower)
             .await
             .map_err(|e| AssignmentError::Unavailable(e.into()))?

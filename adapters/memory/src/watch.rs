@@ -11,7 +11,7 @@
 //! Memory is bounded: the feed keeps the newest [`MAX_EVENTS`] events and the newest
 //! [`MAX_CLEARED_ALERTS`] cleared alerts; open alerts, watches and statuses are one per mower.
 
-use crate::store::MemoryStore;
+use crate::store::{DirectoryData, MemoryStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
@@ -26,7 +26,7 @@ use swath_domain::watch::Geofence;
 use swath_domain::watch::{
     ingest_notifications, Alert, AlertChanges, AlertKind, Event, Watch, WatchChanges, WatchSnapshot,
 };
-use swath_domain::{IngestEvent, MowerId};
+use swath_domain::{AccountId, IngestEvent, MowerId};
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use uuid::Uuid;
 
@@ -127,6 +127,61 @@ impl Tables {
             self.cleared -= 1;
         }
     }
+}
+
+impl WatchData {
+    /// Waits until no watcher batch, sweep or W7 unit of work is open, and keeps new ones out
+    /// while the guards live: a mower's deletion must not land inside one (its commit would
+    /// write rows of a mower just deleted).
+    pub(crate) async fn exclusive(&self) -> (OwnedMutexGuard<()>, OwnedMutexGuard<()>) {
+        let watches = Arc::clone(&self.watch_lock).lock_owned().await;
+        let zones = Arc::clone(&self.zone_lock).lock_owned().await;
+        (watches, zones)
+    }
+
+    /// Removes every row of `mower`: its watch, geofence, zones and zone watch, busy status,
+    /// events and alerts. Called by the mower's deletion, under the directory's write lock.
+    pub(crate) fn remove_mower(&self, mower: MowerId) {
+        let mut rows = write(&self.rows);
+        let rows = &mut *rows;
+        rows.watches.remove(&mower);
+        rows.geofences.remove(&mower);
+        rows.zones.remove(&mower);
+        rows.zone_watches.remove(&mower);
+        rows.busy.remove(&mower);
+        rows.events.retain(|_, e| e.mower_id != mower);
+        let alerts: Vec<Uuid> = rows
+            .alerts
+            .values()
+            .filter(|a| a.mower_id == mower)
+            .map(|a| a.id)
+            .collect();
+        for id in alerts {
+            let Some(alert) = rows.alerts.remove(&id) else {
+                continue;
+            };
+            if alert.cleared_at.is_some() {
+                rows.cleared -= 1;
+            } else {
+                rows.open.remove(&(mower, alert.kind));
+            }
+        }
+    }
+}
+
+/// Whether `mower` is in the directory under `account`: the busy write's guard. A late write of
+/// a mower deleted meanwhile must not leave a row that the next holder of its id would read.
+fn in_directory(directory: &DirectoryData, mower: MowerId, account: AccountId) -> bool {
+    directory
+        .mowers
+        .get(&mower)
+        .is_some_and(|m| m.account_id == account)
+}
+
+/// The refusal of a zone or geofence of a mower that is not (any more) in the directory, as
+/// PostgreSQL's foreign key refuses it (the memory store's foreign key).
+fn gone(mower: MowerId) -> WatchError {
+    WatchError::Unavailable(format!("mower {mower} is not in the directory").into())
 }
 
 /// Called by the telemetry commit (while it holds the telemetry rows): W6's events and alerts,
@@ -263,8 +318,16 @@ impl WatchStore for MemoryStore {
     }
 
     async fn write_busy(&self, statuses: &[BusyStatus]) -> Result<(), WatchError> {
+        // The directory held while the statuses are written: a deletion cannot come between the
+        // check and the write (it takes the directory first, then these rows).
+        let directory = crate::store::read(&self.directory);
         let mut rows = write(&self.watch.rows);
         for status in statuses {
+            // A late write for a mower deleted meanwhile, or whose id another account holds
+            // now, is dropped (PostgreSQL's guarded write).
+            if !in_directory(&directory, status.mower_id, status.account_id) {
+                continue;
+            }
             let newer = rows
                 .busy
                 .get(&status.mower_id)
@@ -352,6 +415,11 @@ impl ZoneStore for MemoryStore {
     }
 
     async fn create_zone(&self, zone: Zone) -> Result<(), WatchError> {
+        // Held while the zone is stored: a deletion takes the directory first, then these rows.
+        let directory = crate::store::read(&self.directory);
+        if !directory.mowers.contains_key(&zone.mower_id) {
+            return Err(gone(zone.mower_id));
+        }
         let mut rows = write(&self.watch.rows);
         let zones = rows.zones.entry(zone.mower_id).or_default();
         if zones.len() >= MAX_ZONES_PER_MOWER {
@@ -396,6 +464,10 @@ impl ZoneStore for MemoryStore {
 #[async_trait]
 impl GeofenceStore for MemoryStore {
     async fn put_geofence(&self, geofence: Geofence) -> Result<(), WatchError> {
+        let directory = crate::store::read(&self.directory);
+        if !directory.mowers.contains_key(&geofence.mower_id) {
+            return Err(gone(geofence.mower_id));
+        }
         write(&self.watch.rows)
             .geofences
             .insert(geofence.mower_id, geofence);

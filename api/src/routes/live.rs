@@ -184,7 +184,7 @@ impl From<&ClearedAlert> for StreamAlertCleared {
         cleared (`null` for none); an event `alert` per alert cleared without an event (the \
         battery back at 30 %, a geofence removed, a blade reset), whose `data` is a \
         `StreamAlertCleared`. Every instant is UTC RFC 3339 to the microsecond, as in every \
-        REST answer. Every event but `end` has an `id:`. Reconnect with `Last-Event-ID` (browsers' \
+        REST answer. Every event but `end` has an opaque `id:`. Reconnect with `Last-Event-ID` (browsers' \
         `EventSource` does) and the stream first sends what you missed, in order: the replica \
         that gave the id keeps its last 10 000 items (states and events of every tenant; minutes \
         at a typical load). When it cannot (the id is older than that window, or was given by \

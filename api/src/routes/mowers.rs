@@ -86,7 +86,11 @@ pub async fn list_mowers(
     tag = TAG,
     description = "Adds a mower to a site of the token's account. Give it the `id` its gateway \
         reports with (states of a mower that is not in the directory are dropped as \
-        `unknown_mower`); without one, Swath makes one. The answer is the mower, without a state.",
+        `unknown_mower`); without one, Swath makes one. The answer is the mower, without a state. \
+        Mower ids are global, chosen by gateways: an id another account holds (or one on a site \
+        this token does not see) is refused with `409`, which tells that the id is taken, never \
+        by whom, while every read of it answers `404`. An id whose mower was deleted is free \
+        again and starts with nothing of that mower.",
     security(("bearer" = ["write"])),
     request_body(content = NewMower, description = "The mower.", content_type = "application/json"),
     responses(
@@ -281,12 +285,13 @@ pub async fn update_mower(
     path = "/v1/mowers/{id}",
     tag = TAG,
     description = "Removes the mower from the directory together with everything stored of it: \
-        latest state, history, track, health and day totals. Its states that arrive afterwards \
-        are dropped as `unknown_mower`. Cannot be undone.",
+        latest state, history, track, health and day totals, geofence, zones, busy status, \
+        events and alerts. Its states that arrive afterwards are dropped as `unknown_mower`, and \
+        a mower created later with the same id starts with nothing of this one. Cannot be undone.",
     security(("bearer" = ["write"])),
     params(MowerPath),
     responses(
-        (status = 204, description = "The mower and its telemetry are deleted."),
+        (status = 204, description = "The mower and everything stored of it are deleted."),
         (status = 400, description = "The id is not a UUID."),
         (status = 404, description = "No such mower is visible to this token."),
     ),
@@ -296,18 +301,7 @@ pub async fn delete_mower(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let deleted = state
-        .directory
-        .delete_mower(principal.account_id, mower.id)
-        .await;
-    // After the write, whatever its outcome: a read kept before it must not outlive it.
-    state.access.mower_changed();
-    match deleted {
-        Ok(()) => {}
-        Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
-        Err(e) => return Err(e.into()),
-    }
+    let mower = state.mower_data.delete(&principal, MowerId(id)).await?;
     tracing::info!(mower_id = %mower.id, account_id = %principal.account_id, "Deleted a mower and its telemetry.");
     Ok(StatusCode::NO_CONTENT)
 }

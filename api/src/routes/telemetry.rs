@@ -69,18 +69,12 @@ pub async fn get_mower_state(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = state
-        .access
-        .visible_mower_id(&principal, MowerId(id))
-        .await?;
-    let latest = state.telemetry.latest(&[mower]).await?;
-    // Of the principal's account only: a replica may keep, for a second, the last state of a
-    // deleted mower whose id another account has taken since (decision 134).
-    let row = latest
-        .iter()
-        .find(|r| r.mower_id == mower && r.account_id == principal.account_id)
+    let row = state
+        .mower_data
+        .latest(&principal, MowerId(id))
+        .await?
         .ok_or(ApiError::NoStateYet)?;
-    json_with_etag(&headers, &MowerState::from(row))
+    json_with_etag(&headers, &MowerState::from(&row))
 }
 
 /// Get a mower's health totals
@@ -112,8 +106,7 @@ pub async fn get_mower_health(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let totals = state.telemetry.health(mower.id).await?;
+    let (mower, totals) = state.mower_data.health(&principal, MowerId(id)).await?;
     json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
 }
 

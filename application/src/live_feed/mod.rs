@@ -5,8 +5,10 @@
 //! (`telemetry.mower.*`), every derived event (`notifications.mower.*.*`) and every alert cleared
 //! without an event (`notifications.alert.*.cleared`, decision 130), numbers what
 //! arrives with a sequence of its own, keeps the last [`RESUME_WINDOW`] items in a ring and
-//! fans them out to the open streams. A stream's event ids are `<feed>-<seq>`: `feed` names this
-//! feed (random per process), so an id is only meaningful to the replica that gave it. A client
+//! fans them out to the open streams. A stream's event ids are `<feed>-<n>`: `feed` names this
+//! feed (random per process), so an id is only meaningful to the replica that gave it, and `n`
+//! is the item's sequence hidden by a keyed permutation ([`ids`]), so that an id tells nothing of
+//! other tenants' traffic. A client
 //! resuming with `Last-Event-ID` ([`LiveFeed::cursor`]) gets every item after it while it is
 //! still in the ring; an id of another replica, of a restarted one, or older than the window
 //! gets a [`Delivery::Reset`] first (reload through REST), never a silent gap. A stream that
@@ -15,6 +17,7 @@
 //! Visibility and the stream's filters are the [`filter`] module's, applied per connection.
 
 pub mod filter;
+mod ids;
 
 use crate::ports::{Clock, EventBus, LiveOptions, LiveSubscription, Message};
 use crate::subjects;
@@ -109,6 +112,8 @@ struct Ring {
 
 struct Shared {
     id: String,
+    /// Hides the sequence in the stream's ids.
+    key: ids::IdKey,
     ring: Mutex<Ring>,
     sender: broadcast::Sender<Arc<FeedItem>>,
     capacity: usize,
@@ -119,6 +124,7 @@ impl Shared {
         Arc::new(Shared {
             // The low bits of a UUID v7 are random: two replicas' feeds never share a name.
             id: format!("{:016x}", uuid::Uuid::now_v7().as_u128() as u64),
+            key: ids::IdKey::random(),
             ring: Mutex::new(Ring {
                 items: VecDeque::with_capacity(capacity.clamp(1, RESUME_WINDOW)),
                 next_seq: 1,
@@ -199,9 +205,9 @@ impl LiveFeed {
         &self.shared.id
     }
 
-    /// The stream id of an item of this feed.
+    /// The stream id of an item of this feed: the feed's name and the hidden sequence.
     pub fn event_id(&self, seq: u64) -> String {
-        format!("{}-{seq}", self.shared.id)
+        format!("{}-{:016x}", self.shared.id, self.shared.key.hide(seq))
     }
 
     /// A cursor from `last_event_id` (a client's `Last-Event-ID`), or from now.
@@ -240,8 +246,9 @@ impl LiveFeed {
 
     /// The sequence an id of this feed names, when it is one this feed gave.
     fn resume_point(&self, id: &str, head: u64) -> Option<u64> {
-        let (feed, seq) = id.trim().rsplit_once('-')?;
-        let seq: u64 = seq.parse().ok()?;
+        let (feed, hidden) = id.trim().rsplit_once('-')?;
+        let hidden = u64::from_str_radix(hidden, 16).ok()?;
+        let seq = self.shared.key.reveal(hidden);
         (feed == self.shared.id && seq <= head).then_some(seq)
     }
 }

@@ -93,3 +93,71 @@ async fn a_slow_cursor_catches_up_from_the_ring_or_is_reset() {
         [format!("reset:window_exceeded:{}", FANOUT_BUFFER * 2)]
     );
 }
+
+/// Another tenant's item, to number between one tenant's items.
+fn others(n: u32) -> FeedBody {
+    FeedBody::Event(Event::new(
+        MowerId(uuid::Uuid::from_u128(2)),
+        AccountId(uuid::Uuid::from_u128(2)),
+        Utc.with_ymd_and_hms(2026, 5, 1, 11, 0, n % 60).unwrap(),
+        EventDetail::MowingStarted {},
+    ))
+}
+
+/// The number an id carries after the feed's name.
+fn number(id: &str) -> u64 {
+    u64::from_str_radix(id.rsplit_once('-').unwrap().1, 16).unwrap()
+}
+
+#[test]
+fn ids_hide_the_sequence_and_map_back_to_it() {
+    let key = ids::IdKey::random();
+    let hidden: Vec<u64> = (0..2000).map(|seq| key.hide(seq)).collect();
+    for (seq, id) in hidden.iter().enumerate() {
+        assert_eq!(
+            key.reveal(*id),
+            seq as u64,
+            "a permutation: every id maps back"
+        );
+    }
+    let distinct: std::collections::HashSet<u64> = hidden.iter().copied().collect();
+    assert_eq!(distinct.len(), hidden.len());
+    // Consecutive sequences give unrelated numbers: neither ordered nor a constant step.
+    let rising = hidden.windows(2).filter(|w| w[0] < w[1]).count();
+    assert!((800..1200).contains(&rising), "{rising} of 1999 steps rise");
+    let steps: std::collections::HashSet<u64> =
+        hidden.windows(2).map(|w| w[1].wrapping_sub(w[0])).collect();
+    assert!(steps.len() > 1900, "{} distinct steps", steps.len());
+}
+
+/// A tenant's ids tell nothing of the traffic between its items: the same two of its items
+/// carry numbers that do not follow the sequence, whether 1 or 500 items of another tenant came
+/// between them, and a resume from the first still gives exactly what came after it.
+#[tokio::test]
+async fn a_tenants_ids_do_not_count_other_tenants_items_and_resume_stays_exact() {
+    let feed = feed(1000);
+    let mut ids = Vec::new();
+    for gap in [1u32, 500] {
+        push(&feed.shared, event(0));
+        let first = feed.event_id(feed.shared.ring.lock().unwrap().next_seq - 1);
+        for n in 0..gap {
+            push(&feed.shared, others(n));
+        }
+        push(&feed.shared, event(1));
+        let second = feed.event_id(feed.shared.ring.lock().unwrap().next_seq - 1);
+        ids.push((first, second));
+    }
+    for (first, second) in &ids {
+        let (a, b) = (number(first), number(second));
+        assert!(
+            ![2, 501].contains(&b.wrapping_sub(a)),
+            "the difference of two ids is not the number of items between them: {first} {second}"
+        );
+    }
+    // Resuming after the first item of the second round: the other tenant's 500 and the second.
+    let mut cursor = feed.cursor(Some(&ids[1].0));
+    let got = seqs(&mut cursor, 501).await;
+    let start = feed.shared.ring.lock().unwrap().next_seq - 501;
+    let expected: Vec<String> = (start..start + 501).map(|s| s.to_string()).collect();
+    assert_eq!(got, expected, "exactly the items after the id, in order");
+}

@@ -70,9 +70,13 @@ pub struct ListQuery {
 /// - `update_mower`: replace site, name, model, serial, display order and blade threshold of the
 ///   mower with this id and account, or [`DirectoryError::NotFound`] (also when the new site does
 ///   not exist or belongs to another account: then nothing changes); its stored telemetry stays;
-/// - `delete_mower`: delete the mower with this id and account together with every telemetry row
-///   of it (history, positions, latest, health, days), atomically and never in the middle of an
-///   ingest batch of that mower; states of it ingested afterwards are dropped as `unknown_mower`;
+/// - `delete_mower`: delete the mower with this id and account together with every row of it in
+///   every store (telemetry: history, positions, latest, health, days; the notification side:
+///   watch row, geofence, zones and zone watch, busy status, events, alerts; assignments),
+///   atomically and never in the middle of an ingest batch, a watcher batch or sweep, or a W7
+///   unit of that mower; states of it ingested afterwards are dropped as `unknown_mower`, and a
+///   late write of it (a busy status the busy check computed before the deletion) stores
+///   nothing, so that whoever creates a mower with the same id next finds nothing of it;
 ///   [`DirectoryError::NotFound`] when there is no such mower;
 /// - return [`DirectoryError::Unavailable`] when its backing store fails.
 #[async_trait]

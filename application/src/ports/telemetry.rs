@@ -107,6 +107,11 @@ pub trait TelemetryStore: Send + Sync {
         from: NaiveDate,
         to: NaiveDate,
     ) -> Result<Vec<DayTotals>, StoreError>;
+
+    /// These mowers were deleted: a wrapper that keeps rows of them in memory (the latest-state
+    /// cache) forgets them, and a read under way meanwhile is not kept. A store answers from its
+    /// rows and has nothing to forget.
+    fn forget(&self, _mowers: &[MowerId]) {}
 }
 
 /// A page of a mower's history or positions: the rows with `from <= observed_at < to` (either

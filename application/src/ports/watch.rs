@@ -123,7 +123,9 @@ pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 ///   most `limit` watches that are not offline and were last seen before `silent_before`, in
 ///   mower id order.
 /// - in [`WatchStore::write_busy`], never replace a stored status by one with an `observed_at`
-///   that is not newer.
+///   that is not newer, and store nothing of a status whose mower is not in the directory under
+///   the status's account (deleted since the busy check read it): the check against the
+///   directory and the write are atomic with respect to a deletion.
 /// - in [`WatchStore::export_watch`], answer every row of the notification side of these mowers
 ///   (watches, events, alerts, zone watches, busy statuses), whichever port wrote it.
 /// - answer reads with what was committed, and never another account's rows.
@@ -165,7 +167,8 @@ pub trait WatchStore: Send + Sync {
 ///   atomically.
 /// - in [`ZoneStore::create_zone`], refuse a zone past
 ///   [`swath_domain::watch::zones::MAX_ZONES_PER_MOWER`] with [`WatchError::Limit`], storing
-///   nothing.
+///   nothing; refuse a zone of a mower not in the directory (deleted since the caller checked it)
+///   with [`WatchError::Unavailable`], storing nothing.
 /// - answer reads with what was committed, and never another account's rows.
 /// - return [`WatchError::Unavailable`] when its backing store fails.
 #[async_trait]
@@ -199,7 +202,9 @@ pub trait ZoneStore: Send + Sync {
 /// An implementation MUST:
 /// - in [`GeofenceStore::put_geofence`], replace (or set) the mower's geofence with the given
 ///   version; a watcher batch that read the previous version judges against it, the next batch
-///   reads the new one (the read clause of [`WatchStore::begin_watch`]).
+///   reads the new one (the read clause of [`WatchStore::begin_watch`]); refuse a geofence of a
+///   mower not in the directory (deleted since the caller checked it) with
+///   [`WatchError::Unavailable`], storing nothing.
 /// - answer reads with what was committed, and never another account's rows.
 /// - return [`WatchError::Unavailable`] when its backing store fails.
 #[async_trait]

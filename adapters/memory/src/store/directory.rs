@@ -164,8 +164,10 @@ impl DirectoryAdmin for MemoryStore {
     }
 
     async fn delete_mower(&self, account: AccountId, id: MowerId) -> Result<(), DirectoryError> {
-        // No batch may be between its begin and its commit while the mower goes (see the module).
+        // No batch, watcher batch, sweep or W7 unit may be between its begin and its commit
+        // while the mower goes (see the module); always in this order.
         let _batch = self.batch_lock.lock().await;
+        let _watch = self.watch.exclusive().await;
         let mut dir = write(&self.directory);
         match dir.mowers.get(&id) {
             Some(mower) if mower.account_id == account => {}
@@ -174,6 +176,10 @@ impl DirectoryAdmin for MemoryStore {
         let mut telemetry = write(&self.telemetry);
         dir.mowers.remove(&id);
         telemetry.remove(&id);
+        // Under the directory's lock: a write checked against the directory (a late busy
+        // status, a zone) comes before this, or finds the mower gone.
+        self.watch.remove_mower(id);
+        write(&self.assignments).remove(&id);
         Ok(())
     }
 }

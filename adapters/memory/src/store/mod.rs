@@ -21,7 +21,11 @@
 //! rows.
 //!
 //! Deleting a mower takes `batch_lock` too, so that it never lands between a batch's `begin` and
-//! its `commit` (the commit would re-create the rows of a mower just deleted).
+//! its `commit` (the commit would re-create the rows of a mower just deleted), and the
+//! notification side's locks (`watch`): it removes every row of the mower in both, under the
+//! directory's write lock, and the notification side's writes that do not run in a unit of work
+//! (busy statuses, zones, geofences) check the directory under its read lock, so that none lands
+//! after the deletion.
 //!
 //! Layout: this file holds the store's state and settings; `rows` the compact telemetry rows,
 //! `directory` the `Directory` and `DirectoryAdmin` impls, `tokens` the `TokenStore` impl and
@@ -36,7 +40,7 @@ use rows::MowerRows;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{TokenHash, TokenId, TokenInfo};
-use swath_domain::{Account, AccountId, Mower, MowerId, Site, SiteId};
+use swath_domain::{Account, AccountId, Assignment, Mower, MowerId, Site, SiteId};
 use tokio::sync::Mutex;
 
 /// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one
@@ -88,7 +92,13 @@ pub struct MemoryStore {
     /// The most history rows one mower has held (`swath_memory_store_history_rows_max`): how
     /// near the store came to `history_per_mower`, where it starts dropping the oldest rows.
     pub(crate) fullest: Arc<std::sync::atomic::AtomicUsize>,
+    /// The operator assignments that `MemoryProjections` serves, kept here so that a mower's
+    /// deletion removes them with its other rows.
+    pub(crate) assignments: Arc<RwLock<AssignmentRows>>,
 }
+
+/// Assignments by mower, then id.
+pub(crate) type AssignmentRows = HashMap<MowerId, BTreeMap<uuid::Uuid, Assignment>>;
 
 impl Default for MemoryStore {
     fn default() -> Self {
@@ -120,6 +130,7 @@ impl MemoryStore {
             watch: Arc::default(),
             retention: Arc::default(),
             fullest: Arc::default(),
+            assignments: Arc::default(),
         }
     }
 

@@ -88,11 +88,18 @@ const UPDATE_ZONE_WATCHES: &str = "UPDATE zone_watches zw SET \
 pub(super) const READ_BUSY: &str = "SELECT mower_id, account_id, activity, observed_at, lat, lon, \
     written_at FROM busy_statuses WHERE mower_id = ANY($1) ORDER BY mower_id";
 
-/// Never replaces a status by one that is not newer.
+/// Never replaces a status by one that is not newer. Guarded: only statuses of a mower in the
+/// directory under the same account are written, its row held `FOR KEY SHARE` until the commit,
+/// so a late write of a mower deleted meanwhile stores nothing (a deletion either waits for
+/// this statement, whose row its cascade then removes, or came first and is seen).
 const WRITE_BUSY: &str = "INSERT INTO busy_statuses \
     (mower_id, account_id, activity, observed_at, lat, lon, written_at) \
-    SELECT * FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::float8[], \
-    $6::float8[], $7::timestamptz[]) ON CONFLICT (mower_id) DO UPDATE SET \
+    SELECT u.mower_id, u.account_id, u.activity, u.observed_at, u.lat, u.lon, u.written_at \
+    FROM UNNEST($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::float8[], \
+    $6::float8[], $7::timestamptz[]) \
+    AS u(mower_id, account_id, activity, observed_at, lat, lon, written_at) \
+    JOIN mowers m ON m.id = u.mower_id AND m.account_id = u.account_id \
+    ORDER BY u.mower_id FOR KEY SHARE OF m ON CONFLICT (mower_id) DO UPDATE SET \
     account_id = EXCLUDED.account_id, activity = EXCLUDED.activity, \
     observed_at = EXCLUDED.observed_at, lat = EXCLUDED.lat, lon = EXCLUDED.lon, \
     written_at = EXCLUDED.written_at WHERE busy_statuses.observed_at < EXCLUDED.observed_at";

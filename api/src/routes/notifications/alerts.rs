@@ -1,6 +1,6 @@
 //! The open alerts of the token's mowers, most severe first, paged by `page`.
 
-use super::{feed_rows, TAG};
+use super::TAG;
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiQuery;
@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{AlertCursor, AlertQuery};
 use swath_domain::watch::{self as rules, AlertKind};
+use swath_domain::MowerId;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -162,17 +163,18 @@ pub async fn list_alerts(
 ) -> Result<Json<AlertPage>, ApiError> {
     let limit = page::limit(params.limit)?;
     let after = page::alert_after(params.cursor.as_deref())?;
-    let rows = feed_rows(&state, &principal, params.mower_id, |ports, mowers| {
-        let query = AlertQuery {
-            account_id: principal.account_id,
-            mowers,
-            kind: params.kind.map(AlertKindDto::domain),
-            after,
-            limit: page::with_sentinel(limit),
-        };
-        async move { ports.feed.open_alerts(&query).await }
-    })
-    .await?;
+    let query = AlertQuery {
+        account_id: principal.account_id,
+        mowers: None,
+        kind: params.kind.map(AlertKindDto::domain),
+        after,
+        limit: page::with_sentinel(limit),
+    };
+    let only = params.mower_id.map(MowerId);
+    let rows = state
+        .mower_data
+        .open_alerts(&principal, only, query)
+        .await?;
     let page = page::cut(rows, limit, |a| page::alert_cursor(&AlertCursor::of(a)));
     Ok(Json(AlertPage {
         items: page.rows.into_iter().map(AlertDto::from).collect(),

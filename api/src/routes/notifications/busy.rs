@@ -1,6 +1,6 @@
 //! The scheduler's busy check: whether a mower is on a run (or in error) and cannot start one.
 
-use super::{ports, TAG};
+use super::TAG;
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
@@ -78,13 +78,10 @@ pub async fn get_busy(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<BusyDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let status = ports(&state)?
-        .watch
-        .busy(&[mower.id])
+    let status = state
+        .mower_data
+        .busy(&principal, MowerId(id))
         .await?
-        .into_iter()
-        .next()
         .ok_or(ApiError::NoStateYet)?;
     Ok(Json(status.into()))
 }

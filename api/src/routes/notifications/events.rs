@@ -1,7 +1,7 @@
 //! The events feed: the derived events of the token's mowers, newest first, paged by `page`.
 
 use super::event_details::EventDetails;
-use super::{feed_rows, TAG};
+use super::TAG;
 use crate::auth::Reader;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiQuery;
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use swath_application::ports::EventQuery;
 use swath_domain::watch::{self as rules, EventKind};
+use swath_domain::MowerId;
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -137,17 +138,15 @@ pub async fn list_events(
 ) -> Result<Json<EventPage>, ApiError> {
     let limit = page::limit(params.limit)?;
     let before = page::event_before(params.cursor.as_deref())?;
-    let rows = feed_rows(&state, &principal, params.mower_id, |ports, mowers| {
-        let query = EventQuery {
-            account_id: principal.account_id,
-            mowers,
-            kind: params.kind.map(EventKindDto::domain),
-            before,
-            limit: page::with_sentinel(limit),
-        };
-        async move { ports.feed.events(&query).await }
-    })
-    .await?;
+    let query = EventQuery {
+        account_id: principal.account_id,
+        mowers: None,
+        kind: params.kind.map(EventKindDto::domain),
+        before,
+        limit: page::with_sentinel(limit),
+    };
+    let only = params.mower_id.map(MowerId);
+    let rows = state.mower_data.events(&principal, only, query).await?;
     let page = page::cut(rows, limit, |e| page::event_cursor(e.id));
     Ok(Json(EventPage {
         items: page.rows.into_iter().map(EventDto::from).collect(),

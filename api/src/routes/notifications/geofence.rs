@@ -97,10 +97,9 @@ pub async fn get_geofence(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let geofence = ports(&state)?
-        .geofences
-        .geofence(mower.id)
+    let geofence = state
+        .mower_data
+        .geofence(&principal, MowerId(id))
         .await?
         .ok_or(ApiError::NotFound(Resource::Geofence))?;
     Ok(Json(geofence.into()))

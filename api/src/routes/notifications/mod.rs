@@ -1,9 +1,10 @@
 //! Notifications: a mower's geofence and virtual zones, blade resets, the events feed, open
 //! alerts and the scheduler's busy check (docs/rules.md §3 W6/W7, §4).
 //!
-//! Every route that names a mower checks its visibility first ([`visible_mower`]), so a mower of
-//! another account answers the `404` of an unknown id before any notification data is read. The
-//! feeds filter by the principal's visible mowers inside the store's query, before the limit.
+//! Every route that names a mower checks its visibility first, so a mower of another account
+//! answers the `404` of an unknown id before any notification data is read, and keeps only rows
+//! of the principal's account (`swath_application::MowerData`). The feeds filter by the
+//! principal's visible mowers inside the store's query, before the limit.
 //!
 //! One module per resource, each with its DTOs: [`geofence`], [`zones`], [`blade`], [`events`]
 //! (its details in [`event_details`]), [`alerts`] and [`busy`]. The feeds page like every other
@@ -26,10 +27,7 @@ pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
 
 use crate::error::ApiError;
 use crate::state::{AppState, NotificationPorts};
-use std::future::Future;
 use swath_application::ports::{chain, WatchError};
-use swath_domain::{MowerId, Principal};
-use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
@@ -50,26 +48,4 @@ fn ports(state: &AppState) -> Result<&NotificationPorts, ApiError> {
         .notifications
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no notification store is configured".into()))
-}
-
-/// The rows of a feed (events, open alerts) as `principal` may see them, of the mower `only` when
-/// given: `read` asks the store with the mowers to show (`None`: the whole account), unless none
-/// is left to show (an empty page, without a read).
-async fn feed_rows<'s, R, F>(
-    state: &'s AppState,
-    principal: &Principal,
-    only: Option<Uuid>,
-    read: impl FnOnce(&'s NotificationPorts, Option<Vec<MowerId>>) -> F,
-) -> Result<Vec<R>, ApiError>
-where
-    F: Future<Output = Result<Vec<R>, WatchError>>,
-{
-    let mowers = state
-        .access
-        .feed_mowers(principal, only.map(MowerId))
-        .await?;
-    if mowers.as_ref().is_some_and(Vec::is_empty) {
-        return Ok(Vec::new());
-    }
-    Ok(read(ports(state)?, mowers).await?)
 }

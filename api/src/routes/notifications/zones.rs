@@ -13,8 +13,9 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use chrono::{DateTime, SubsecRound, Utc};
 use serde::{Deserialize, Serialize};
+use swath_application::MowerZones;
 use swath_domain::watch::zones::{Zone, MAX_ZONE_NAME_CHARS};
-use swath_domain::MowerId;
+use swath_domain::{MowerId, Principal};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -61,14 +62,13 @@ pub struct ZoneBody {
 }
 
 /// The zone DTOs of a mower, with its occupancy.
-async fn zone_dtos(state: &AppState, mower: MowerId) -> Result<Vec<ZoneDto>, ApiError> {
-    let store = &ports(state)?.zones;
-    let zones = store.zones(mower).await?;
-    let occupancy = store
-        .zone_watch(mower)
-        .await?
-        .map(|w| w.occupancy)
-        .unwrap_or_default();
+async fn zone_dtos(
+    state: &AppState,
+    principal: &Principal,
+    mower: MowerId,
+) -> Result<Vec<ZoneDto>, ApiError> {
+    let MowerZones { zones, watch, .. } = state.mower_data.zones(principal, mower).await?;
+    let occupancy = watch.map(|w| w.occupancy).unwrap_or_default();
     Ok(zones
         .into_iter()
         .map(|z| {
@@ -111,9 +111,8 @@ pub async fn list_zones(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<ZoneList>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     Ok(Json(ZoneList {
-        items: zone_dtos(&state, mower.id).await?,
+        items: zone_dtos(&state, &principal, MowerId(id)).await?,
     }))
 }
 
@@ -242,7 +241,7 @@ pub async fn update_zone(
     if !ports(&state)?.zones.update_zone(zone).await? {
         return Err(ApiError::NotFound(Resource::Zone));
     }
-    zone_dtos(&state, mower.id)
+    zone_dtos(&state, &principal, mower.id)
         .await?
         .into_iter()
         .find(|z| z.id == path.zone_id)

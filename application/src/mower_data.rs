@@ -1,0 +1,231 @@
+//! A mower's own data as a principal reads it, and the mower's deletion (issue 35).
+//!
+//! A mower's id is global and chosen by its gateway, so an id can change hands: account A
+//! deletes mower X, account B creates a mower X. Two rules keep A's data from B:
+//!
+//! - **the deletion takes everything along** ([`MowerData::delete`]): the store removes every
+//!   row of the mower in every table at once and refuses a late write of it (the contract of
+//!   `DirectoryAdmin::delete_mower`), and this process forgets what it kept of the mower (its
+//!   latest state, its placement);
+//! - **every per-mower read is of the principal's account** ([`crate::access::of_account`]):
+//!   the mower of the path is found visible first ([`Access`]), then the rows read of it are
+//!   kept only when they were written for the principal's account, whatever a store, a cache or
+//!   another replica still holds.
+//!
+//! The routes of `/v1/mowers/{id}` and its children, and the events and alerts feeds (of one
+//! mower or the account's), read through here, never through a port.
+
+use crate::access::{of_account, Access, AccessError, Hidden};
+use crate::ports::{
+    AlertQuery, DirectoryAdmin, DirectoryError, EventQuery, NotificationPorts, StoreError,
+    TelemetryStore, WatchError,
+};
+use std::sync::Arc;
+use swath_domain::watch::busy::BusyStatus;
+use swath_domain::watch::zones::{Zone, ZoneWatch};
+use swath_domain::watch::{Alert, Event, Geofence};
+use swath_domain::{HealthTotals, LatestRow, Mower, MowerId, Principal};
+
+/// Errors of [`MowerData`]: the port's or the visibility's, as they came.
+#[derive(Debug, thiserror::Error)]
+pub enum MowerDataError {
+    /// The mower is not visible (or visibility could not be decided).
+    #[error(transparent)]
+    Access(#[from] AccessError),
+    /// The directory failed.
+    #[error(transparent)]
+    Directory(#[from] DirectoryError),
+    /// The telemetry store failed.
+    #[error(transparent)]
+    Telemetry(#[from] StoreError),
+    /// The notification store failed.
+    #[error(transparent)]
+    Watch(#[from] WatchError),
+    /// The service runs without a notification store.
+    #[error("no notification store is configured")]
+    NoNotifications,
+}
+
+/// A mower's zones, with what W7 remembers of it (which zones it is in).
+#[derive(Clone, Debug)]
+pub struct MowerZones {
+    pub mower: Mower,
+    /// The principal's account's zones of the mower, in name then id order.
+    pub zones: Vec<Zone>,
+    /// The mower's zone watch; its occupancy names zones by id, so only the zones above match.
+    pub watch: Option<ZoneWatch>,
+}
+
+/// The use case of a mower's own data (see the module).
+#[derive(Clone)]
+pub struct MowerData {
+    access: Access,
+    directory: Arc<dyn DirectoryAdmin>,
+    telemetry: Arc<dyn TelemetryStore>,
+    notifications: Option<NotificationPorts>,
+}
+
+impl MowerData {
+    pub fn new(
+        access: Access,
+        directory: Arc<dyn DirectoryAdmin>,
+        telemetry: Arc<dyn TelemetryStore>,
+        notifications: Option<NotificationPorts>,
+    ) -> Self {
+        Self {
+            access,
+            directory,
+            telemetry,
+            notifications,
+        }
+    }
+
+    fn ports(&self) -> Result<&NotificationPorts, MowerDataError> {
+        self.notifications
+            .as_ref()
+            .ok_or(MowerDataError::NoNotifications)
+    }
+
+    /// Deletes the mower `id` of `principal`'s account with everything stored of it, in every
+    /// store (the delete rule: the store's `delete_mower` is atomic and refuses late writes),
+    /// and forgets what this process kept of it. Answers the deleted mower.
+    pub async fn delete(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Mower, MowerDataError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let deleted = self
+            .directory
+            .delete_mower(principal.account_id, mower.id)
+            .await;
+        // After the write, whatever its outcome: a read kept before it must not outlive it.
+        self.telemetry.forget(&[mower.id]);
+        self.access.mower_changed();
+        match deleted {
+            Ok(()) => Ok(mower),
+            // Deleted by someone else since the check above.
+            Err(DirectoryError::NotFound(_)) => Err(AccessError::NotVisible(Hidden::Mower).into()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The mower's latest state, when it has one of the principal's account.
+    pub async fn latest(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Option<LatestRow>, MowerDataError> {
+        let mower = self.access.visible_mower_id(principal, id).await?;
+        let rows = self.telemetry.latest(&[mower]).await?;
+        let rows = rows.into_iter().filter(|row| row.mower_id == mower);
+        Ok(of_account(principal, rows).pop())
+    }
+
+    /// The mower with its health totals (`None` before its first state of this account).
+    pub async fn health(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<(Mower, Option<HealthTotals>), MowerDataError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let totals = self.telemetry.health(mower.id).await?;
+        Ok((mower, of_account(principal, totals).pop()))
+    }
+
+    /// The mower's zones and its zone watch.
+    pub async fn zones(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<MowerZones, MowerDataError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let store = &self.ports()?.zones;
+        let zones = of_account(principal, store.zones(mower.id).await?);
+        let watch = store.zone_watch(mower.id).await?;
+        Ok(MowerZones {
+            mower,
+            zones,
+            watch,
+        })
+    }
+
+    /// The mower's geofence, when it has one of the principal's account.
+    pub async fn geofence(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Option<Geofence>, MowerDataError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let geofence = self.ports()?.geofences.geofence(mower.id).await?;
+        Ok(of_account(principal, geofence).pop())
+    }
+
+    /// A page of the events feed as `query` asks it, of the mower `only` when given: its
+    /// mowers and account are the principal's (a mower it cannot see gives an empty page, like
+    /// an unknown one), and every event answered is of the principal's account.
+    pub async fn events(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+        query: EventQuery,
+    ) -> Result<Vec<Event>, MowerDataError> {
+        let Some(mowers) = self.feed_mowers(principal, only).await? else {
+            return Ok(Vec::new());
+        };
+        let query = EventQuery {
+            account_id: principal.account_id,
+            mowers,
+            ..query
+        };
+        Ok(of_account(
+            principal,
+            self.ports()?.feed.events(&query).await?,
+        ))
+    }
+
+    /// A page of open alerts as `query` asks it, of the mower `only` when given, like
+    /// [`MowerData::events`].
+    pub async fn open_alerts(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+        query: AlertQuery,
+    ) -> Result<Vec<Alert>, MowerDataError> {
+        let Some(mowers) = self.feed_mowers(principal, only).await? else {
+            return Ok(Vec::new());
+        };
+        let query = AlertQuery {
+            account_id: principal.account_id,
+            mowers,
+            ..query
+        };
+        Ok(of_account(
+            principal,
+            self.ports()?.feed.open_alerts(&query).await?,
+        ))
+    }
+
+    /// The mowers a feed shows (`Some(None)`: the whole account), or `None` when none is left
+    /// to show (the page is empty without a read).
+    async fn feed_mowers(
+        &self,
+        principal: &Principal,
+        only: Option<MowerId>,
+    ) -> Result<Option<Option<Vec<MowerId>>>, MowerDataError> {
+        let mowers = self.access.feed_mowers(principal, only).await?;
+        Ok((!mowers.as_ref().is_some_and(Vec::is_empty)).then_some(mowers))
+    }
+
+    /// The mower's busy status, when it has one of the principal's account.
+    pub async fn busy(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Option<BusyStatus>, MowerDataError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let statuses = self.ports()?.watch.busy(&[mower.id]).await?;
+        let statuses = statuses.into_iter().filter(|s| s.mower_id == mower.id);
+        Ok(of_account(principal, statuses).pop())
+    }
+}
