@@ -13,6 +13,7 @@
 //! - `m20261130_000006_hot_watches`: watch rows updated in place (no index on `last_seen_at`).
 //! - `m20261130_000007_merged_totals`: what merging late states into the totals needs
 //!   (`counted_from`, `blade_reset_until` on `health_totals`).
+//! - `m20261203_000008_webhooks`: webhook endpoints and their deliveries.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -55,6 +56,7 @@ mod m20261130_000004_projections;
 mod m20261130_000005_retention;
 mod m20261130_000006_hot_watches;
 mod m20261130_000007_merged_totals;
+mod m20261203_000008_webhooks;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -72,6 +74,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000005_retention::Migration),
             Box::new(m20261130_000006_hot_watches::Migration),
             Box::new(m20261130_000007_merged_totals::Migration),
+            Box::new(m20261203_000008_webhooks::Migration),
         ]
     }
 }
