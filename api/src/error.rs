@@ -9,8 +9,8 @@ use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{chain, DirectoryError, StoreError, TokenError};
-use swath_application::{AccessError, Hidden, SubmissionError};
+use swath_application::ports::{chain, DirectoryError, StoreError, TokenError, WebhookError};
+use swath_application::{AccessError, Hidden, SubmissionError, WebhooksError};
 use utoipa::ToSchema;
 
 /// The media type of every error body.
@@ -89,6 +89,8 @@ pub enum Resource {
     Zone,
     Assignment,
     Import,
+    Webhook,
+    Delivery,
 }
 
 impl Resource {
@@ -102,6 +104,8 @@ impl Resource {
             Resource::Zone => "zone",
             Resource::Assignment => "assignment",
             Resource::Import => "import",
+            Resource::Webhook => "webhook",
+            Resource::Delivery => "delivery",
         }
     }
 }
@@ -534,5 +538,25 @@ mod tests {
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
         assert!(!String::from_utf8_lossy(&body).contains("secret"));
+    }
+}
+
+impl From<WebhooksError> for ApiError {
+    fn from(e: WebhooksError) -> Self {
+        match e {
+            WebhooksError::Forbidden(why) => ApiError::Forbidden(why),
+            WebhooksError::NotFound => ApiError::NotFound(Resource::Webhook),
+            WebhooksError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
+                    .collect(),
+            ),
+            WebhooksError::Access(e) => e.into(),
+            WebhooksError::Store(WebhookError::Unavailable(_)) => {
+                ApiError::Unavailable(chain(&e).to_string())
+            }
+            WebhooksError::Store(_) => ApiError::Internal(chain(&e).to_string()),
+        }
     }
 }
