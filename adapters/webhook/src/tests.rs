@@ -87,3 +87,77 @@ async fn a_name_resolving_to_loopback_is_refused() {
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
+
+/// A loopback server that answers every request with `answer` and counts its connections.
+async fn raw_server(answer: String) -> (SocketAddr, Arc<std::sync::atomic::AtomicUsize>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let answer = answer.clone();
+            tokio::spawn(async move {
+                let mut buffer = [0u8; 4096];
+                let _ = socket.read(&mut buffer).await;
+                let _ = socket.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (addr, hits)
+}
+
+/// A redirect (to loopback) is an answer, never followed: even with private addresses allowed,
+/// the target is never reached.
+#[tokio::test]
+async fn a_redirect_to_loopback_is_not_followed() {
+    let (target, target_hits) =
+        raw_server("HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".to_owned())
+            .await;
+    let (redirector, _) = raw_server(format!(
+        "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://{target}/inside\r\n\
+         content-length: 0\r\nconnection: close\r\n\r\n"
+    ))
+    .await;
+    let sender = HttpSender::new(SenderSettings {
+        allow_private: true,
+        ..SenderSettings::default()
+    })
+    .unwrap();
+    let result = sender
+        .send(
+            &format!("http://{redirector}/hook"),
+            Vec::new(),
+            "{}".to_owned(),
+        )
+        .await;
+    assert_eq!(result, SendResult::Answered(307));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(target_hits.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// An answer with a huge body is still an answer: its body is read up to the cap, then dropped.
+#[tokio::test]
+async fn a_huge_answer_is_read_up_to_the_cap() {
+    let (server, _) = raw_server(format!(
+        "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{}",
+        10 * BODY_CAP_BYTES,
+        "x".repeat(10 * BODY_CAP_BYTES)
+    ))
+    .await;
+    let sender = HttpSender::new(SenderSettings {
+        allow_private: true,
+        ..SenderSettings::default()
+    })
+    .unwrap();
+    let result = sender
+        .send(
+            &format!("http://{server}/hook"),
+            Vec::new(),
+            "{}".to_owned(),
+        )
+        .await;
+    assert_eq!(result, SendResult::Answered(200));
+}
