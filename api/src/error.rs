@@ -493,6 +493,26 @@ pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Respons
     ApiError::Internal(format!("a handler panicked: {message}")).into_response()
 }
 
+impl From<WebhooksError> for ApiError {
+    fn from(e: WebhooksError) -> Self {
+        match e {
+            WebhooksError::Forbidden(why) => ApiError::Forbidden(why),
+            WebhooksError::NotFound => ApiError::NotFound(Resource::Webhook),
+            WebhooksError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
+                    .collect(),
+            ),
+            WebhooksError::Access(e) => e.into(),
+            WebhooksError::Store(WebhookError::Unavailable(_)) => {
+                ApiError::Unavailable(chain(&e).to_string())
+            }
+            WebhooksError::Store(_) => ApiError::Internal(chain(&e).to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -538,25 +558,5 @@ mod tests {
         assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
         let body = to_bytes(response.into_body(), usize::MAX).await.unwrap();
         assert!(!String::from_utf8_lossy(&body).contains("secret"));
-    }
-}
-
-impl From<WebhooksError> for ApiError {
-    fn from(e: WebhooksError) -> Self {
-        match e {
-            WebhooksError::Forbidden(why) => ApiError::Forbidden(why),
-            WebhooksError::NotFound => ApiError::NotFound(Resource::Webhook),
-            WebhooksError::Invalid(problems) => ApiError::Validation(
-                problems
-                    .into_iter()
-                    .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
-                    .collect(),
-            ),
-            WebhooksError::Access(e) => e.into(),
-            WebhooksError::Store(WebhookError::Unavailable(_)) => {
-                ApiError::Unavailable(chain(&e).to_string())
-            }
-            WebhooksError::Store(_) => ApiError::Internal(chain(&e).to_string()),
-        }
     }
 }

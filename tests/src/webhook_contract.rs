@@ -132,7 +132,7 @@ pub async fn endpoints_are_kept_to_their_account(factory: &dyn WebhookFactory) {
     );
     assert_eq!(
         store.endpoints(b, None, 10).await.unwrap(),
-        [theirs.clone()]
+        std::slice::from_ref(&theirs)
     );
 
     let mut changed = ours[2].clone();

@@ -23,11 +23,14 @@ use tokio::sync::watch;
 /// How the receiver answers one endpoint's `n`th request (from 0).
 type Script = Arc<dyn Fn(usize) -> (StatusCode, Duration) + Send + Sync>;
 
+/// One request as received: its `webhook-id`, its body, and whether it was answered 2xx.
+type Received = (String, String, bool);
+
 #[derive(Clone, Default)]
 struct Receiver {
     scripts: Arc<Mutex<HashMap<String, Script>>>,
     /// Per endpoint path: every request's `webhook-id`, body and whether it was answered 2xx.
-    seen: Arc<Mutex<HashMap<String, Vec<(String, String, bool)>>>>,
+    seen: Arc<Mutex<HashMap<String, Vec<Received>>>>,
     /// The secret of each path, to verify with.
     secrets: Arc<Mutex<HashMap<String, String>>>,
 }
@@ -134,7 +137,7 @@ impl Setup {
         e
     }
 
-    fn seen(&self, name: &str) -> Vec<(String, String, bool)> {
+    fn seen(&self, name: &str) -> Vec<Received> {
         self.receiver
             .seen
             .lock()

@@ -111,13 +111,13 @@ impl Enqueuer {
         let mut endpoints: HashMap<AccountId, Vec<Endpoint>> = HashMap::new();
         let mut sites = HashMap::new();
         for p in &parsed {
-            if !endpoints.contains_key(&p.account) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = endpoints.entry(p.account) {
                 let found = self
                     .store
                     .enabled_endpoints(p.account)
                     .await
                     .map_err(|e| fail(Box::new(e)))?;
-                endpoints.insert(p.account, found);
+                slot.insert(found);
             }
             if endpoints[&p.account].is_empty() || sites.contains_key(&p.mower) {
                 continue;
