@@ -316,3 +316,140 @@ async fn a_slow_endpoint_does_not_delay_another() {
     assert_eq!(fast, bodies(5));
     let _ = s.stop.send(true);
 }
+
+/// The notifications consumer on the memory bus: an event and an alert clear the watcher
+/// publishes become one delivery per matching endpoint (kind, mower and site filters applied), in
+/// the order published, and a message consumed again makes no second delivery.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn published_notifications_become_deliveries_of_matching_endpoints() {
+    use swath_application::ports::{BatchSettings, Directory};
+    use swath_application::subjects;
+    use swath_application::webhooks::delivery::{Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS};
+    use swath_domain::watch::{AlertKind, ClearCause, ClearedAlert, Event, EventDetail};
+    use swath_domain::webhook::WebhookKind;
+
+    let directory = MemoryStore::default();
+    let (account, mowers) = seed_account_with_mowers(&directory as &dyn Directory, 2, 1000).await;
+    let store = Arc::new(MemoryWebhooks::default());
+    let everything = {
+        let mut e = endpoint(account, "https://all.example/");
+        e.kinds = WebhookKind::all();
+        e
+    };
+    let only_second_mower = {
+        let mut e = endpoint(account, "https://second.example/");
+        e.mowers = Some(vec![mowers[1]]);
+        e
+    };
+    let other_site = {
+        let mut e = endpoint(account, "https://elsewhere.example/");
+        e.sites = Some(vec![swath_domain::SiteId::new()]);
+        e
+    };
+    for e in [&everything, &only_second_mower, &other_site] {
+        store.create_endpoint(e.clone()).await.unwrap();
+    }
+    let bus = Arc::new(MemoryBus::default());
+    let enqueuer = Enqueuer::new(store.clone(), Arc::new(directory), Arc::new(SystemClock));
+    let subscription = bus
+        .subscribe_batch(
+            WEBHOOK_SUBJECTS,
+            WEBHOOK_CONSUMER,
+            BatchSettings {
+                max_wait: Duration::from_millis(10),
+                ..BatchSettings::default()
+            },
+            Arc::new(enqueuer),
+        )
+        .await
+        .unwrap();
+    let at = chrono::Utc::now();
+    let raised = Event::new(
+        mowers[0],
+        account,
+        at,
+        EventDetail::ErrorRaised {
+            error_code: Some("E1".into()),
+        },
+    );
+    let second = Event::new(
+        mowers[1],
+        account,
+        at,
+        EventDetail::ErrorRaised { error_code: None },
+    );
+    let cleared = ClearedAlert {
+        mower_id: mowers[0],
+        account_id: account,
+        kind: AlertKind::BatteryLow,
+        cleared_at: at,
+        cause: ClearCause::BatteryRecovered,
+    };
+    for _ in 0..2 {
+        for event in [&raised, &second] {
+            bus.publish(
+                &subjects::notification(event.mower_id, event.kind().as_str()),
+                serde_json::to_vec(event).unwrap().into(),
+                None,
+            )
+            .await
+            .unwrap();
+        }
+        bus.publish(
+            &subjects::alert_cleared(mowers[0]),
+            serde_json::to_vec(&cleared).unwrap().into(),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let start = Instant::now();
+    while store
+        .deliveries(everything.id, None, 10)
+        .await
+        .unwrap()
+        .len()
+        < 3
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "never enqueued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    subscription.unsubscribe().await;
+    let types = |list: Vec<swath_application::ports::Delivery>| {
+        list.into_iter()
+            .rev()
+            .map(|d| {
+                let body: serde_json::Value = serde_json::from_str(&d.body).unwrap();
+                (
+                    d.event_type,
+                    body["data"]["mower_id"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let (m0, m1) = (mowers[0].to_string(), mowers[1].to_string());
+    assert_eq!(
+        types(store.deliveries(everything.id, None, 10).await.unwrap()),
+        [
+            ("error_raised".to_owned(), m0.clone()),
+            ("error_raised".to_owned(), m1.clone()),
+            ("alert_cleared".to_owned(), m0),
+        ],
+        "each message once, in the order published"
+    );
+    assert_eq!(
+        types(
+            store
+                .deliveries(only_second_mower.id, None, 10)
+                .await
+                .unwrap()
+        ),
+        [("error_raised".to_owned(), m1)]
+    );
+    assert!(store
+        .deliveries(other_site.id, None, 10)
+        .await
+        .unwrap()
+        .is_empty());
+}

@@ -348,8 +348,8 @@ impl Webhooks {
         Ok(self.store.deliveries(endpoint.id, before, limit).await?)
     }
 
-    /// Makes a delivery pending again, due at once (after the ones before it, order per
-    /// endpoint being kept).
+    /// Makes a delivery pending again, due at once: it keeps its place in the endpoint's queue,
+    /// so it is attempted before the endpoint's later pending deliveries.
     pub async fn retry(
         &self,
         principal: &Principal,
