@@ -11,6 +11,7 @@
 //! - [`reads`]: history, track (JSON and GeoJSON), day totals.
 //! - [`ingest`]: `POST /v1/states`.
 //! - [`imports`]: `POST /v1/imports` and the import's document.
+//! - [`webhooks`]: webhook endpoints and their deliveries.
 
 /// A page of one of the directory's lists (sites, mowers, tokens, imports): its `items`, then the
 /// paging members each of these lists answers in the same words. The page's and the items'
@@ -46,6 +47,7 @@ pub mod directory;
 pub mod imports;
 pub mod ingest;
 pub mod reads;
+pub mod webhooks;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

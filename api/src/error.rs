@@ -9,8 +9,8 @@ use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{chain, DirectoryError, StoreError, TokenError};
-use swath_application::{AccessError, Hidden, MowerDataError, SubmissionError};
+use swath_application::ports::{chain, DirectoryError, StoreError, TokenError, WebhookError};
+use swath_application::{AccessError, Hidden, MowerDataError, SubmissionError, WebhooksError};
 use utoipa::ToSchema;
 
 /// The media type of every error body.
@@ -89,6 +89,8 @@ pub enum Resource {
     Zone,
     Assignment,
     Import,
+    Webhook,
+    Delivery,
 }
 
 impl Resource {
@@ -102,6 +104,8 @@ impl Resource {
             Resource::Zone => "zone",
             Resource::Assignment => "assignment",
             Resource::Import => "import",
+            Resource::Webhook => "webhook",
+            Resource::Delivery => "delivery",
         }
     }
 }
@@ -521,6 +525,26 @@ pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Respons
         .or_else(|| panic.downcast_ref::<&str>().copied())
         .unwrap_or("a panic without a message");
     ApiError::Internal(format!("a handler panicked: {message}")).into_response()
+}
+
+impl From<WebhooksError> for ApiError {
+    fn from(e: WebhooksError) -> Self {
+        match e {
+            WebhooksError::Forbidden(why) => ApiError::Forbidden(why),
+            WebhooksError::NotFound => ApiError::NotFound(Resource::Webhook),
+            WebhooksError::Invalid(problems) => ApiError::Validation(
+                problems
+                    .into_iter()
+                    .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
+                    .collect(),
+            ),
+            WebhooksError::Access(e) => e.into(),
+            WebhooksError::Store(WebhookError::Unavailable(_)) => {
+                ApiError::Unavailable(chain(&e).to_string())
+            }
+            WebhooksError::Store(_) => ApiError::Internal(chain(&e).to_string()),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -115,6 +115,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
         (name = routes::imports::TAG, description = "History in bulk: NDJSON state reports, imported as `swath import` imports a file, and the import's progress and result. Scope `write` or `admin`."),
         (name = routes::sites::TAG, description = "The sites of the account and their time zones."),
         (name = routes::tokens::TAG, description = "API tokens of the account. Scope `admin`."),
+        (name = routes::webhooks::TAG, description = "Webhook endpoints: the account's events pushed as signed POSTs (Standard Webhooks 1.0), retried, in order per endpoint, with a log of deliveries. Scope `admin`."),
         (name = routes::accounts::TAG, description = "The token's account, and new accounts. Scope `admin`."),
         (name = routes::notifications::TAG, description = "Geofences, virtual zones and blade resets; the events feed, open alerts and the busy check."),
         (name = routes::projections::TAG, description = "Bounded live projections (fleet dashboard, site wall, health wall) and the operator assignments they show."),
@@ -188,6 +189,19 @@ fn api_routes() -> OpenApiRouter<AppState> {
             routes::tokens::get_token,
             routes::tokens::revoke_token
         ))
+        .routes(routes!(
+            routes::webhooks::list_webhooks,
+            routes::webhooks::create_webhook
+        ))
+        .routes(routes!(
+            routes::webhooks::get_webhook,
+            routes::webhooks::update_webhook,
+            routes::webhooks::delete_webhook
+        ))
+        .routes(routes!(routes::webhooks::rotate_webhook_secret))
+        .routes(routes!(routes::webhooks::list_deliveries))
+        .routes(routes!(routes::webhooks::retry_delivery))
+        .routes(routes!(routes::webhooks::test_webhook))
         .routes(routes!(
             routes::accounts::list_accounts,
             routes::accounts::create_account

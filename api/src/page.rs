@@ -1,10 +1,12 @@
 //! Cursor pagination, the one module every paged list uses (the directory's sites and mowers,
-//! tokens, history and track, the events feed, the open alerts and the imports): the `limit` parameter, opaque
+//! tokens, history and track, the events feed, the open alerts, the imports, the webhooks and
+//! their deliveries): the `limit` parameter, opaque
 //! cursors, the invalid-cursor error, and the sentinel row.
 //!
 //! A cursor is the base64url (no padding) of `<list>:<key>`, where the key is the last item's
 //! ordering key: an instant in microseconds for history and track, `[display_order, name, id]`
-//! for sites and mowers, the id for tokens, events and imports, `<severity rank>,<raised_at in
+//! for sites and mowers, the id for tokens, events, imports and webhooks, the queue place for
+//! deliveries, `<severity rank>,<raised_at in
 //! microseconds>,<id>` for alerts. Clients treat it as opaque; naming the list in it means a
 //! cursor of one list is refused by another instead of silently meaning something else. Every
 //! list decodes it on the same path, so every list refuses the same garbage with the same `400`,
@@ -20,6 +22,7 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use swath_application::ports::{AlertCursor, TokenId};
 use swath_application::sentinel;
+use swath_domain::webhook::WebhookId;
 use swath_domain::OrderKey;
 use uuid::Uuid;
 
@@ -49,6 +52,10 @@ pub enum List {
     Alerts,
     /// This replica's imports, keyed by the import id (newest first).
     Imports,
+    /// `GET /v1/webhooks`, keyed by the endpoint id.
+    Webhooks,
+    /// An endpoint's deliveries, keyed by their place in its queue (newest first).
+    Deliveries,
 }
 
 impl List {
@@ -62,6 +69,8 @@ impl List {
             List::Events => "events",
             List::Alerts => "alerts",
             List::Imports => "imports",
+            List::Webhooks => "webhooks",
+            List::Deliveries => "deliveries",
         }
     }
 }
@@ -188,6 +197,35 @@ pub fn token_after(cursor: Option<&str>) -> Result<Option<TokenId>, ApiError> {
                 .map(TokenId)
                 .map_err(|_| invalid())
         })
+        .transpose()
+}
+
+/// The cursor after a webhook endpoint.
+pub fn webhook_cursor(last: WebhookId) -> String {
+    encode(List::Webhooks, &last.0.to_string())
+}
+
+/// The endpoint id inside a webhooks cursor.
+pub fn webhook_after(cursor: Option<&str>) -> Result<Option<WebhookId>, ApiError> {
+    given(cursor)
+        .map(|c| {
+            decode(List::Webhooks, c)?
+                .parse()
+                .map(WebhookId)
+                .map_err(|_| invalid())
+        })
+        .transpose()
+}
+
+/// The cursor after a delivery (newest first): its place in the endpoint's queue.
+pub fn delivery_cursor(last_seq: i64) -> String {
+    encode(List::Deliveries, &last_seq.to_string())
+}
+
+/// The place inside a deliveries cursor: the next page holds older deliveries.
+pub fn delivery_before(cursor: Option<&str>) -> Result<Option<i64>, ApiError> {
+    given(cursor)
+        .map(|c| decode(List::Deliveries, c)?.parse().map_err(|_| invalid()))
         .transpose()
 }
 

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use swath_application::live_feed::LiveFeed;
 use swath_application::ports::{Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore};
-use swath_application::{Access, Imports, Ingest, MowerData, Submissions};
+use swath_application::{Access, Imports, Ingest, MowerData, Submissions, Webhooks};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
@@ -48,6 +48,9 @@ pub struct AppState {
     pub submissions: Submissions,
     /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
     pub imports: Imports,
+    /// Webhook endpoints and their deliveries (`/v1/webhooks`); `None`: those routes answer
+    /// `503`. Set with [`AppState::with_webhooks`].
+    pub webhooks: Option<Webhooks>,
     /// The numbered feed the live stream sends and resumes from, one per process, started by
     /// the first stream (decision 101).
     pub live_feed: Arc<tokio::sync::OnceCell<LiveFeed>>,
@@ -108,6 +111,7 @@ impl AppState {
             mower_data,
             submissions,
             imports,
+            webhooks: None,
             live_feed: Arc::default(),
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
@@ -142,6 +146,26 @@ impl AppState {
             Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
         self.imports = self.imports.with_access(self.access.clone());
         self.mower_data = self.mower_data();
+        self.webhooks = self
+            .webhooks
+            .take()
+            .map(|w| w.with_access(self.access.clone()));
+        self
+    }
+
+    /// Adds the webhooks use case over `store`; `allow_http`: plain `http` URLs are accepted
+    /// (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
+    pub fn with_webhooks(
+        mut self,
+        store: Arc<dyn swath_application::ports::WebhookStore>,
+        allow_http: bool,
+    ) -> Self {
+        self.webhooks = Some(Webhooks::new(
+            store,
+            self.access.clone(),
+            self.clock.clone(),
+            allow_http,
+        ));
         self
     }
 

@@ -36,6 +36,7 @@
 //!   caches, the latest states).
 //! - [`sentinel`]: the sentinel row that tells every bounded read (the projections' levels, the
 //!   HTTP lists' pages) whether it was cut.
+//! - [`webhooks`]: webhook endpoints (the API's rules), their delivery and its signatures.
 
 pub mod access;
 pub mod availability;
@@ -56,6 +57,7 @@ pub mod submissions;
 pub mod ticks;
 pub mod ttl_cache;
 pub mod watcher;
+pub mod webhooks;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
@@ -66,3 +68,4 @@ pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSumma
 pub use scheduler::SchedulerStatus;
 pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use watcher::{Watcher, WatcherHandler};
+pub use webhooks::{EndpointPatch, EndpointSpec, Webhooks, WebhooksError};

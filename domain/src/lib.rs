@@ -16,6 +16,7 @@
 //! - [`live`]: the live stream's "changes only" rule.
 //! - [`watch`]: notification rules (events, alerts, geofences), virtual zones (W7) and the
 //!   scheduler's busy check.
+//! - [`webhook`]: webhook endpoints, their secrets and which messages each gets.
 //!
 //! The ports that store these values (traits, their queries and errors) are in
 //! `swath_application::ports`; the entities themselves live here.
@@ -31,6 +32,7 @@ pub mod rows;
 pub mod rules;
 pub mod text;
 pub mod watch;
+pub mod webhook;
 
 pub use access::{Principal, Scope};
 pub use assignment::{list_order, Assignment, Priority, MAX_OPERATOR_CHARS};

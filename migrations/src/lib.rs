@@ -15,6 +15,7 @@
 //!   (`counted_from`, `blade_reset_until` on `health_totals`).
 //! - `m20261203_000008_mower_children`: busy statuses deleted with their mower (a foreign key),
 //!   and the rows late writes left of deleted mowers removed.
+//! - `m20261203_000009_webhooks`: webhook endpoints and their deliveries.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -58,6 +59,7 @@ mod m20261130_000005_retention;
 mod m20261130_000006_hot_watches;
 mod m20261130_000007_merged_totals;
 mod m20261203_000008_mower_children;
+mod m20261203_000009_webhooks;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -76,6 +78,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000006_hot_watches::Migration),
             Box::new(m20261130_000007_merged_totals::Migration),
             Box::new(m20261203_000008_mower_children::Migration),
+            Box::new(m20261203_000009_webhooks::Migration),
         ]
     }
 }

@@ -157,6 +157,62 @@ pub const SERVE_LOG_FILTER: &str = "info,sqlx=warn";
 /// their answer on stdout (often captured by a script), and only warnings and errors on stderr.
 pub const CLI_LOG_FILTER: &str = "warn";
 
+/// How webhooks are delivered (issue 31).
+#[derive(Clone, Debug, Args)]
+pub struct WebhookArgs {
+    /// Lets webhook endpoints be plain `http` URLs and reach private, loopback and link-local
+    /// addresses: for an on-premise deployment whose receivers are inside its network. Off: only
+    /// `https`, and a host resolving to any such address is refused at every delivery.
+    #[arg(long = "webhook-allow-private", env = "SWATH_WEBHOOK_ALLOW_PRIVATE",
+        value_name = "SWATH_WEBHOOK_ALLOW_PRIVATE", default_value_t = false,
+        action = clap::ArgAction::Set)]
+    pub allow_private: bool,
+    /// How long a failing delivery is retried, in seconds since it was enqueued; past it, its
+    /// endpoint is disabled and says why.
+    #[arg(long = "webhook-retry-horizon-seconds", env = "SWATH_WEBHOOK_RETRY_HORIZON_SECONDS",
+        value_name = "SWATH_WEBHOOK_RETRY_HORIZON_SECONDS", default_value = "86400",
+        value_parser = parse_positive_seconds)]
+    pub retry_horizon: Duration,
+    /// The delay before a failed delivery's first retry, in seconds; each next retry waits
+    /// twice as long (up to an hour), each drawn between half and all of it.
+    #[arg(long = "webhook-first-retry-seconds", env = "SWATH_WEBHOOK_FIRST_RETRY_SECONDS",
+        value_name = "SWATH_WEBHOOK_FIRST_RETRY_SECONDS", default_value = "5",
+        value_parser = parse_positive_seconds)]
+    pub first_retry: Duration,
+    /// How long one delivery attempt may take, in seconds, the connection (at most 5 s of it)
+    /// and the answer included.
+    #[arg(long = "webhook-timeout-seconds", env = "SWATH_WEBHOOK_TIMEOUT_SECONDS",
+        value_name = "SWATH_WEBHOOK_TIMEOUT_SECONDS", default_value = "10",
+        value_parser = parse_positive_seconds)]
+    pub timeout: Duration,
+    /// Delivery attempts in flight at once on this replica, all endpoints together (each
+    /// endpoint has one at a time).
+    #[arg(long = "webhook-concurrency", env = "SWATH_WEBHOOK_CONCURRENCY",
+        value_name = "SWATH_WEBHOOK_CONCURRENCY", default_value_t = 16,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub concurrency: u32,
+}
+
+impl WebhookArgs {
+    /// The wiring's webhook settings.
+    pub fn settings(&self) -> crate::wiring::WebhookSettings {
+        use swath_application::webhooks::delivery::DeliverySettings;
+        crate::wiring::WebhookSettings {
+            allow_private: self.allow_private,
+            timeout: self.timeout,
+            delivery: DeliverySettings {
+                horizon: self.retry_horizon,
+                first_backoff: self.first_retry,
+                concurrency: self.concurrency as usize,
+                // Longer than an attempt may take, so that no other replica attempts the same
+                // endpoint meanwhile.
+                claim: self.timeout + Duration::from_secs(30),
+                ..DeliverySettings::default()
+            },
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct LogArgs {
     /// Which logs to write, as a tracing filter (`info`, `swath_api=debug,info`, …). Default:
@@ -257,6 +313,8 @@ pub struct ServeArgs {
         value_name = "SWATH_LATEST_CACHE_SECONDS", default_value = "1",
         value_parser = parse_seconds)]
     pub latest_cache: Duration,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
     #[command(flatten)]
     pub store: StoreArgs,
     /// Which event bus carries the states.

@@ -44,6 +44,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             offline_after,
             retention: retention_policy,
             latest_cache: args.latest_cache,
+            webhooks: args.webhooks.settings(),
         },
     );
     let background = wired.start(&args.background()).await?;

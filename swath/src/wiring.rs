@@ -23,16 +23,21 @@ use swath_application::latest_cache::LatestCache;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
-    TelemetryStore, TokenStore, WatchStore, ZoneStore,
+    TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
 use swath_application::ticks::Ticks;
+use swath_application::webhooks::delivery::{
+    DeliverySettings, Dispatcher, Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS,
+};
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
 };
 use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
+    MemoryWebhooks,
 };
 use swath_postgres::PostgresStore;
+use swath_webhook_http::{HttpSender, SenderSettings};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -51,13 +56,15 @@ pub struct Stores {
     /// The live projections' reads and the operator assignments.
     pub projections: Arc<dyn ProjectionStore>,
     pub assignments: Arc<dyn Assignments>,
+    /// Webhook endpoints and their queues of deliveries.
+    pub webhooks: Arc<dyn WebhookStore>,
 }
 
 impl Stores {
     /// PostgreSQL behind every port, the live projections included.
     pub fn postgres(store: PostgresStore) -> Stores {
         let store = Arc::new(store);
-        Stores::of(store.clone(), store.clone(), store)
+        Stores::of(store.clone(), store.clone(), store.clone(), store)
     }
 
     /// The memory adapters: `store` behind every port, and the live projections over the same
@@ -65,14 +72,20 @@ impl Stores {
     pub fn memory(store: MemoryStore) -> Stores {
         let store = Arc::new(store);
         let projections = Arc::new(MemoryProjections::new((*store).clone()));
-        Stores::of(store, projections.clone(), projections)
+        Stores::of(
+            store,
+            projections.clone(),
+            projections,
+            Arc::new(MemoryWebhooks::default()),
+        )
     }
 
-    /// `store` behind every port but the live projections' and the assignments'.
+    /// `store` behind every port but the live projections', the assignments' and the webhooks'.
     fn of<S>(
         store: Arc<S>,
         projections: Arc<dyn ProjectionStore>,
         assignments: Arc<dyn Assignments>,
+        webhooks: Arc<dyn WebhookStore>,
     ) -> Stores
     where
         S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + 'static,
@@ -81,6 +94,7 @@ impl Stores {
         Stores {
             projections,
             assignments,
+            webhooks,
             directory: store.clone(),
             admin: store.clone(),
             tokens: store.clone(),
@@ -179,6 +193,19 @@ pub struct Settings {
     /// How long a mower's latest state is answered from memory (`SWATH_LATEST_CACHE_SECONDS`;
     /// zero: every read asks the store). Decision 134.
     pub latest_cache: Duration,
+    /// How webhooks are delivered (`SWATH_WEBHOOK_*`).
+    pub webhooks: WebhookSettings,
+}
+
+/// How webhooks are delivered.
+#[derive(Clone, Debug, Default)]
+pub struct WebhookSettings {
+    /// Plain `http` and private addresses allowed (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
+    pub allow_private: bool,
+    /// One attempt's total time-out (`SWATH_WEBHOOK_TIMEOUT_SECONDS`); zero: the sender's
+    /// default.
+    pub timeout: Duration,
+    pub delivery: DeliverySettings,
 }
 
 /// The use cases over one set of ports, and the API state that serves them.
@@ -193,6 +220,9 @@ pub struct Wired {
     /// The busy check, run on the watcher's batches.
     pub scheduler: Arc<SchedulerStatus>,
     pub retention: Arc<Retention>,
+    /// The webhook store the delivery reads and writes, and how it delivers.
+    pub webhooks: Arc<dyn WebhookStore>,
+    pub webhook_settings: WebhookSettings,
 }
 
 /// Builds the use cases and the API state over `stores`, `bus` and `clock`. Nothing runs yet:
@@ -212,6 +242,7 @@ pub fn wire(
         retention,
         projections,
         assignments,
+        webhooks,
     } = stores;
     // One wrapped store for every writer and reader, so that each commit of this process
     // forgets the latest rows it replaced before a read can be answered from memory.
@@ -237,8 +268,11 @@ pub fn wire(
     ));
     let state = AppState::new(admin, tokens, telemetry, bus, clock, Arc::clone(&ingest))
         .with_notifications(notifications)
-        .with_projections(Projections::new(projections), assignments);
+        .with_projections(Projections::new(projections), assignments)
+        .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private);
     Wired {
+        webhooks,
+        webhook_settings: settings.webhooks,
         state,
         directory,
         ingest,
@@ -267,6 +301,8 @@ pub struct BackgroundSettings {
 pub struct Background {
     ingest: Subscription,
     watcher: Subscription,
+    webhooks: Subscription,
+    dispatcher: JoinHandle<()>,
     stop: watch::Sender<bool>,
     sweep: JoinHandle<()>,
     retention: Option<JoinHandle<()>>,
@@ -307,7 +343,54 @@ impl Wired {
             )
             .await
             .context("could not subscribe the watcher consumer")?;
+        // Webhooks: every message of the notifications stream is matched against the endpoints,
+        // and acknowledged once its deliveries are stored.
+        let enqueuer = Enqueuer::new(
+            Arc::clone(&self.webhooks),
+            Arc::clone(&self.directory),
+            Arc::clone(&self.state.clock),
+        );
+        let webhooks = bus
+            .subscribe_batch(
+                WEBHOOK_SUBJECTS,
+                WEBHOOK_CONSUMER,
+                BatchSettings {
+                    max_batch: settings.notifications_batch_max,
+                    max_wait: settings.notifications_batch_wait,
+                    ..BatchSettings::default()
+                },
+                Arc::new(enqueuer),
+            )
+            .await
+            .context("could not subscribe the webhook consumer")?;
+        let defaults = SenderSettings::default();
+        let sender = HttpSender::new(SenderSettings {
+            allow_private: self.webhook_settings.allow_private,
+            total_timeout: if self.webhook_settings.timeout.is_zero() {
+                defaults.total_timeout
+            } else {
+                self.webhook_settings.timeout
+            },
+            connect_timeout: defaults.connect_timeout.min(
+                self.webhook_settings
+                    .timeout
+                    .max(Duration::from_millis(100)),
+            ),
+        })
+        .context("could not build the webhook HTTP client")?;
+        let dispatcher = Arc::new(Dispatcher::new(
+            Arc::clone(&self.webhooks),
+            Arc::new(sender),
+            Arc::clone(bus),
+            Arc::clone(&self.state.clock),
+            self.webhook_settings.delivery,
+        ));
         let (stop, stopped) = watch::channel(false);
+        let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
+        tokio::spawn(report_webhook_backlog(
+            Arc::clone(&self.webhooks),
+            stopped.clone(),
+        ));
         tokio::spawn(report_partitions_owned(
             [
                 (subjects::INGEST_CONSUMER, ingest.partitions_owned_counter()),
@@ -334,6 +417,8 @@ impl Wired {
         Ok(Background {
             ingest,
             watcher,
+            webhooks,
+            dispatcher,
             stop,
             sweep,
             retention,
@@ -344,8 +429,16 @@ impl Wired {
 impl Background {
     /// Drains the ingest and watcher consumers, then stops the sweep, retention and the gauge.
     pub async fn stop(self) {
-        tokio::join!(self.ingest.unsubscribe(), self.watcher.unsubscribe());
+        tokio::join!(
+            self.ingest.unsubscribe(),
+            self.watcher.unsubscribe(),
+            self.webhooks.unsubscribe()
+        );
         let _ = self.stop.send(true);
+        // An attempt cut short is made again (at least once): its endpoint's claim lapses.
+        if let Err(e) = self.dispatcher.await {
+            tracing::error!(error = %e, "The webhook dispatcher ended abnormally.");
+        }
         if let Err(e) = self.sweep.await {
             tracing::error!(error = %e, "The offline sweep ended abnormally.");
         }
@@ -373,6 +466,34 @@ async fn report_partitions_owned(
         tokio::select! {
             _ = every.tick() => {}
             _ = stop.wait_for(|stopped| *stopped) => return,
+        }
+    }
+}
+
+/// Keeps `swath_webhook_backlog{webhook_id}` (pending deliveries per endpoint) and
+/// `swath_webhook_endpoints_pending` current, every 10 s until `stop`. Endpoints whose backlog
+/// emptied are set to zero, so that a gauge never shows a stale backlog.
+async fn report_webhook_backlog(store: Arc<dyn WebhookStore>, stop: watch::Receiver<bool>) {
+    let mut ticks = Ticks::new(Duration::from_secs(10), stop);
+    let mut shown: std::collections::HashSet<String> = std::collections::HashSet::new();
+    while ticks.next().await {
+        match store.backlog().await {
+            Ok(backlog) => {
+                let now: std::collections::HashSet<String> =
+                    backlog.iter().map(|(id, _)| id.to_string()).collect();
+                for gone in shown.difference(&now) {
+                    metrics::gauge!("swath_webhook_backlog", "webhook_id" => gone.clone()).set(0.0);
+                }
+                for (id, pending) in &backlog {
+                    metrics::gauge!("swath_webhook_backlog", "webhook_id" => id.to_string())
+                        .set(*pending as f64);
+                }
+                metrics::gauge!("swath_webhook_endpoints_pending").set(backlog.len() as f64);
+                shown = now;
+            }
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "Could not read the webhook backlog.")
+            }
         }
     }
 }

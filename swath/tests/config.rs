@@ -111,6 +111,26 @@ const CASES: &[Case] = &[
         expected: "seconds >= 0",
     },
     Case {
+        env: &[("SWATH_WEBHOOK_ALLOW_PRIVATE", "maybe")],
+        expected: "true",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_RETRY_HORIZON_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_FIRST_RETRY_SECONDS", "-3")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_TIMEOUT_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_CONCURRENCY", "0")],
+        expected: "1..=1000",
+    },
+    Case {
         env: &[("SWATH_STORE", "sqlite")],
         expected: "memory, postgres",
     },

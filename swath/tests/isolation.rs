@@ -16,10 +16,18 @@ use helpers::{TestApp, TOKEN_A_ADMIN, TOKEN_B};
 use serde_json::Value;
 use uuid::Uuid;
 
-/// B's resource of each collection a path may name (`b_import`: an import B made).
-fn foreign_id(app: &TestApp, collection: &str, b_import: Uuid) -> Option<Uuid> {
+/// B's resources made by the test (an import, a webhook endpoint).
+#[derive(Clone, Copy)]
+struct Made {
+    import: Uuid,
+    webhook: Uuid,
+}
+
+/// B's resource of each collection a path may name.
+fn foreign_id(app: &TestApp, collection: &str, b: Made) -> Option<Uuid> {
     Some(match collection {
-        "imports" => b_import,
+        "imports" => b.import,
+        "webhooks" => b.webhook,
         "mowers" => app.b.mowers[0].0,
         "sites" => app.b.sites[0].0,
         "accounts" => app.b.account_id.0,
@@ -37,7 +45,7 @@ struct Call {
 
 /// Every operation of the document with an id in its path, once with B's ids and once with
 /// unknown ones.
-fn calls(app: &TestApp, doc: &Value, b_import: Uuid) -> Vec<(String, Call, Call)> {
+fn calls(app: &TestApp, doc: &Value, b: Made) -> Vec<(String, Call, Call)> {
     let mut calls = Vec::new();
     for (template, item) in doc["paths"].as_object().unwrap() {
         if !template.contains('{') {
@@ -62,7 +70,7 @@ fn calls(app: &TestApp, doc: &Value, b_import: Uuid) -> Vec<(String, Call, Call)
                 };
                 let collection = segments[i - 1];
                 let nested = segments[..i - 1].iter().any(|s| s.starts_with('{'));
-                let id = match foreign_id(app, collection, b_import) {
+                let id = match foreign_id(app, collection, b) {
                     Some(id) => id,
                     None if nested => Uuid::now_v7(),
                     None => panic!(
@@ -138,7 +146,24 @@ async fn another_accounts_ids_answer_exactly_like_unknown_ids_on_every_documente
         .await;
     assert_eq!(b_import.status, StatusCode::ACCEPTED);
     let b_import: Uuid = b_import.json()["id"].as_str().unwrap().parse().unwrap();
-    let calls = calls(&app, &doc, b_import);
+    let b_webhook = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_B),
+            &serde_json::json!({"url": "https://b.example/hook", "kinds": ["error_raised"]}),
+        )
+        .await;
+    assert_eq!(b_webhook.status, StatusCode::CREATED);
+    let b_webhook: Uuid = b_webhook.json()["webhook"]["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let made = Made {
+        import: b_import,
+        webhook: b_webhook,
+    };
+    let calls = calls(&app, &doc, made);
     assert!(
         calls.len() >= 15,
         "the sweep found only {} operations",
@@ -171,6 +196,7 @@ async fn another_accounts_ids_answer_exactly_like_unknown_ids_on_every_documente
         format!("/v1/accounts/{}", app.b.account_id),
         format!("/v1/tokens/{}", app.token_ids[TOKEN_B]),
         format!("/v1/imports/{b_import}"),
+        format!("/v1/webhooks/{b_webhook}"),
     ] {
         let response = app.get(&path, Some(TOKEN_B)).await;
         assert_eq!(response.status, StatusCode::OK, "{path}");
@@ -180,6 +206,14 @@ async fn another_accounts_ids_answer_exactly_like_unknown_ids_on_every_documente
         .await
         .json();
     assert_eq!(b_mower["name"], "Delta", "B's mower was not renamed");
+    let b_hook = app
+        .get(&format!("/v1/webhooks/{b_webhook}"), Some(TOKEN_B))
+        .await
+        .json();
+    assert_eq!(
+        b_hook["url"], "https://b.example/hook",
+        "B's webhook was not changed"
+    );
 }
 
 /// The sweep covers every kind of operation this API has on ids: reads, changes and deletes.

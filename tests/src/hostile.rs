@@ -11,8 +11,8 @@
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
-/// One operation with a JSON body: method, path (with `{site}`, `{mower}`, `{zone}` and
-/// `{assignment}` placeholders) and a body it accepts.
+/// One operation with a JSON body: method, path (with `{site}`, `{mower}`, `{zone}`,
+/// `{assignment}` and `{webhook}` placeholders) and a body it accepts.
 pub struct Entry {
     pub method: &'static str,
     pub path: &'static str,
@@ -88,6 +88,18 @@ pub fn table() -> Vec<Entry> {
             method: "POST",
             path: "/v1/tokens",
             body: json!({"name": "Home Assistant", "scopes": ["read"], "sites": ["{site}"]}),
+        },
+        Entry {
+            method: "POST",
+            path: "/v1/webhooks",
+            body: json!({"url": "https://hooks.example.com/swath", "kinds": ["error_raised"],
+                "mowers": ["{mower}"], "sites": ["{site}"], "enabled": true}),
+        },
+        Entry {
+            method: "PATCH",
+            path: "/v1/webhooks/{webhook}",
+            body: json!({"url": "https://hooks.example.com/other", "kinds": ["alert_cleared"],
+                "mowers": ["{mower}"], "sites": ["{site}"], "enabled": false}),
         },
         Entry {
             method: "POST",
@@ -297,7 +309,8 @@ fn schema_strings(
     }
 }
 
-/// Replaces the `{site}`, `{mower}`, `{new_mower}`, `{account}`, `{zone}` and `{assignment}` placeholders of a
+/// Replaces the `{site}`, `{mower}`, `{new_mower}`, `{account}`, `{zone}`, `{assignment}` and
+/// `{webhook}` placeholders of a
 /// path or of a body's string values.
 pub fn fill(text: &str, ids: &Map<String, Value>) -> String {
     let mut text = text.to_owned();

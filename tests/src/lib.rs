@@ -1,6 +1,7 @@
 //! Swath's contract suites and end-to-end tests.
 //!
 //! # Layout
+//! - [`webhook_contract`]: the webhook store's scenarios, for every adapter.
 //! - [`postgres`]: fresh PostgreSQL test databases (`SWATH_TEST_DATABASE_URL`).
 //! - [`support`]: the seeded fleet, store factories, a recording bus.
 //! - [`faults`]: a watch and zone store that fails a step or runs a concurrent change on demand.
@@ -64,4 +65,5 @@ pub mod support;
 pub mod telemetry_contract;
 pub mod traces;
 pub mod watch_contract;
+pub mod webhook_contract;
 pub mod zone_contract;

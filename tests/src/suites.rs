@@ -30,7 +30,8 @@
 //!
 //! - a factory (`api_contract`, `telemetry_contract`, `projections_contract`,
 //!   `retention_contract`, `watch_contract`, `zone_contract`, `geofence_contract`,
-//!   `feed_contract`, `reuse_contract`): the adapter gives `#[test] factory = <expr>`, the
+//!   `feed_contract`, `reuse_contract`,
+//!   `webhook_contract`): the adapter gives `#[test] factory = <expr>`, the
 //!   expression evaluated once per test, so that every test has a factory of its own;
 //! - a bus and a subject prefix (`bus_contract`): `#[test] bus = <future of a DynBus>,
 //!   root = <first subject tokens>`; each test gets a run-unique prefix
@@ -114,6 +115,15 @@ macro_rules! contract_suite {
             a_geofence_is_parsed_once_per_version,
             jitter_within_accuracy_raises_no_alarm,
             a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm,
+        );
+    };
+    (webhook_contract, $($adapter:tt)*) => {
+        $crate::contract_tests!(factory webhook_contract [$($adapter)*]
+            endpoints_are_kept_to_their_account,
+            enqueue_is_idempotent,
+            deliveries_are_claimed_in_order_one_per_endpoint,
+            concurrent_claims_never_share_an_endpoint,
+            disabling_fails_pending_and_retry_revives,
         );
     };
     (feed_contract, $($adapter:tt)*) => {

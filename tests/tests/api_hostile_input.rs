@@ -93,6 +93,16 @@ impl App {
         assert_eq!(status, StatusCode::CREATED, "{assignment}");
         app.ids
             .insert("assignment".into(), assignment["id"].clone());
+        let (status, webhook) = app
+            .send(
+                "POST",
+                "/v1/webhooks",
+                &json!({"url": "https://hooks.example.com/seed", "kinds": ["error_raised"]}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{webhook}");
+        app.ids
+            .insert("webhook".into(), webhook["webhook"]["id"].clone());
         app
     }
 

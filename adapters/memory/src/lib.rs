@@ -11,6 +11,7 @@
 //!   [`MemoryStore`]: watch rows, geofences, zones, events, alerts.
 //! - [`projections`]: [`MemoryProjections`], the live projections' reads and operator
 //!   assignments over a [`MemoryStore`].
+//! - [`webhooks`]: [`MemoryWebhooks`], webhook endpoints and their queues of deliveries.
 
 pub mod store;
 pub use store::{MemoryStore, MemoryStoreSettings, DEFAULT_HISTORY_PER_MOWER};
@@ -23,4 +24,7 @@ pub mod watch;
 pub mod retention;
 
 pub mod projections;
+
+pub mod webhooks;
 pub use projections::MemoryProjections;
+pub use webhooks::MemoryWebhooks;

@@ -39,6 +39,7 @@ mod reads;
 mod retention;
 mod telemetry;
 mod watch;
+mod webhooks;
 
 pub use reads::READ_CONNECTIONS;
 

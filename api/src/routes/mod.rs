@@ -18,6 +18,7 @@ pub mod sites;
 pub mod states;
 pub mod telemetry;
 pub mod tokens;
+pub mod webhooks;
 
 use crate::error::ApiError;
 use axum::http::{header, HeaderName, HeaderValue};

@@ -17,6 +17,7 @@ mod retention;
 mod telemetry;
 mod tokens;
 mod watch;
+mod webhooks;
 
 pub use bus::{
     BatchHandler, BatchSettings, BusError, EventBus, HandlerError, LiveOptions, LiveSubscription,
@@ -42,4 +43,8 @@ pub use tokens::{
 pub use watch::{
     AlertCursor, AlertQuery, EventQuery, GeofenceStore, NotificationFeed, NotificationPorts,
     WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
+};
+pub use webhooks::{
+    Attempt, Delivery, DeliveryOutcome, NewDelivery, SendResult, WebhookError, WebhookSender,
+    WebhookStore,
 };

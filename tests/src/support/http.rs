@@ -25,6 +25,7 @@ pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
         offline_after: DEFAULT_OFFLINE_AFTER,
         retention: RetentionPolicy::default(),
         latest_cache: LATEST_CACHE_TTL,
+        webhooks: swath::wiring::WebhookSettings::default(),
     };
     wire(stores, bus, clock, settings)
 }

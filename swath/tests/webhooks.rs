@@ -1,0 +1,251 @@
+//! `/v1/webhooks` (scope `admin`): an endpoint's secret is shown once, lists and reads never show
+//! it, endpoints keep to their account and the caller's sites, and the delivery log pages.
+
+mod helpers;
+
+use axum::http::StatusCode;
+use helpers::{TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH_ADMIN, TOKEN_B};
+use serde_json::{json, Value};
+
+/// Hides the random secret (after checking its form) and the derived delivery ids.
+fn scrub(mut body: Value) -> Value {
+    if let Some(secret) = body.get_mut("secret") {
+        let text = secret.as_str().unwrap();
+        assert!(text.starts_with("whsec_") && text.len() > 30, "{text}");
+        *secret = json!("[secret]");
+    }
+    body
+}
+
+#[tokio::test]
+async fn an_endpoint_is_created_shown_once_changed_rotated_and_deleted() {
+    let app = TestApp::spawn().await;
+    let created = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_ADMIN),
+            &json!({"url": "https://hooks.example.com/swath", "kinds": ["error_raised", "alert_cleared", "error_raised"]}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let body = created.json();
+    let secret = body["secret"].as_str().unwrap().to_owned();
+    let id = body["webhook"]["id"].as_str().unwrap().to_owned();
+    assert_eq!(
+        created.header("location"),
+        Some(format!("/v1/webhooks/{id}").as_str())
+    );
+    redacted_snapshot!("webhook_created", &scrub(body));
+
+    let list = app.get("/v1/webhooks", Some(TOKEN_A_ADMIN)).await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert!(!String::from_utf8_lossy(&list.body).contains(&secret));
+    redacted_snapshot!("webhooks", &list.json());
+    let one = app
+        .get(&format!("/v1/webhooks/{id}"), Some(TOKEN_A_ADMIN))
+        .await;
+    assert_eq!(one.status, StatusCode::OK);
+    assert!(!String::from_utf8_lossy(&one.body).contains(&secret));
+
+    let changed = app
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            Some(TOKEN_A_ADMIN),
+            &json!({"enabled": false, "sites": [app.a.sites[0]]}),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::OK);
+    assert_eq!(changed.json()["enabled"], false);
+    assert_eq!(changed.json()["sites"], json!([app.a.sites[0]]));
+    let lifted = app
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            Some(TOKEN_A_ADMIN),
+            &json!({"sites": null}),
+        )
+        .await;
+    assert_eq!(lifted.json()["sites"], Value::Null, "null lifts the filter");
+    assert_eq!(lifted.json()["enabled"], false, "absent fields stay");
+
+    let rotated = app
+        .post(
+            &format!("/v1/webhooks/{id}/rotate-secret"),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(rotated.status, StatusCode::OK);
+    let rotated = rotated.json();
+    assert_ne!(rotated["secret"], json!(secret));
+    assert!(
+        rotated["webhook"]["previous_secret_expires_at"].is_string(),
+        "the old secret signs for a grace period"
+    );
+    redacted_snapshot!("webhook_rotated", &scrub(rotated));
+
+    let deleted = app
+        .delete(&format!("/v1/webhooks/{id}"), Some(TOKEN_A_ADMIN))
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    let gone = app
+        .get(&format!("/v1/webhooks/{id}"), Some(TOKEN_A_ADMIN))
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn endpoints_keep_to_their_account_scope_and_sites() {
+    let app = TestApp::spawn().await;
+    let problems = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_ADMIN),
+            &json!({"url": "http://hooks.example.com/", "kinds": ["error_raised"], "mowers": [app.b.mowers[0]]}),
+        )
+        .await;
+    assert_eq!(problems.status, StatusCode::UNPROCESSABLE_ENTITY);
+    redacted_snapshot!("webhook_refused", &problems.json());
+
+    let read_only = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A),
+            &json!({"url": "https://hooks.example.com/", "kinds": ["error_raised"]}),
+        )
+        .await;
+    assert_eq!(read_only.status, StatusCode::FORBIDDEN);
+
+    let south = app.a.sites[1];
+    let unlimited_from_south = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_SOUTH_ADMIN),
+            &json!({"url": "https://hooks.example.com/", "kinds": ["error_raised"]}),
+        )
+        .await;
+    assert_eq!(
+        unlimited_from_south.status,
+        StatusCode::UNPROCESSABLE_ENTITY
+    );
+    let south_only = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_SOUTH_ADMIN),
+            &json!({"url": "https://hooks.example.com/s", "kinds": ["error_raised"], "sites": [south]}),
+        )
+        .await;
+    assert_eq!(south_only.status, StatusCode::CREATED);
+    let unlimited = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_ADMIN),
+            &json!({"url": "https://hooks.example.com/all", "kinds": ["blade_due"]}),
+        )
+        .await;
+    let unlimited_id = unlimited.json()["webhook"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let seen_by_south = app
+        .get("/v1/webhooks", Some(TOKEN_A_SOUTH_ADMIN))
+        .await
+        .json();
+    assert_eq!(seen_by_south["items"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        app.get(
+            &format!("/v1/webhooks/{unlimited_id}"),
+            Some(TOKEN_A_SOUTH_ADMIN)
+        )
+        .await
+        .status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get(&format!("/v1/webhooks/{unlimited_id}"), Some(TOKEN_B))
+            .await
+            .status,
+        StatusCode::NOT_FOUND,
+        "another account's endpoint is absent"
+    );
+    assert_eq!(
+        app.get("/v1/webhooks", Some(TOKEN_B)).await.json()["items"],
+        json!([])
+    );
+    let page = app
+        .get("/v1/webhooks?limit=1", Some(TOKEN_A_ADMIN))
+        .await
+        .json();
+    assert_eq!(page["truncated"], true);
+    let cursor = page["next_cursor"].as_str().unwrap();
+    let next = app
+        .get(
+            &format!("/v1/webhooks?limit=1&cursor={cursor}"),
+            Some(TOKEN_A_ADMIN),
+        )
+        .await
+        .json();
+    assert_eq!(next["items"][0]["id"], json!(unlimited_id));
+    assert_eq!(next["truncated"], false);
+    app.assert_empty_cursor_is_the_first_page("/v1/webhooks?limit=1", TOKEN_A_ADMIN)
+        .await;
+}
+
+#[tokio::test]
+async fn a_test_message_is_logged_and_can_be_retried() {
+    let app = TestApp::spawn().await;
+    let created = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_ADMIN),
+            &json!({"url": "https://hooks.example.com/", "kinds": ["went_offline"]}),
+        )
+        .await
+        .json();
+    let id = created["webhook"]["id"].as_str().unwrap();
+    for _ in 0..2 {
+        let test = app
+            .post(
+                &format!("/v1/webhooks/{id}/test"),
+                Some(TOKEN_A_ADMIN),
+                &json!({}),
+            )
+            .await;
+        assert_eq!(test.status, StatusCode::ACCEPTED);
+        assert_eq!(test.json()["outcome"], "pending");
+    }
+    let page = app
+        .get(
+            &format!("/v1/webhooks/{id}/deliveries?limit=1"),
+            Some(TOKEN_A_ADMIN),
+        )
+        .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let mut page = page.json();
+    assert_eq!(page["truncated"], true);
+    let delivery = page["items"][0]["id"].as_str().unwrap().to_owned();
+    page["items"][0]["id"] = json!("[delivery id]");
+    page["next_cursor"] = json!("[cursor]");
+    redacted_snapshot!("webhook_deliveries", &page);
+    let retried = app
+        .post(
+            &format!("/v1/webhooks/{id}/deliveries/{delivery}/retry"),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(retried.status, StatusCode::ACCEPTED);
+    assert_eq!(retried.json()["id"], json!(delivery));
+    let unknown = app
+        .post(
+            &format!("/v1/webhooks/{id}/deliveries/{}/retry", uuid::Uuid::nil()),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let foreign = app
+        .get(&format!("/v1/webhooks/{id}/deliveries"), Some(TOKEN_B))
+        .await;
+    assert_eq!(foreign.status, StatusCode::NOT_FOUND);
+}

@@ -1,0 +1,7 @@
+//! The webhook store's contract, against the memory store.
+
+swath_tests::contract_suite!(
+    webhook_contract,
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    factory = swath_tests::webhook_contract::MemoryWebhookFactory,
+);
