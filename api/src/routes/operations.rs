@@ -418,6 +418,31 @@ fn describe_metrics() {
     );
     describe_counter!("swath_events_total", "Events the watcher derived, by kind.");
     describe_counter!(
+        "swath_webhook_enqueued_total",
+        "Webhook deliveries enqueued: one per matching endpoint and notification."
+    );
+    describe_counter!(
+        "swath_webhook_deliveries_total",
+        "Webhook delivery attempts, by outcome (delivered, failed, refused, gone)."
+    );
+    describe_histogram!(
+        "swath_webhook_attempt_seconds",
+        Unit::Seconds,
+        "Time of a webhook delivery attempt, from the request to the answer or the time-out."
+    );
+    describe_counter!(
+        "swath_webhook_endpoints_disabled_total",
+        "Webhook endpoints Swath disabled (retry horizon passed, or 410 Gone)."
+    );
+    describe_gauge!(
+        "swath_webhook_backlog",
+        "Pending webhook deliveries of an endpoint (label `webhook_id`)."
+    );
+    describe_gauge!(
+        "swath_webhook_endpoints_pending",
+        "Webhook endpoints with at least one pending delivery."
+    );
+    describe_counter!(
         "swath_alerts_cleared_without_event_total",
         "Alerts cleared without an event of their own, by kind."
     );
