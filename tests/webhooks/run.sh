@@ -15,7 +15,8 @@ cd "$(dirname "$0")/../.."
 STANDARDWEBHOOKS_VERSION=1.1.0
 VENV=target/webhooks-venv
 WORK=$(mktemp -d -t swath-webhooks.XXXXXX)
-TOKEN=webhooks-e2e-token
+# At least 32 characters: on PostgreSQL a shorter demo token is refused at start-up (decision 142).
+TOKEN=webhooks-end-to-end-demo-token-0123456789
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
