@@ -12,11 +12,11 @@ from homeassistant.components.binary_sensor import (
     BinarySensorEntityDescription,
 )
 from homeassistant.const import EntityCategory
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
-from .entity import SwathEntity, new_mowers
+from .entity import SwathEntity, add_entities_per_mower
 
 
 def has_problem(mower: MowerData) -> bool:
@@ -76,19 +76,14 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the binary sensors of each mower, now and whenever Swath gains one."""
-    coordinator = entry.runtime_data
-    known: set[str] = set()
-
-    @callback
-    def add() -> None:
-        async_add_entities(
+    add_entities_per_mower(
+        entry,
+        async_add_entities,
+        lambda coordinator, mower_id: (
             SwathBinarySensor(coordinator, mower_id, description)
-            for mower_id in new_mowers(coordinator, known)
             for description in BINARY_SENSORS
-        )
-
-    add()
-    entry.async_on_unload(coordinator.async_add_listener(add))
+        ),
+    )
 
 
 class SwathBinarySensor(SwathEntity, BinarySensorEntity):

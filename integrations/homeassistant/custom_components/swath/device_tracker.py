@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from homeassistant.components.device_tracker import SourceType, TrackerEntity
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import SwathConfigEntry, SwathCoordinator
-from .entity import SwathEntity, new_mowers
+from .entity import SwathEntity, add_entities_per_mower
 
 
 async def async_setup_entry(
@@ -16,17 +16,11 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add a tracker per mower, now and whenever Swath gains one."""
-    coordinator = entry.runtime_data
-    known: set[str] = set()
-
-    @callback
-    def add() -> None:
-        async_add_entities(
-            SwathTracker(coordinator, mower_id) for mower_id in new_mowers(coordinator, known)
-        )
-
-    add()
-    entry.async_on_unload(coordinator.async_add_listener(add))
+    add_entities_per_mower(
+        entry,
+        async_add_entities,
+        lambda coordinator, mower_id: [SwathTracker(coordinator, mower_id)],
+    )
 
 
 class SwathTracker(SwathEntity, TrackerEntity):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
+from homeassistant.core import callback
 from homeassistant.helpers.device_registry import DeviceInfo
+from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
 from .const import DOMAIN
-from .coordinator import MowerData, SwathCoordinator
+from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
 
 
 class SwathEntity(CoordinatorEntity[SwathCoordinator]):
@@ -61,3 +65,24 @@ def new_mowers(coordinator: SwathCoordinator, known: set[str]) -> set[str]:
     added = current - known
     known |= added
     return added
+
+
+def add_entities_per_mower(
+    entry: SwathConfigEntry,
+    async_add_entities: AddConfigEntryEntitiesCallback,
+    entities_of: Callable[[SwathCoordinator, str], Iterable[SwathEntity]],
+) -> None:
+    """Add a platform's entities of each mower, now and whenever Swath gains one."""
+    coordinator = entry.runtime_data
+    known: set[str] = set()
+
+    @callback
+    def add() -> None:
+        async_add_entities(
+            entity
+            for mower_id in new_mowers(coordinator, known)
+            for entity in entities_of(coordinator, mower_id)
+        )
+
+    add()
+    entry.async_on_unload(coordinator.async_add_listener(add))

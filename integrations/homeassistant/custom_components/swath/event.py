@@ -11,7 +11,7 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import EVENT_KINDS
 from .coordinator import SwathConfigEntry, SwathCoordinator
-from .entity import SwathEntity, new_mowers
+from .entity import SwathEntity, add_entities_per_mower
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -22,17 +22,11 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add an event entity per mower, now and whenever Swath gains one."""
-    coordinator = entry.runtime_data
-    known: set[str] = set()
-
-    @callback
-    def add() -> None:
-        async_add_entities(
-            SwathEvent(coordinator, mower_id) for mower_id in new_mowers(coordinator, known)
-        )
-
-    add()
-    entry.async_on_unload(coordinator.async_add_listener(add))
+    add_entities_per_mower(
+        entry,
+        async_add_entities,
+        lambda coordinator, mower_id: [SwathEvent(coordinator, mower_id)],
+    )
 
 
 class SwathEvent(SwathEntity, EventEntity):

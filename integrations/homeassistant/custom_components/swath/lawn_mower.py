@@ -7,11 +7,11 @@ from homeassistant.components.lawn_mower import (
     LawnMowerEntity,
     LawnMowerEntityFeature,
 )
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import SwathConfigEntry, SwathCoordinator
-from .entity import SwathEntity, new_mowers
+from .entity import SwathEntity, add_entities_per_mower
 
 
 async def async_setup_entry(
@@ -20,17 +20,11 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add a lawn mower per mower, now and whenever Swath gains one."""
-    coordinator = entry.runtime_data
-    known: set[str] = set()
-
-    @callback
-    def add() -> None:
-        async_add_entities(
-            SwathLawnMower(coordinator, mower_id) for mower_id in new_mowers(coordinator, known)
-        )
-
-    add()
-    entry.async_on_unload(coordinator.async_add_listener(add))
+    add_entities_per_mower(
+        entry,
+        async_add_entities,
+        lambda coordinator, mower_id: [SwathLawnMower(coordinator, mower_id)],
+    )
 
 
 class SwathLawnMower(SwathEntity, LawnMowerEntity):

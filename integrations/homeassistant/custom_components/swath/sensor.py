@@ -14,12 +14,12 @@ from homeassistant.components.sensor import (
     SensorStateClass,
 )
 from homeassistant.const import PERCENTAGE, EntityCategory, UnitOfLength, UnitOfTime
-from homeassistant.core import HomeAssistant, callback
+from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import dt as dt_util
 
 from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
-from .entity import SwathEntity, new_mowers
+from .entity import SwathEntity, add_entities_per_mower
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,19 +110,11 @@ async def async_setup_entry(
     async_add_entities: AddConfigEntryEntitiesCallback,
 ) -> None:
     """Add the sensors of each mower, now and whenever Swath gains one."""
-    coordinator = entry.runtime_data
-    known: set[str] = set()
-
-    @callback
-    def add() -> None:
-        async_add_entities(
-            SwathSensor(coordinator, mower_id, description)
-            for mower_id in new_mowers(coordinator, known)
-            for description in SENSORS
-        )
-
-    add()
-    entry.async_on_unload(coordinator.async_add_listener(add))
+    add_entities_per_mower(
+        entry,
+        async_add_entities,
+        lambda coordinator, mower_id: (SwathSensor(coordinator, mower_id, description) for description in SENSORS),
+    )
 
 
 class SwathSensor(SwathEntity, SensorEntity):
