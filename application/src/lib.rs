@@ -25,6 +25,8 @@
 //!   operator (`swath import`) or a token's principal.
 //! - [`imports`]: the imports made over the API, and the records their importers poll.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
+//! - [`consume`]: what both consumers of the telemetry stream do with a message (parse it, settle
+//!   its outcome); [`publish`]: what a commit tells the bus after it (events, alerts cleared).
 //! - [`watcher`]: the notification rules' consumer (events, alerts, geofences) and the offline
 //!   sweep (docs/rules.md §4).
 //! - [`retention`]: retention and downsampling of history and positions, by steps under a
@@ -40,6 +42,7 @@
 
 pub mod access;
 pub mod availability;
+pub mod consume;
 pub mod group_commit;
 pub mod import;
 pub mod imports;
@@ -49,6 +52,7 @@ pub mod live_feed;
 pub mod mower_data;
 pub mod ports;
 pub mod projections;
+pub mod publish;
 pub mod retention;
 pub mod scheduler;
 pub mod sentinel;
@@ -60,8 +64,9 @@ pub mod watcher;
 pub mod webhooks;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
+pub use consume::parse_message;
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
-pub use ingest::{parse_message, Ingest, IngestError, IngestHandler};
+pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerZones};
 pub use projections::Projections;
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};

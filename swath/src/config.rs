@@ -3,58 +3,15 @@
 //! starts anything ([`crate::wiring`] does).
 //!
 //! # Layout
-//! - [`Cli`], [`Command`]: the command line; [`parse_cli`] adds every serve setting to `--help`.
-//! - [`ServeArgs`], [`StoreArgs`], [`LogArgs`], and the arguments of the other subcommands.
+//! - [`ServeArgs`], [`StoreArgs`], [`LogArgs`], [`RetentionArgs`], and the arguments of the other
+//!   subcommands; the command tree that holds them is [`crate::cli`].
 //! - The value parsers, which check a value when it is read; [`init_tracing`].
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 use std::time::Duration;
+use swath_application::RetentionPolicy;
 use swath_memory::DEFAULT_HISTORY_PER_MOWER;
 use tracing_subscriber::EnvFilter;
-
-/// Swath: telemetry of a robot lawn mower fleet.
-#[derive(Debug, Parser)]
-#[command(name = "swath", version)]
-pub struct Cli {
-    /// What to do; `serve` when omitted.
-    #[command(subcommand)]
-    pub command: Option<Command>,
-    #[command(flatten)]
-    pub log: LogArgs,
-}
-
-/// `swath` without a subcommand serves with the settings of the environment. Parsed only then, so
-/// that `swath openapi` does not depend on the serve settings.
-#[derive(Debug, Parser)]
-#[command(name = "swath")]
-pub struct ServeFromEnv {
-    #[command(flatten)]
-    pub serve: ServeArgs,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Serve the API on the configured adapters (the default).
-    Serve(Box<ServeArgs>),
-    /// Print the OpenAPI document (pretty JSON) to stdout. Regenerates the committed copy:
-    /// `cargo run -p swath -- openapi > openapi/openapi.json`.
-    Openapi,
-    /// Import state reports from an NDJSON file (one report per line), 200 per transaction
-    /// through the ingest path, with a progress bar and a summary.
-    Import(ImportArgs),
-    /// Print the states the demo fleet (created in the store if missing) would have reported over
-    /// the past hours, as NDJSON for `swath import`: `swath simulate --hours 1 > states.ndjson`.
-    Simulate(SimulateArgs),
-    /// API tokens: `swath token create --account <id> --scopes read,write,admin`.
-    #[command(subcommand)]
-    Token(crate::admin_cli::TokenCommand),
-    /// Accounts: `swath account create --name <name>`.
-    #[command(subcommand)]
-    Account(crate::admin_cli::AccountCommand),
-    /// Maintenance: `swath maintenance retention [--dry-run]`.
-    #[command(subcommand)]
-    Maintenance(crate::maintenance_cli::MaintenanceCommand),
-}
 
 #[derive(Clone, Debug, Args)]
 pub struct ImportArgs {
@@ -191,26 +148,6 @@ pub struct WebhookArgs {
         value_name = "SWATH_WEBHOOK_CONCURRENCY", default_value_t = 16,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: u32,
-}
-
-impl WebhookArgs {
-    /// The wiring's webhook settings.
-    pub fn settings(&self) -> crate::wiring::WebhookSettings {
-        use swath_application::webhooks::delivery::DeliverySettings;
-        crate::wiring::WebhookSettings {
-            allow_private: self.allow_private,
-            timeout: self.timeout,
-            delivery: DeliverySettings {
-                horizon: self.retry_horizon,
-                first_backoff: self.first_retry,
-                concurrency: self.concurrency as usize,
-                // Longer than an attempt may take, so that no other replica attempts the same
-                // endpoint meanwhile.
-                claim: self.timeout + Duration::from_secs(30),
-                ..DeliverySettings::default()
-            },
-        }
-    }
 }
 
 #[derive(Debug, Args)]
@@ -379,7 +316,61 @@ pub struct ServeArgs {
     )]
     pub nats_tls_ca: Option<std::path::PathBuf>,
     #[command(flatten)]
-    pub retention: crate::maintenance_cli::RetentionScheduleArgs,
+    pub retention: RetentionScheduleArgs,
+}
+
+/// How long history and positions are kept (issue 8; see docs/operations.md).
+#[derive(Clone, Debug, Args)]
+pub struct RetentionArgs {
+    /// Days positions are kept at full resolution; older ones are downsampled to the first
+    /// position of each mower and minute.
+    #[arg(long = "track-full-days", env = "SWATH_TRACK_FULL_DAYS",
+        value_name = "SWATH_TRACK_FULL_DAYS", default_value_t = 30,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub track_full_days: u32,
+    /// Days positions are kept at all; older ones are deleted. At least SWATH_TRACK_FULL_DAYS.
+    #[arg(long = "track-keep-days", env = "SWATH_TRACK_KEEP_DAYS",
+        value_name = "SWATH_TRACK_KEEP_DAYS", default_value_t = 365,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub track_keep_days: u32,
+    /// Days history rows are kept; older ones are deleted. Latest states, health and day totals
+    /// are kept forever.
+    #[arg(long = "history-keep-days", env = "SWATH_HISTORY_KEEP_DAYS",
+        value_name = "SWATH_HISTORY_KEEP_DAYS", default_value_t = 365,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub history_keep_days: u32,
+}
+
+impl RetentionArgs {
+    /// The policy; an inconsistent one stops start-up with a clap error (exit status 2) naming
+    /// both variables, like any other invalid setting.
+    pub fn policy<C: clap::CommandFactory>(&self) -> RetentionPolicy {
+        RetentionPolicy {
+            track_full_days: self.track_full_days,
+            track_keep_days: self.track_keep_days,
+            history_keep_days: self.history_keep_days,
+        }
+        .validate()
+        .unwrap_or_else(|e| {
+            C::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, e.to_string())
+                .exit()
+        })
+    }
+}
+
+/// How often `swath serve` runs retention.
+#[derive(Clone, Debug, Args)]
+pub struct RetentionScheduleArgs {
+    /// How often this replica runs retention, in seconds (the first run at start-up). Of several
+    /// replicas, one runs at a time; the others skip. 0: never (run `swath maintenance retention`
+    /// from cron instead).
+    #[arg(long = "retention-interval-seconds", env = "SWATH_RETENTION_INTERVAL_SECONDS",
+        value_name = "SWATH_RETENTION_INTERVAL_SECONDS", default_value = "3600",
+        value_parser = parse_seconds)]
+    pub interval: Duration,
+    #[command(flatten)]
+    pub retention: RetentionArgs,
 }
 
 /// A duration in seconds: finite and not negative, fractions allowed.
@@ -506,26 +497,6 @@ pub fn parse_session_secret(value: &str) -> Result<String, String> {
         ));
     }
     Ok(value.to_owned())
-}
-
-/// Parses the command line. `swath --help` also lists every setting of `swath serve` (what
-/// `swath` alone runs) with its variable and default, so that one page names them all.
-pub fn parse_cli() -> Cli {
-    use clap::{CommandFactory, FromArgMatches};
-    let mut settings = String::from(
-        "Settings of `swath` and `swath serve` (environment variable [default]; details: \
-         `swath serve --help`):\n",
-    );
-    for arg in ServeFromEnv::command().get_arguments() {
-        let Some(env) = arg.get_env() else { continue };
-        let default = arg
-            .get_default_values()
-            .first()
-            .map_or_else(|| "-".to_owned(), |v| v.to_string_lossy().into_owned());
-        settings.push_str(&format!("  {} [{default}]\n", env.to_string_lossy()));
-    }
-    let matches = Cli::command().after_help(settings).get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Logs go to stderr: in colour only when it is a terminal (never escape codes in a file or a

@@ -4,13 +4,15 @@
 //! crate: `swath-api` sees ports only.
 //!
 //! # Layout
-//! - [`config`]: the command line and the `SWATH_*` settings.
+//! - [`cli`]: the command line, the subcommands and their arguments.
+//! - [`config`]: the `SWATH_*` settings.
 //! - [`wiring`]: settings to adapters, ports to use cases and the API state, background tasks.
 //! - [`serve`]: `swath serve`, start-up and shutdown in order.
 //! - [`demo`]: when the demo account and token are made, and the demo token's rules.
 //! - [`import_cli`], [`admin_cli`], [`maintenance_cli`]: the other subcommands.
 
 pub mod admin_cli;
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod import_cli;

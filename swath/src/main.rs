@@ -3,12 +3,13 @@
 //!
 //! `swath` (or `swath serve`) serves everything on the memory adapters with a simulated demo
 //! fleet; `swath openapi` prints the OpenAPI document (the command that regenerates
-//! `openapi/openapi.json`). The settings are in [`swath::config`], the wiring in
-//! [`swath::wiring`], serving in [`swath::serve`].
+//! `openapi/openapi.json`). The command line is in [`swath::cli`], the settings in
+//! [`swath::config`], the wiring in [`swath::wiring`], serving in [`swath::serve`].
 
 use anyhow::Context;
 use clap::Parser;
-use swath::config::{init_tracing, parse_cli, Command, ServeFromEnv};
+use swath::cli::{parse_cli, Cli, Command, ServeFromEnv};
+use swath::config::init_tracing;
 use swath::serve::serve;
 use swath::{admin_cli, import_cli, maintenance_cli};
 
@@ -30,7 +31,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Command::Simulate(args)) => import_cli::simulate(args).await,
         Some(Command::Token(command)) => admin_cli::token(command).await,
         Some(Command::Account(command)) => admin_cli::account(command).await,
-        Some(Command::Maintenance(command)) => maintenance_cli::maintenance(command).await,
+        Some(Command::Maintenance(command)) => maintenance_cli::maintenance::<Cli>(command).await,
         None => serve(ServeFromEnv::parse_from(["swath"]).serve).await,
     }
 }

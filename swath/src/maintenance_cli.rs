@@ -1,68 +1,13 @@
-//! `swath maintenance …`: operator commands that keep the store in shape, and the retention
-//! settings `swath serve` shares with them.
+//! `swath maintenance …`: operator commands that keep the store in shape (their retention
+//! settings, shared with `swath serve`, are [`RetentionArgs`]).
 
-use crate::config::StoreArgs;
+use crate::config::{RetentionArgs, StoreArgs};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use std::sync::Arc;
-use std::time::Duration;
 use swath_application::ports::SystemClock;
 use swath_application::retention::RunOptions;
-use swath_application::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
-
-/// How long history and positions are kept (issue 8; see docs/operations.md).
-#[derive(Clone, Debug, Args)]
-pub struct RetentionArgs {
-    /// Days positions are kept at full resolution; older ones are downsampled to the first
-    /// position of each mower and minute.
-    #[arg(long = "track-full-days", env = "SWATH_TRACK_FULL_DAYS",
-        value_name = "SWATH_TRACK_FULL_DAYS", default_value_t = 30,
-        value_parser = clap::value_parser!(u32).range(1..=36_500))]
-    pub track_full_days: u32,
-    /// Days positions are kept at all; older ones are deleted. At least SWATH_TRACK_FULL_DAYS.
-    #[arg(long = "track-keep-days", env = "SWATH_TRACK_KEEP_DAYS",
-        value_name = "SWATH_TRACK_KEEP_DAYS", default_value_t = 365,
-        value_parser = clap::value_parser!(u32).range(1..=36_500))]
-    pub track_keep_days: u32,
-    /// Days history rows are kept; older ones are deleted. Latest states, health and day totals
-    /// are kept forever.
-    #[arg(long = "history-keep-days", env = "SWATH_HISTORY_KEEP_DAYS",
-        value_name = "SWATH_HISTORY_KEEP_DAYS", default_value_t = 365,
-        value_parser = clap::value_parser!(u32).range(1..=36_500))]
-    pub history_keep_days: u32,
-}
-
-impl RetentionArgs {
-    /// The policy; an inconsistent one stops start-up with a clap error (exit status 2) naming
-    /// both variables, like any other invalid setting.
-    pub fn policy<C: clap::CommandFactory>(&self) -> RetentionPolicy {
-        RetentionPolicy {
-            track_full_days: self.track_full_days,
-            track_keep_days: self.track_keep_days,
-            history_keep_days: self.history_keep_days,
-        }
-        .validate()
-        .unwrap_or_else(|e| {
-            C::command()
-                .error(clap::error::ErrorKind::ArgumentConflict, e.to_string())
-                .exit()
-        })
-    }
-}
-
-/// How often `swath serve` runs retention.
-#[derive(Clone, Debug, Args)]
-pub struct RetentionScheduleArgs {
-    /// How often this replica runs retention, in seconds (the first run at start-up). Of several
-    /// replicas, one runs at a time; the others skip. 0: never (run `swath maintenance retention`
-    /// from cron instead).
-    #[arg(long = "retention-interval-seconds", env = "SWATH_RETENTION_INTERVAL_SECONDS",
-        value_name = "SWATH_RETENTION_INTERVAL_SECONDS", default_value = "3600",
-        value_parser = crate::config::parse_seconds)]
-    pub interval: Duration,
-    #[command(flatten)]
-    pub retention: RetentionArgs,
-}
+use swath_application::{Retention, RetentionOutcome, RetentionSummary};
 
 #[derive(Debug, Subcommand)]
 pub enum MaintenanceCommand {
@@ -84,14 +29,17 @@ pub struct RetentionCommandArgs {
     pub store: StoreArgs,
 }
 
-pub async fn maintenance(command: MaintenanceCommand) -> anyhow::Result<()> {
+/// Runs `command`; `C` is the command line whose usage a refused setting is reported with.
+pub async fn maintenance<C: clap::CommandFactory>(
+    command: MaintenanceCommand,
+) -> anyhow::Result<()> {
     match command {
-        MaintenanceCommand::Retention(args) => retention(args).await,
+        MaintenanceCommand::Retention(args) => retention::<C>(args).await,
     }
 }
 
-async fn retention(args: RetentionCommandArgs) -> anyhow::Result<()> {
-    let policy = args.retention.policy::<crate::config::Cli>();
+async fn retention<C: clap::CommandFactory>(args: RetentionCommandArgs) -> anyhow::Result<()> {
+    let policy = args.retention.policy::<C>();
     let stores = args.store.open().await?;
     let retention = Retention::new(stores.retention, Arc::new(SystemClock), policy);
     let bar = indicatif::ProgressBar::new(0).with_style(

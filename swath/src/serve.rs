@@ -3,7 +3,8 @@
 //! token and the simulator (only for a demo: [`crate::demo`]), HTTP. Down: HTTP first (no new requests), then the simulator (no new
 //! states), then the ingest and watcher consumers are drained and the periodic tasks stopped.
 
-use crate::config::{Cli, ServeArgs};
+use crate::cli::Cli;
+use crate::config::ServeArgs;
 use crate::demo;
 use crate::wiring::{wire, BackgroundSettings, Settings};
 use anyhow::Context;

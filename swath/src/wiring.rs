@@ -14,7 +14,7 @@
 //! - [`Wired::start`] and [`Background`]: the ingest and watcher consumers, the offline sweep,
 //!   retention on its schedule, the partition gauge; [`Background::stop`] drains and stops them.
 
-use crate::config::{BusKind, ServeArgs, StoreArgs, StoreKind};
+use crate::config::{BusKind, ServeArgs, StoreArgs, StoreKind, WebhookArgs};
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
@@ -180,6 +180,25 @@ impl ServeArgs {
                 Arc::new(bus)
             }
         })
+    }
+}
+
+impl WebhookArgs {
+    /// The wiring's webhook settings.
+    pub fn settings(&self) -> WebhookSettings {
+        WebhookSettings {
+            allow_private: self.allow_private,
+            timeout: self.timeout,
+            delivery: DeliverySettings {
+                horizon: self.retry_horizon,
+                first_backoff: self.first_retry,
+                concurrency: self.concurrency as usize,
+                // Longer than an attempt may take, so that no other replica attempts the same
+                // endpoint meanwhile.
+                claim: self.timeout + Duration::from_secs(30),
+                ..DeliverySettings::default()
+            },
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_application::live_feed::{Cursor, Delivery, FeedBody, LiveFeed};
 use swath_application::ports::{EventBus, SystemClock};
-use swath_application::{subjects, watcher};
+use swath_application::{publish, subjects};
 use swath_domain::watch::{AlertKind, ClearCause, ClearedAlert, Event, EventDetail};
 use swath_domain::{AccountId, MowerId};
 use swath_nats::{NatsBus, NatsBusSettings};
@@ -99,7 +99,7 @@ async fn the_feed_numbers_states_events_and_cleared_alerts_from_nats_and_resumes
     )
     .await
     .unwrap();
-    watcher::publish(bus.as_ref(), std::slice::from_ref(&event)).await;
+    publish::publish(bus.as_ref(), std::slice::from_ref(&event)).await;
     let (second, body) = next(&mut cursor).await;
     assert_eq!(body, FeedBody::Event(event.clone()));
 
@@ -117,7 +117,7 @@ async fn the_feed_numbers_states_events_and_cleared_alerts_from_nats_and_resumes
     )
     .await
     .unwrap();
-    watcher::publish_told(bus.as_ref(), &[], &[(0, clear.clone())]).await;
+    publish::publish_told(bus.as_ref(), &[], &[(0, clear.clone())]).await;
     let (third, body) = next(&mut cursor).await;
     assert_eq!(body, FeedBody::Cleared(clear.clone()));
     assert_eq!(
@@ -127,7 +127,7 @@ async fn the_feed_numbers_states_events_and_cleared_alerts_from_nats_and_resumes
     );
 
     // The same clear published again (a retried publication) is one message on the bus.
-    watcher::publish_told(bus.as_ref(), &[], &[(0, clear.clone())]).await;
+    publish::publish_told(bus.as_ref(), &[], &[(0, clear.clone())]).await;
     publish_state().await;
     let (fourth, body) = next(&mut cursor).await;
     assert!(

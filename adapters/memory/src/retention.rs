@@ -8,31 +8,12 @@
 use crate::store::{read, write, MemoryStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, DurationRound, Utc};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use swath_application::ports::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
 use swath_domain::MowerId;
 use tokio::sync::OwnedMutexGuard;
-
-/// The retention side of the memory store.
-#[derive(Debug, Default)]
-pub(crate) struct RetentionData {
-    lock: Arc<tokio::sync::Mutex<()>>,
-    downsampled_until: Mutex<Option<DateTime<Utc>>>,
-    /// Before these instants history rows, and positions, may have been removed.
-    floors: Mutex<Floors>,
-}
-
-/// The history and positions floors (see `RetentionRun::raise_floors`).
-pub(crate) type Floors = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
-
-impl RetentionData {
-    /// The history and positions floors (see `RetentionRun::raise_floors`).
-    pub(crate) fn floors(&self) -> Floors {
-        *self.floors.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 #[async_trait]
 impl RetentionStore for MemoryStore {

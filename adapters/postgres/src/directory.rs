@@ -1,4 +1,4 @@
-//! The directory (accounts, sites, mowers) and API tokens, through SeaORM entities.
+//! The directory (accounts, sites, mowers), through SeaORM entities (the API tokens: `tokens`).
 //!
 //! Lists are constant SQL read into the entities (`from_raw_sql`): a keyset page needs a row
 //! comparison, `(display_order, name COLLATE "C", id) > (…)`, that matches the index of the
@@ -6,7 +6,7 @@
 //! memory store. A missing cursor is the smallest key, `(-2^31, '', nil uuid)`, so that there is
 //! one statement text per list (no id is the nil uuid: the API refuses it and Swath makes v7 ids).
 
-use crate::entities::{account, api_token, mower, site};
+use crate::entities::{account, mower, site};
 use crate::PostgresStore;
 use async_trait::async_trait;
 use chrono::Utc;
@@ -16,11 +16,8 @@ use sea_orm::{
     EntityTrait, FromQueryResult, QueryFilter, QueryOrder, SqlErr, Statement, TransactionTrait,
     Value,
 };
-use swath_application::ports::{
-    Directory, DirectoryAdmin, DirectoryError, ListQuery, NewToken, TokenError, TokenHash, TokenId,
-    TokenInfo, TokenQuery, TokenStore,
-};
-use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Principal, Scope, Site, SiteId};
+use swath_application::ports::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
+use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Site, SiteId};
 use uuid::Uuid;
 
 /// A page of sites: `$1` account, `$2` only these sites (NULL: all), `$3..$5` the key after which
@@ -36,13 +33,6 @@ const LIST_MOWERS: &str = "SELECT id, account_id, site_id, name, model, serial, 
     WHERE account_id = $1 AND ($2::uuid[] IS NULL OR site_id = ANY($2)) \
     AND (display_order, name COLLATE \"C\", id) > ($3, $4 COLLATE \"C\", $5) \
     ORDER BY display_order, name COLLATE \"C\", id LIMIT $6";
-
-/// A page of the tokens a principal covers: `$1` account, `$2` id after which the page starts,
-/// `$3` the principal's scopes, `$4` its sites (NULL: unlimited), `$5` the limit.
-const LIST_TOKENS: &str = "SELECT token_hash, id, name, account_id, scopes, sites, created_at \
-    FROM api_tokens WHERE account_id = $1 AND id > $2 AND scopes <@ $3::text[] \
-    AND ($4::uuid[] IS NULL OR (sites IS NOT NULL AND sites <@ $4::uuid[])) \
-    ORDER BY id LIMIT $5";
 
 fn directory_error(e: DbErr, what: String) -> DirectoryError {
     match e.sql_err() {
@@ -97,7 +87,7 @@ fn list_values(query: &ListQuery) -> Vec<Value> {
 }
 
 /// A `LIMIT` for PostgreSQL (a bigint).
-fn limit_value(limit: usize) -> Value {
+pub(crate) fn limit_value(limit: usize) -> Value {
     i64::try_from(limit).unwrap_or(i64::MAX).into()
 }
 
@@ -237,7 +227,7 @@ async fn owned(
 impl PostgresStore {
     /// The rows of one of the constant lists, read into their entity's model, each made a `T` by
     /// `from`.
-    async fn listed<M: FromQueryResult + Send, T>(
+    pub(crate) async fn listed<M: FromQueryResult + Send, T>(
         &self,
         sql: &str,
         values: Vec<Value>,
@@ -395,120 +385,5 @@ impl DirectoryAdmin for PostgresStore {
         }
         txn.commit().await.map_err(unavailable)?;
         Ok(())
-    }
-}
-
-fn token_error(e: DbErr, account: AccountId) -> TokenError {
-    match e.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => TokenError::Conflict,
-        Some(SqlErr::ForeignKeyConstraintViolation(_)) => TokenError::UnknownAccount(account),
-        _ => TokenError::Unavailable(e.into()),
-    }
-}
-
-fn token_unavailable(e: DbErr) -> TokenError {
-    TokenError::Unavailable(e.into())
-}
-
-fn principal_from(token: &api_token::Model) -> Principal {
-    Principal {
-        account_id: AccountId(token.account_id),
-        // An unknown name (written by a newer version) grants nothing.
-        scopes: token
-            .scopes
-            .iter()
-            .filter_map(|s| Scope::parse(s))
-            .collect(),
-        sites: token
-            .sites
-            .as_ref()
-            .map(|s| s.iter().copied().map(SiteId).collect()),
-    }
-}
-
-fn token_from(token: api_token::Model) -> TokenInfo {
-    TokenInfo {
-        id: TokenId(token.id),
-        principal: principal_from(&token),
-        name: token.name,
-        created_at: token.created_at.into(),
-    }
-}
-
-#[async_trait]
-impl TokenStore for PostgresStore {
-    async fn create_token(&self, hash: TokenHash, token: NewToken) -> Result<(), TokenError> {
-        let account = token.principal.account_id;
-        let model = api_token::ActiveModel {
-            token_hash: Set(hash.0),
-            id: Set(token.id.0),
-            name: Set(token.name),
-            account_id: Set(account.0),
-            scopes: Set(token
-                .principal
-                .scopes
-                .iter()
-                .map(|s| s.as_str().to_owned())
-                .collect()),
-            sites: Set(token
-                .principal
-                .sites
-                .map(|s| s.into_iter().map(|id| id.0).collect())),
-            created_at: Set(Utc::now().into()),
-        };
-        api_token::Entity::insert(model)
-            .exec_without_returning(&self.orm)
-            .await
-            .map_err(|e| token_error(e, account))?;
-        Ok(())
-    }
-
-    async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError> {
-        Ok(api_token::Entity::find_by_id(hash.0.clone())
-            .one(&self.orm)
-            .await
-            .map_err(token_unavailable)?
-            .as_ref()
-            .map(principal_from))
-    }
-
-    async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError> {
-        let within = &query.within;
-        let values: Vec<Value> = vec![
-            within.account_id.0.into(),
-            query.after.map_or(Uuid::nil(), |id| id.0).into(),
-            within
-                .scopes
-                .iter()
-                .map(|s| s.as_str().to_owned())
-                .collect::<Vec<String>>()
-                .into(),
-            within
-                .sites
-                .as_ref()
-                .map(|s| s.iter().map(|id| id.0).collect::<Vec<Uuid>>())
-                .into(),
-            limit_value(query.limit),
-        ];
-        let tokens = self.listed(LIST_TOKENS, values, token_from);
-        tokens.await.map_err(token_unavailable)
-    }
-
-    async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {
-        Ok(api_token::Entity::find()
-            .filter(api_token::Column::Id.eq(id.0))
-            .one(&self.orm)
-            .await
-            .map_err(token_unavailable)?
-            .map(token_from))
-    }
-
-    async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
-        let deleted = api_token::Entity::delete_many()
-            .filter(api_token::Column::Id.eq(id.0))
-            .exec(&self.orm)
-            .await
-            .map_err(token_unavailable)?;
-        Ok(deleted.rows_affected > 0)
     }
 }

@@ -6,7 +6,8 @@
 //! # Layout
 //! - [`PostgresStore`]: the pool, the SeaORM connection over it, and statement counters.
 //! - `entities`: SeaORM entities of the directory tables.
-//! - `directory`: `Directory` and `TokenStore`.
+//! - `directory`: `Directory` and `DirectoryAdmin`.
+//! - `tokens`: `TokenStore`.
 //! - `retention`: `RetentionStore`: partitions dropped, rows deleted in chunks, under an
 //!   advisory lock.
 //! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads; one file per concern
@@ -38,6 +39,7 @@ mod projections;
 mod reads;
 mod retention;
 mod telemetry;
+mod tokens;
 mod watch;
 mod webhooks;
 

@@ -1,13 +1,11 @@
-//! The bus side of ingestion: a message parsed (its subject as the gateway's identity), an
-//! outcome settled, and the ingest consumer's batch handler.
+//! The bus side of ingestion: the ingest consumer's batch handler (a message parsed and an
+//! outcome settled as `consume` does for both consumers).
 
 use super::{Ingest, IngestError, Write, ISOLATE_AFTER_FAILED_DELIVERIES};
+use crate::consume::settle;
 use crate::ports::{chain, BatchHandler, HandlerError, Message, Settle};
-use crate::subjects;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use std::sync::Arc;
-use swath_domain::{DropReason, InvalidReport, StateOutcome, StateReport};
 
 impl Ingest {
     /// A bus handler that feeds this use case (the ingest durable consumer).
@@ -15,48 +13,6 @@ impl Ingest {
         Arc::new(IngestHandler {
             ingest: Arc::clone(self),
         })
-    }
-}
-
-/// Maps a state's outcome onto the bus: stored → acknowledge; dropped → drop (never redelivered,
-/// it can never succeed).
-pub fn settle(outcome: StateOutcome) -> Settle {
-    match outcome {
-        StateOutcome::Stored => Settle::Ack,
-        StateOutcome::Dropped(_) => Settle::Drop,
-    }
-}
-
-/// Parses and validates one bus message received at `received_at`. The subject is the gateway's
-/// identity: a subject that names no mower (see [`subjects::telemetry_mower`]), or another mower
-/// than the report's `mower_id`, is refused as `subject_mismatch`, so that NATS subject
-/// permissions confine a gateway to its mowers (docs/operations.md).
-pub fn parse_message(
-    message: &Message,
-    received_at: DateTime<Utc>,
-) -> Result<StateReport, InvalidReport> {
-    let report = StateReport::parse(&message.payload, received_at);
-    let named = report
-        .as_ref()
-        .map(|r| Some(r.mower_id))
-        .unwrap_or_else(|e| e.mower_id);
-    let mismatch = |detail: String| InvalidReport {
-        reason: DropReason::SubjectMismatch,
-        detail,
-        mower_id: named,
-    };
-    match subjects::telemetry_mower(&message.subject) {
-        None => Err(mismatch(format!(
-            "the subject {:?} is not `telemetry.mower.<mower id>`",
-            message.subject
-        ))),
-        Some(subject_mower) => match report {
-            Ok(r) if r.mower_id != subject_mower => Err(mismatch(format!(
-                "the report names mower {} but was published on {:?}",
-                r.mower_id, message.subject
-            ))),
-            other => other,
-        },
     }
 }
 

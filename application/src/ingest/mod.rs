@@ -15,19 +15,20 @@
 //!
 //! Layout: this file holds the use case and its unit of work; `isolate` the splitting of a batch
 //! the store refuses; `zones` W7's evaluation and the order of the events published; `handler`
-//! the bus side (parsing a message, settling its outcome, the consumer's handler).
+//! the consumer's handler (a message parsed and settled by `crate::consume`).
 
 mod handler;
 mod isolate;
 mod zones;
 
-pub use handler::{parse_message, settle, IngestHandler};
+pub use handler::IngestHandler;
 
 use zones::{evaluate_zones, in_state_order};
 
+use crate::consume::parse_message;
 use crate::group_commit::GroupCommit;
 use crate::ports::{Clock, EventBus, Message, StoreError, TelemetryStore, WatchError, ZoneStore};
-use crate::watcher::publish;
+use crate::publish::publish;
 use chrono::{DateTime, SubsecRound, Utc};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

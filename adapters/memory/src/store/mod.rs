@@ -27,21 +27,22 @@
 //! (busy statuses, zones, geofences) check the directory under its read lock, so that none lands
 //! after the deletion.
 //!
-//! Layout: this file holds the store's state and settings; `rows` the compact telemetry rows,
-//! `directory` the `Directory` and `DirectoryAdmin` impls, `tokens` the `TokenStore` impl and
-//! `telemetry` the `TelemetryStore` impl with its batch.
+//! Layout: this file holds the store's state, settings and locks; `telemetry_rows` the compact
+//! telemetry rows, `watch_rows` the notification rows. The ports are implemented on the store in
+//! the modules of their names (`directory`, `tokens`, `telemetry`, `watch`, `retention`), as on
+//! PostgreSQL.
 
-mod directory;
-mod rows;
-mod telemetry;
-mod tokens;
+pub(crate) mod telemetry_rows;
+pub(crate) mod watch_rows;
 
-use rows::MowerRows;
+use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_application::ports::{TokenHash, TokenId, TokenInfo};
 use swath_domain::{Account, AccountId, Assignment, Mower, MowerId, Site, SiteId};
+use telemetry_rows::MowerRows;
 use tokio::sync::Mutex;
+use watch_rows::WatchData;
 
 /// The default of [`MemoryStoreSettings::history_per_mower`]: more than a day (86 400 s) of one
 /// state a second (decision 52).
@@ -65,30 +66,49 @@ impl Default for MemoryStoreSettings {
 
 #[derive(Default)]
 pub(crate) struct DirectoryData {
-    accounts: HashMap<AccountId, Account>,
-    sites: HashMap<SiteId, Site>,
+    pub(crate) accounts: HashMap<AccountId, Account>,
+    pub(crate) sites: HashMap<SiteId, Site>,
     pub(crate) mowers: HashMap<MowerId, Mower>,
 }
 
 #[derive(Default)]
-struct TokenData {
-    by_hash: HashMap<TokenHash, TokenId>,
+pub(crate) struct TokenData {
+    pub(crate) by_hash: HashMap<TokenHash, TokenId>,
     /// Ordered by id, the listing order.
-    by_id: BTreeMap<TokenId, TokenInfo>,
+    pub(crate) by_id: BTreeMap<TokenId, TokenInfo>,
+}
+
+/// The retention side of the memory store (used by `retention`).
+#[derive(Debug, Default)]
+pub(crate) struct RetentionData {
+    pub(crate) lock: Arc<Mutex<()>>,
+    pub(crate) downsampled_until: std::sync::Mutex<Option<DateTime<Utc>>>,
+    /// Before these instants history rows, and positions, may have been removed.
+    pub(crate) floors: std::sync::Mutex<Floors>,
+}
+
+/// The history and positions floors (see `RetentionRun::raise_floors`).
+pub(crate) type Floors = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
+impl RetentionData {
+    /// The history and positions floors (see `RetentionRun::raise_floors`).
+    pub(crate) fn floors(&self) -> Floors {
+        *self.floors.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The in-memory store. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct MemoryStore {
-    settings: MemoryStoreSettings,
+    pub(crate) settings: MemoryStoreSettings,
     pub(crate) directory: Arc<RwLock<DirectoryData>>,
-    tokens: Arc<RwLock<TokenData>>,
+    pub(crate) tokens: Arc<RwLock<TokenData>>,
     pub(crate) telemetry: Arc<RwLock<HashMap<MowerId, MowerRows>>>,
-    batch_lock: Arc<Mutex<()>>,
+    pub(crate) batch_lock: Arc<Mutex<()>>,
     /// The notification side (see `watch`): written by the ingest commit too (W6).
-    pub(crate) watch: Arc<crate::watch::WatchData>,
+    pub(crate) watch: Arc<WatchData>,
     /// Retention's lock and downsampling watermark (see `retention`).
-    pub(crate) retention: Arc<crate::retention::RetentionData>,
+    pub(crate) retention: Arc<RetentionData>,
     /// The most history rows one mower has held (`swath_memory_store_history_rows_max`): how
     /// near the store came to `history_per_mower`, where it starts dropping the oldest rows.
     pub(crate) fullest: Arc<std::sync::atomic::AtomicUsize>,

@@ -1,7 +1,7 @@
 //! The memory store's directory: the `Directory` and `DirectoryAdmin` impls (accounts, sites,
 //! mowers) and their paging.
 
-use super::{read, write, MemoryStore};
+use crate::store::{read, write, MemoryStore};
 use async_trait::async_trait;
 use swath_application::ports::{Directory, DirectoryAdmin, DirectoryError, ListQuery};
 use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Site, SiteId};

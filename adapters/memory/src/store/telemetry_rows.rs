@@ -1,6 +1,5 @@
 //! The memory store's compact telemetry rows: a mower's tables, the kept forms of its history
-//! rows and positions, the cap on their number and where the kept rows begin (see the module's
-//! documentation on memory).
+//! rows and positions, the cap on their number and where the kept rows begin (see the store's documentation).
 
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
@@ -15,13 +14,13 @@ pub(crate) struct MowerRows {
     pub(crate) positions: BTreeMap<DateTime<Utc>, KeptPosition>,
     /// The distinct error codes of the mower's history rows, shared by them (see `intern`).
     error_codes: Vec<Arc<str>>,
-    pub(super) latest: Option<LatestRow>,
-    pub(super) health: Option<HealthTotals>,
-    pub(super) days: BTreeMap<NaiveDate, DayTotals>,
+    pub(crate) latest: Option<LatestRow>,
+    pub(crate) health: Option<HealthTotals>,
+    pub(crate) days: BTreeMap<NaiveDate, DayTotals>,
     /// Just after the newest history row the cap removed: older history rows may be gone.
-    pub(super) history_capped_until: Option<DateTime<Utc>>,
+    pub(crate) history_capped_until: Option<DateTime<Utc>>,
     /// Just after the newest position the cap removed: older positions may be gone.
-    pub(super) positions_capped_until: Option<DateTime<Utc>>,
+    pub(crate) positions_capped_until: Option<DateTime<Utc>>,
 }
 
 /// The most distinct error codes a mower's rows share; further ones get a copy each, so that a
@@ -33,13 +32,13 @@ const SHARED_ERROR_CODES: usize = 32;
 #[derive(Clone, Debug)]
 pub(crate) struct KeptHistory {
     error_code: Option<Arc<str>>,
-    pub(super) activity: Activity,
+    pub(crate) activity: Activity,
     battery_percent: Option<u8>,
-    pub(super) blade_on: bool,
+    pub(crate) blade_on: bool,
 }
 
 impl KeptHistory {
-    pub(super) fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> HistoryRow {
+    pub(crate) fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> HistoryRow {
         HistoryRow {
             mower_id,
             observed_at,
@@ -55,14 +54,14 @@ impl KeptHistory {
 /// instead of 80.
 #[derive(Clone, Debug)]
 pub(crate) struct KeptPosition {
-    pub(super) lat: f64,
-    pub(super) lon: f64,
+    pub(crate) lat: f64,
+    pub(crate) lon: f64,
     accuracy_m: MaybeF64,
     heading_deg: MaybeF64,
 }
 
 impl KeptPosition {
-    pub(super) fn new(row: PositionRow) -> Self {
+    pub(crate) fn new(row: PositionRow) -> Self {
         Self {
             lat: row.lat,
             lon: row.lon,
@@ -71,7 +70,7 @@ impl KeptPosition {
         }
     }
 
-    pub(super) fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> PositionRow {
+    pub(crate) fn row(&self, mower_id: MowerId, observed_at: DateTime<Utc>) -> PositionRow {
         PositionRow {
             mower_id,
             observed_at,
@@ -105,7 +104,7 @@ impl MaybeF64 {
 
 impl MowerRows {
     /// The kept form of a history row, its error code shared with the mower's earlier rows.
-    pub(super) fn keep_history(&mut self, row: HistoryRow) -> KeptHistory {
+    pub(crate) fn keep_history(&mut self, row: HistoryRow) -> KeptHistory {
         KeptHistory {
             error_code: row.error_code.map(|code| self.intern(code)),
             activity: row.activity,
@@ -128,12 +127,12 @@ impl MowerRows {
 
     /// Just after the newest row the cap removed from either table: older rows of the mower may
     /// be gone (a late state's neighbours among them), see `swath_domain::Neighbourhood`.
-    pub(super) fn capped_until(&self) -> Option<DateTime<Utc>> {
+    pub(crate) fn capped_until(&self) -> Option<DateTime<Utc>> {
         self.history_capped_until.max(self.positions_capped_until)
     }
 
     /// Removes the oldest history row when the table holds more than `cap`.
-    pub(super) fn cap_history(&mut self, cap: usize) {
+    pub(crate) fn cap_history(&mut self, cap: usize) {
         if self.history.len() > cap {
             if let Some((at, _)) = self.history.pop_first() {
                 raise(&mut self.history_capped_until, at);
@@ -142,7 +141,7 @@ impl MowerRows {
     }
 
     /// Removes the oldest position when the table holds more than `cap`.
-    pub(super) fn cap_positions(&mut self, cap: usize) {
+    pub(crate) fn cap_positions(&mut self, cap: usize) {
         if self.positions.len() > cap {
             if let Some((at, _)) = self.positions.pop_first() {
                 raise(&mut self.positions_capped_until, at);
@@ -163,7 +162,7 @@ fn raise(floor: &mut Option<DateTime<Utc>>, removed: DateTime<Utc>) {
 /// kept but does not start the complete part. No row after the floor means retention (by age)
 /// has since removed every row the cap had removed and more: the cap explains nothing missing,
 /// as in PostgreSQL, so `None`.
-pub(super) fn oldest_kept<T>(
+pub(crate) fn oldest_kept<T>(
     rows: &BTreeMap<DateTime<Utc>, T>,
     capped_until: Option<DateTime<Utc>>,
 ) -> Option<DateTime<Utc>> {

@@ -1,6 +1,6 @@
 //! The memory store's tokens: the `TokenStore` impl.
 
-use super::{read, write, MemoryStore};
+use crate::store::{read, write, MemoryStore};
 use async_trait::async_trait;
 use chrono::Utc;
 use std::ops::Bound;

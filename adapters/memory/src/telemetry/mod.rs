@@ -1,130 +1,27 @@
 //! The memory store's telemetry: the `TelemetryStore` impl, its batch (the unit of work under
 //! `batch_lock`) and the reads of a time window.
+//!
+//! Layout, as on PostgreSQL: this file holds the `TelemetryStore` impl (the batch's read and
+//! lock, the reads); `batch` the open batch (late states' neighbours, the commit). The compact
+//! rows the store keeps are `store::telemetry_rows`.
 
-use super::rows::{oldest_kept, KeptPosition};
-use super::{read, write, MemoryStore};
+mod batch;
+
+use crate::store::telemetry_rows::oldest_kept;
+use crate::store::{read, MemoryStore};
 use async_trait::async_trait;
+use batch::MemoryBatch;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use swath_application::ports::{
     StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
 };
 use swath_domain::{
-    BatchChanges, DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow, MowerId,
-    MowerSnapshot, PositionRow, StoredState, TelemetryRows,
+    DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
+    PositionRow, TelemetryRows,
 };
-use tokio::sync::OwnedMutexGuard;
-
-/// An open memory batch: holds the batch lock until committed or dropped.
-struct MemoryBatch {
-    store: MemoryStore,
-    _lock: OwnedMutexGuard<()>,
-}
-
-#[async_trait]
-impl TelemetryBatch for MemoryBatch {
-    async fn neighbours(
-        &mut self,
-        late: &[(MowerId, DateTime<Utc>)],
-        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
-    ) -> Result<(), StoreError> {
-        let telemetry = read(&self.store.telemetry);
-        // Under the rows' lock: retention raises its floors before it removes rows (see
-        // `RetentionRun::raise_floors`), so these floors cover every removal this read can miss.
-        let (history_floor, positions_floor) = self.store.retention.floors();
-        for (mower, at) in late {
-            let (Some(rows), Some(snapshot)) = (telemetry.get(mower), snapshots.get_mut(mower))
-            else {
-                continue;
-            };
-            let near = &mut snapshot.neighbourhood;
-            // Either table's cap raises both floors, as before the tables had a floor each: a
-            // neighbour is a history row with its position.
-            let capped_until = rows.capped_until();
-            for floor in [history_floor, capped_until].into_iter().flatten() {
-                near.raise_history_floor(floor);
-            }
-            for floor in [positions_floor, capped_until].into_iter().flatten() {
-                near.raise_positions_floor(floor);
-            }
-            let before = rows.history.range(..=*at).next_back();
-            let after = rows
-                .history
-                .range((Bound::Excluded(*at), Bound::Unbounded))
-                .next();
-            for (observed_at, row) in before.into_iter().chain(after) {
-                let position = rows.positions.get(observed_at);
-                near.insert_stored(StoredState {
-                    observed_at: *observed_at,
-                    activity: row.activity,
-                    blade_on: row.blade_on,
-                    lat: position.map(|p| p.lat),
-                    lon: position.map(|p| p.lon),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
-        let cap = self.store.settings.history_per_mower.max(1);
-        let mut telemetry = write(&self.store.telemetry);
-        // W2 follows W1: a position is stored with its key's history row, never for a key
-        // stored earlier. The rules list positions in the order of their history rows (a
-        // subsequence), so one walk pairs them.
-        let mut positions = changes.positions.into_iter().peekable();
-        let mut fullest = 0;
-        for row in changes.history {
-            let (mower_id, at) = (row.mower_id, row.observed_at);
-            let rows = telemetry.entry(mower_id).or_default();
-            let inserted = !rows.history.contains_key(&at);
-            if inserted {
-                let kept = rows.keep_history(row);
-                rows.history.insert(at, kept);
-            }
-            rows.cap_history(cap);
-            fullest = fullest.max(rows.history.len());
-            let Some(position) =
-                positions.next_if(|p| p.mower_id == mower_id && p.observed_at == at)
-            else {
-                continue;
-            };
-            if inserted {
-                rows.positions
-                    .entry(at)
-                    .or_insert_with(|| KeptPosition::new(position));
-                rows.cap_positions(cap);
-            }
-        }
-        let before = self.store.fullest.fetch_max(fullest, Ordering::Relaxed);
-        if fullest > before {
-            metrics::gauge!("swath_memory_store_history_rows_max").set(fullest as f64);
-        }
-        for row in changes.latest {
-            let mower_id = row.mower_id;
-            telemetry.entry(mower_id).or_default().latest = Some(row);
-        }
-        for row in changes.health {
-            let mower_id = row.mower_id;
-            telemetry.entry(mower_id).or_default().health = Some(row);
-        }
-        for row in changes.days {
-            telemetry
-                .entry(row.mower_id)
-                .or_default()
-                .days
-                .entry(row.day)
-                .and_modify(|d| d.add(&row))
-                .or_insert(row);
-        }
-        // W6's events and alerts, with the rows that raised them (still under the rows' lock).
-        crate::watch::store_ingest_events(&self.store.watch, &changes.events);
-        Ok(())
-    }
-}
 
 #[async_trait]
 impl TelemetryStore for MemoryStore {
@@ -166,13 +63,7 @@ impl TelemetryStore for MemoryStore {
             );
         }
         drop((directory, telemetry));
-        Ok((
-            snapshots,
-            Box::new(MemoryBatch {
-                store: self.clone(),
-                _lock: lock,
-            }),
-        ))
+        Ok((snapshots, Box::new(MemoryBatch::new(self.clone(), lock))))
     }
 
     async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
