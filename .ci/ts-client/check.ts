@@ -8,9 +8,10 @@
 // site and mowers, a geofence, a zone and an assignment; reports states, reads them back (state
 // and its ETag, history, the track as JSON and as GeoJSON page by page, days, health), the events
 // and alerts the watcher derives, the busy check, a blade reset, the live projections and the
-// live stream; imports history; and checks problems (401, 403, 404, 409, 422). With the server's
-// demo token it reads the operations endpoints and pages through the simulated fleet. Events are
-// read by `id`, `kind`, `mower_id` and `observed_at` only, not by `details`.
+// live stream; imports history; manages a webhook endpoint (webhooks.ts); and checks problems
+// (401, 403, 404, 409, 422). With the server's demo token it reads the operations endpoints and
+// pages through the simulated fleet. Events are read by `id`, `kind`, `mower_id` and
+// `observed_at` only, not by `details`.
 //
 // Usage: node build/check.js BASE_URL TOKEN OPENAPI_JSON
 
@@ -34,6 +35,7 @@ import {
 } from "./support.js";
 import { liveStream } from "./stream.js";
 import { telemetry } from "./telemetry.js";
+import { webhooks } from "./webhooks.js";
 
 const [baseUrl, demoToken, documentPath] = process.argv.slice(2);
 if (!baseUrl || !demoToken || !documentPath) {
@@ -373,6 +375,7 @@ async function main(): Promise<void> {
   const zone = await notificationSetup(api, mower.id);
   await telemetry({ api, account, site, mower, zone });
   await liveStream(baseUrl!, api, account, mower);
+  await webhooks(api, mower);
   const id = { path: { id: mower.id } };
   await noContent("delete_geofence", api.DELETE("/v1/mowers/{id}/geofence", { params: id }));
   await problem("get_geofence after delete_geofence", api.GET("/v1/mowers/{id}/geofence", { params: id }), 404);

@@ -363,7 +363,9 @@ impl Wired {
             .await
             .context("could not subscribe the watcher consumer")?;
         // Webhooks: every message of the notifications stream is matched against the endpoints,
-        // and acknowledged once its deliveries are stored.
+        // and acknowledged once its deliveries are stored. Exclusive: one replica at a time
+        // enqueues, in stream order, and a dead one's unsettled messages come to the next before
+        // anything newer, so each endpoint's queue is in stream order (decision 153).
         let enqueuer = Enqueuer::new(
             Arc::clone(&self.webhooks),
             Arc::clone(&self.directory),
@@ -376,6 +378,7 @@ impl Wired {
                 BatchSettings {
                     max_batch: settings.notifications_batch_max,
                     max_wait: settings.notifications_batch_wait,
+                    exclusive: true,
                     ..BatchSettings::default()
                 },
                 Arc::new(enqueuer),
@@ -417,6 +420,7 @@ impl Wired {
                     subjects::WATCHER_CONSUMER,
                     watcher.partitions_owned_counter(),
                 ),
+                (WEBHOOK_CONSUMER, webhooks.partitions_owned_counter()),
             ],
             stopped.clone(),
         ));
@@ -473,7 +477,7 @@ impl Background {
 /// Keeps `swath_bus_partitions_owned{consumer}` at how many partitions of each consumer this
 /// replica holds (the balance across replicas, docs/operations.md), every second until `stop`.
 async fn report_partitions_owned(
-    consumers: [(&'static str, Arc<std::sync::atomic::AtomicUsize>); 2],
+    consumers: [(&'static str, Arc<std::sync::atomic::AtomicUsize>); 3],
     mut stop: watch::Receiver<bool>,
 ) {
     let mut every = tokio::time::interval(Duration::from_secs(1));

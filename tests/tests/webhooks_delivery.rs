@@ -357,6 +357,8 @@ async fn published_notifications_become_deliveries_of_matching_endpoints() {
             WEBHOOK_CONSUMER,
             BatchSettings {
                 max_wait: Duration::from_millis(10),
+                // As `swath serve` subscribes it (decision 153).
+                exclusive: true,
                 ..BatchSettings::default()
             },
             Arc::new(enqueuer),

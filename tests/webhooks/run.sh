@@ -5,12 +5,13 @@
 # tests/webhooks/check.py compares what it received with the events feed: every event delivered,
 # in order, de-duplicable by webhook-id.
 #   1. memory store and bus, one replica;
-#   2. only with SWATH_WEBHOOKS_KILL_CHECK=1 (and SWATH_TEST_DATABASE_URL, SWATH_TEST_NATS_SERVER):
-#      PostgreSQL (a database of its own) and a private NATS server, two replicas, one of them
-#      killed with `kill -9` while deliveries are pending, more events after the kill. Not in CI
-#      yet: it has seen an event delivered after newer ones (the notifications consumer of the
-#      killed replica is redelivered to the other one after it enqueued newer events; decision 147).
-# Called by .ci/run; runs alone too. Everything it starts is stopped on exit.
+#   2. with SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_SERVER (CI sets both): PostgreSQL (a
+#      database of its own) and a private NATS server, two replicas, the one that enqueues killed
+#      with `kill -9` while deliveries are pending, more events after the kill: the other takes
+#      the notifications consumer over with the killed one's unacknowledged messages first, so the
+#      order holds (decision 153).
+# Called by .ci/run after .ci/api-conformance, whose release build it reuses; runs alone too.
+# Everything it starts is stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -32,8 +33,8 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 
 [[ -x $VENV/bin/python ]] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q "standardwebhooks==$STANDARDWEBHOOKS_VERSION"
-cargo build -q -p swath
-SWATH=target/debug/swath
+cargo build -q --release --bin swath
+SWATH=${CARGO_TARGET_DIR:-target}/release/swath
 
 # start_swath PORT [VAR=VALUE…]: a replica with the receiver allowed (loopback, plain http).
 start_swath() {
@@ -100,6 +101,22 @@ verify() {
   "$VENV/bin/python" tests/webhooks/check.py "$WORK/received" "$WORK/feed.json"
 }
 
+# holder_of PORT…: the port of the replica holding the webhooks' notifications consumer
+# (`swath_bus_partitions_owned{consumer="swath-webhooks"} 1` on its /metrics, kept every second).
+holder_of() {
+  for _ in $(seq 1 30); do
+    for port in "$@"; do
+      if api GET "$port" /metrics | grep -q '^swath_bus_partitions_owned{consumer="swath-webhooks"} 1'; then
+        echo "$port"
+        return 0
+      fi
+    done
+    sleep 0.5
+  done
+  echo "no replica holds swath-webhooks" >&2
+  return 1
+}
+
 start_receiver() {
   RECEIVER_PORT=$(free_port)
   : >"$WORK/received"
@@ -120,9 +137,9 @@ states "$port" 0 20
 verify "$port" 20
 kill -TERM "$last_pid"
 
-if [[ ${SWATH_WEBHOOKS_KILL_CHECK:-0} != 1 ]]; then
-  log "NOT RUN: two replicas and a kill -9 (set SWATH_WEBHOOKS_KILL_CHECK=1; order across a kill is not kept yet, decision 147)"
-elif [[ -n ${SWATH_TEST_DATABASE_URL:-} && -n ${SWATH_TEST_NATS_SERVER:-} ]]; then
+if [[ -z ${SWATH_TEST_DATABASE_URL:-} || -z ${SWATH_TEST_NATS_SERVER:-} ]]; then
+  log "NOT RUN: two replicas and a kill -9 (set SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_SERVER)"
+else
   log "Webhooks on PostgreSQL and NATS, two replicas, one killed with kill -9"
   DB_NAME=swath_webhooks_$$
   psql "$SWATH_TEST_DATABASE_URL" -qc "CREATE DATABASE $DB_NAME" >/dev/null
@@ -139,13 +156,20 @@ elif [[ -n ${SWATH_TEST_DATABASE_URL:-} && -n ${SWATH_TEST_NATS_SERVER:-} ]]; th
   a_pid=$last_pid
   b=$(free_port)
   start_swath "$b" "${shared[@]}"
+  b_pid=$last_pid
   setup "$a"
-  states "$a" 0 20
-  # The receiver fails its first requests: deliveries are pending (or in flight) when A dies.
-  sleep 0.3
-  kill -KILL "$a_pid"
-  states "$b" 20 40
-  verify "$b" 40
+  states "$a" 0 10
+  verify "$a" 10
+  # Kill the replica that holds the notifications consumer (it enqueues), with events on their
+  # way to it; the other gets the rest.
+  holder=$(holder_of "$a" "$b")
+  if [[ $holder == "$a" ]]; then victim=$a_pid other=$b; else victim=$b_pid other=$a; fi
+  echo "The replica on port $holder holds swath-webhooks; killing it with kill -9."
+  states "$holder" 10 30
+  sleep "${SWATH_WEBHOOKS_KILL_AFTER:-0.2}"
+  kill -KILL "$victim"
+  states "$other" 30 40
+  verify "$other" 40
 fi
 
 log "Webhooks end to end: every event delivered, in order, verified by standardwebhooks."

@@ -24,7 +24,8 @@
 //! bus's partitioned pattern ([`MemoryBusSettings::partitioning`]) has one lane per partition;
 //! a message goes to the lane of `Partitioning::partition_of(subject)`, and a lane is *held* by
 //! one subscription at a time (see "Partitions"). A filter overlapping the pattern otherwise is
-//! refused at `subscribe_batch`.
+//! refused at `subscribe_batch`. An *exclusive* consumer (`BatchSettings::exclusive`) of any
+//! other filter has one lane held like a partition: one subscription at a time handles it.
 //!
 //! Each subscription runs one worker task per lane (`bus/worker.rs`; who holds what is
 //! `bus/holders.rs`). A worker waits for a first message, lingers up to `max_wait` for more
@@ -161,7 +162,8 @@ struct Consumer {
     filter: String,
     /// One for a plain consumer, one per partition for a partitioned one.
     lanes: Vec<Lane>,
-    /// Whether the lanes are partitions, each held by one subscription at a time.
+    /// Whether the lanes are partitions (or an exclusive consumer's one lane), each held by one
+    /// subscription at a time.
     partitioned: bool,
     /// The live subscriptions of a partitioned consumer, with how many lanes each holds (the
     /// counter its `Subscription::partitions_owned` reads).
@@ -318,8 +320,9 @@ impl EventBus for MemoryBus {
     ) -> Result<(), BusError> {
         check_subject(subject)?;
         let settings = &self.inner.settings;
-        let lane_of = |consumer: &Consumer| match (&settings.partitioning, consumer.partitioned) {
-            (Some(p), true) => p.partition_of(subject).unwrap_or(0) as usize,
+        // An exclusive consumer's one lane is lane 0, whatever the bus's partitioning says.
+        let lane_of = |consumer: &Consumer| match &settings.partitioning {
+            Some(p) if consumer.lanes.len() > 1 => p.partition_of(subject).unwrap_or(0) as usize,
             _ => 0,
         };
         let mut live_dropped = 0u64;
@@ -398,6 +401,9 @@ impl EventBus for MemoryBus {
         let partitioning =
             check_batch_subscription(subject, consumer, &self.inner.settings.partitioning)?;
         let lanes = partitioning.map_or(1, |p| p.partitions() as usize);
+        // An exclusive consumer is a partitioned one with one partition: its one lane is held by
+        // one subscription at a time, and handed over with what was left unsettled in front.
+        let held = partitioning.is_some() || settings.exclusive;
         let (member, owned, lane_notifies, ownership) = {
             let mut state = self.inner.lock();
             let id = state.next_subscription;
@@ -407,12 +413,18 @@ impl EventBus for MemoryBus {
                 .entry(consumer.to_owned())
                 .or_insert_with(|| {
                     tracing::debug!(consumer, subject, lanes, "Created a durable consumer.");
-                    Consumer::new(subject, lanes, partitioning.is_some())
+                    Consumer::new(subject, lanes, held)
                 });
             if entry.filter != subject {
                 return Err(BusError::Refused(format!(
                     "durable consumer {consumer} filters {}, not {subject}",
                     entry.filter
+                )));
+            }
+            if entry.partitioned != held {
+                return Err(BusError::Refused(format!(
+                    "durable consumer {consumer} is {}exclusive; every subscription of it must agree",
+                    if entry.partitioned { "" } else { "not " }
                 )));
             }
             let owned = Arc::new(AtomicUsize::new(0));

@@ -34,7 +34,9 @@
 //!   and `max_ack_pending` bounds the messages in flight across all of them. On a partitioned
 //!   stream ([`StreamSpec::partitioned`]) a subscription to its pattern is one consumer per
 //!   partition (`<consumer>-p<N>`, filter `a.p.<N>.b.*`) with a `pinned_client` priority group:
-//!   the server hands a partition to one replica at a time (decisions 63–64).
+//!   the server hands a partition to one replica at a time (decisions 63–64). An exclusive
+//!   subscription (`BatchSettings::exclusive`) to an unpartitioned subject is the same with one
+//!   partition: one pinned consumer `<consumer>-p0` filtering the subject (decision 153).
 //! - `Settle::Ack` is `+ACK`, `Redeliver` is `-NAK`, `Drop` is `+TERM`; `Message::delivery` is
 //!   JetStream's delivery count.
 //! - `subscribe` is an ordered consumer (`AckPolicy::None`, `DeliverPolicy::New`); acknowledged,
@@ -45,8 +47,9 @@
 //! # Differences from the memory bus that callers may notice
 //! - Messages pulled but not yet handed to a handler when a subscription stops are given back
 //!   with `-NAK`, which JetStream counts as a delivery: the next subscriber sees `delivery` 2.
-//! - Publication order holds per partition across replicas; for an unpartitioned consumer it holds
-//!   per subscription only (each replica takes its own batches).
+//! - Publication order holds per partition across replicas, and across replicas for an exclusive
+//!   consumer; for another unpartitioned consumer it holds per subscription only (each replica
+//!   takes its own batches).
 //! - A process that dies with a batch in hand leaves it unacknowledged; JetStream redelivers it
 //!   after `ack_wait` (4 s by default), and its partitions move to another replica after
 //!   [`NatsBusSettings::priority_timeout`] (7 s by default).
@@ -365,8 +368,19 @@ impl NatsBus {
                 js: &self.inner.js,
                 settings: bus,
             };
-            return partitioned::subscribe(on, stream, partitioning, consumer, settings, handler)
-                .await;
+            let pinned = partitioned::Pinned::Partitions(partitioning);
+            return partitioned::subscribe(on, stream, pinned, consumer, settings, handler).await;
+        }
+        if settings.exclusive {
+            // Pins need priority groups, which `connect` checked only for a partitioned stream.
+            provision::check_server_version(&self.inner.client.server_info().version)?;
+            let on = partitioned::Bus {
+                client: &self.inner.client,
+                js: &self.inner.js,
+                settings: bus,
+            };
+            let pinned = partitioned::Pinned::Exclusive(subject);
+            return partitioned::subscribe(on, stream, pinned, consumer, settings, handler).await;
         }
         let wanted = provision::durable_config(
             consumer,

@@ -1,6 +1,7 @@
 //! A subscription to a partitioned consumer: one pinned durable consumer and one worker per
 //! partition, the replica's membership for the balance, and the hand-over from the unpartitioned
-//! consumer an earlier version of Swath made.
+//! consumer an earlier version of Swath made. An exclusive consumer of an unpartitioned subject
+//! (`BatchSettings::exclusive`) is the same with one partition ([`Pinned::Exclusive`]).
 //!
 //! # Upgrading from an unpartitioned consumer
 //!
@@ -37,11 +38,59 @@ pub(crate) struct Bus<'a> {
     pub settings: &'a NatsBusSettings,
 }
 
-/// Subscribes `handler` to every partition of `partitioning` on `stream` as `consumer`.
+/// What the pinned consumers of a subscription filter.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Pinned<'a> {
+    /// One consumer per partition of a partitioned pattern.
+    Partitions(&'a Partitioning),
+    /// An exclusive consumer of an unpartitioned filter (`BatchSettings::exclusive`): one pinned
+    /// consumer, `<consumer>-p0`, filtering the subject itself: a partitioned consumer with one
+    /// partition, so the same pins, hand-over and order after a crash (decision 153).
+    Exclusive(&'a str),
+}
+
+impl Pinned<'_> {
+    fn partitions(&self) -> u32 {
+        match self {
+            Pinned::Partitions(p) => p.partitions(),
+            Pinned::Exclusive(_) => 1,
+        }
+    }
+
+    /// The filter of partition `n`'s consumer.
+    fn filter(&self, n: u32) -> String {
+        match self {
+            Pinned::Partitions(p) => partition_filter(p, n),
+            Pinned::Exclusive(subject) => (*subject).to_owned(),
+        }
+    }
+
+    /// The filter the subscription was asked for (an earlier version's consumer's).
+    fn subjects(&self) -> &str {
+        match self {
+            Pinned::Partitions(p) => p.subjects(),
+            Pinned::Exclusive(subject) => subject,
+        }
+    }
+
+    /// Where the pinned consumers start when an earlier version's unpinned consumer exists.
+    /// Partitions: with everything stored under their subjects, all of which came after the
+    /// transform, which the old consumer cannot see. An exclusive consumer filters what the old
+    /// one filters: it starts as asked, and what both get is handled twice (once by the drain of
+    /// the old one, first), which at-least-once handlers take in their stride.
+    fn start_after_an_earlier_version(&self, asked: StartAt) -> StartAt {
+        match self {
+            Pinned::Partitions(_) => StartAt::Stored,
+            Pinned::Exclusive(_) => asked,
+        }
+    }
+}
+
+/// Subscribes `handler` to every pinned consumer of `pinned` on `stream` as `consumer`.
 pub(crate) async fn subscribe(
     bus: Bus<'_>,
     stream: Stream,
-    partitioning: &Partitioning,
+    pinned: Pinned<'_>,
     consumer: &str,
     settings: BatchSettings,
     handler: Arc<dyn BatchHandler>,
@@ -55,20 +104,18 @@ pub(crate) async fn subscribe(
         Err(e) if e.to_string().to_ascii_lowercase().contains("not found") => None,
         Err(e) => return Err(provision::unavailable("looking up consumer", consumer, e)),
     };
-    // After an upgrade the partitions start with everything stored under their subjects: all of
-    // it came after the transform, which the old consumer cannot see.
     let start = if legacy.is_some() {
-        StartAt::Stored
+        pinned.start_after_an_earlier_version(settings.start)
     } else {
         settings.start
     };
     let timeout = bus.settings.priority_timeout();
     let mut partitions = Vec::new();
-    for n in 0..partitioning.partitions() {
+    for n in 0..pinned.partitions() {
         let name = format!("{consumer}-p{n}");
         let wanted = durable_config(
             &name,
-            &partition_filter(partitioning, n),
+            &pinned.filter(n),
             bus.settings.ack_wait,
             start,
             Sharing::Pinned { timeout },
@@ -121,7 +168,7 @@ pub(crate) async fn subscribe(
     let drain = legacy.map(|pull| {
         let wanted = durable_config(
             consumer,
-            partitioning.subjects(),
+            pinned.subjects(),
             bus.settings.ack_wait,
             StartAt::New,
             Sharing::Shared,
@@ -137,7 +184,7 @@ pub(crate) async fn subscribe(
             let mut worker = make(name, wanted, pull);
             worker.pinning = Some(Pinning {
                 partition: n as u32,
-                partitions: partitioning.partitions(),
+                partitions: pinned.partitions(),
                 id: None,
                 owned: Arc::clone(&owned),
                 members: membership.members.clone(),

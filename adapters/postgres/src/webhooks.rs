@@ -38,16 +38,16 @@ fn secrets_json(secrets: &[Secret]) -> Value {
     )
 }
 
+/// A column that does not decode: the row is not one Swath wrote.
+fn bad_column(e: sqlx::Error) -> WebhookError {
+    corrupt(&format!("column: {e}"))
+}
+
 fn endpoint_from(row: &PgRow) -> Result<Endpoint, WebhookError> {
-    let get_err = |_| corrupt("column");
-    let kinds: Vec<String> = row.try_get("kinds").map_err(get_err)?;
-    let kinds = kinds
-        .iter()
-        .map(|k| WebhookKind::parse(k).ok_or_else(|| corrupt("kind")))
-        .collect::<Result<Vec<_>, _>>()?;
-    let mowers: Option<Vec<Uuid>> = row.try_get("mowers").map_err(get_err)?;
-    let sites: Option<Vec<Uuid>> = row.try_get("sites").map_err(get_err)?;
-    let secrets: Value = row.try_get("secrets").map_err(get_err)?;
+    let kinds: Vec<String> = row.try_get("kinds").map_err(bad_column)?;
+    let mowers: Option<Vec<Uuid>> = row.try_get("mowers").map_err(bad_column)?;
+    let sites: Option<Vec<Uuid>> = row.try_get("sites").map_err(bad_column)?;
+    let secrets: Value = row.try_get("secrets").map_err(bad_column)?;
     let secrets = secrets
         .as_array()
         .ok_or_else(|| corrupt("secrets"))?
@@ -63,34 +63,31 @@ fn endpoint_from(row: &PgRow) -> Result<Endpoint, WebhookError> {
             })
         })
         .collect::<Result<Vec<_>, WebhookError>>()?;
-    Ok(Endpoint {
-        id: WebhookId(row.try_get("id").map_err(get_err)?),
-        account_id: AccountId(row.try_get("account_id").map_err(get_err)?),
-        url: row.try_get("url").map_err(get_err)?,
-        kinds,
+    let id: Uuid = row.try_get("id").map_err(bad_column)?;
+    let account: Uuid = row.try_get("account_id").map_err(bad_column)?;
+    Ok(from_row!(row, bad_column, Endpoint {
+        url, enabled, disabled_reason, created_at, updated_at;
+        id: WebhookId(id),
+        account_id: AccountId(account),
+        kinds: kinds
+            .iter()
+            .map(|k| WebhookKind::parse(k).ok_or_else(|| corrupt("kind")))
+            .collect::<Result<Vec<_>, _>>()?,
         mowers: mowers.map(|m| m.into_iter().map(MowerId).collect()),
         sites: sites.map(|s| s.into_iter().map(SiteId).collect()),
-        enabled: row.try_get("enabled").map_err(get_err)?,
-        disabled_reason: row.try_get("disabled_reason").map_err(get_err)?,
-        secrets,
-        created_at: row.try_get("created_at").map_err(get_err)?,
-        updated_at: row.try_get("updated_at").map_err(get_err)?,
-    })
+        secrets: secrets,
+    }))
 }
 
 fn delivery_from(row: &PgRow) -> Result<Delivery, WebhookError> {
-    let get_err = |_| corrupt("column");
-    let outcome: String = row.try_get("outcome").map_err(get_err)?;
-    let attempts: i32 = row.try_get("attempts").map_err(get_err)?;
-    let status: Option<i32> = row.try_get("last_status").map_err(get_err)?;
-    let latency: Option<i32> = row.try_get("last_latency_ms").map_err(get_err)?;
-    Ok(Delivery {
-        id: row.try_get("id").map_err(get_err)?,
-        endpoint_id: WebhookId(row.try_get("endpoint_id").map_err(get_err)?),
-        seq: row.try_get("seq").map_err(get_err)?,
-        event_type: row.try_get("event_type").map_err(get_err)?,
-        body: row.try_get("body").map_err(get_err)?,
-        created_at: row.try_get("created_at").map_err(get_err)?,
+    let endpoint: Uuid = row.try_get("endpoint_id").map_err(bad_column)?;
+    let outcome: String = row.try_get("outcome").map_err(bad_column)?;
+    let attempts: i32 = row.try_get("attempts").map_err(bad_column)?;
+    let status: Option<i32> = row.try_get("last_status").map_err(bad_column)?;
+    let latency: Option<i32> = row.try_get("last_latency_ms").map_err(bad_column)?;
+    Ok(from_row!(row, bad_column, Delivery {
+        id, seq, event_type, body, created_at, next_attempt_at;
+        endpoint_id: WebhookId(endpoint),
         attempts: u32::try_from(attempts).map_err(|_| corrupt("attempts"))?,
         last_status: status
             .map(|s| u16::try_from(s).map_err(|_| corrupt("status")))
@@ -98,9 +95,8 @@ fn delivery_from(row: &PgRow) -> Result<Delivery, WebhookError> {
         last_latency_ms: latency
             .map(|l| u32::try_from(l).map_err(|_| corrupt("latency")))
             .transpose()?,
-        next_attempt_at: row.try_get("next_attempt_at").map_err(get_err)?,
         outcome: DeliveryOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome"))?,
-    })
+    }))
 }
 
 fn ids<T>(list: &Option<Vec<T>>, id: impl Fn(&T) -> Uuid) -> Option<Vec<Uuid>> {
@@ -415,8 +411,8 @@ impl WebhookStore for PostgresStore {
         .map_err(unavailable)?;
         rows.iter()
             .map(|r| {
-                let id: Uuid = r.try_get("endpoint_id").map_err(|_| corrupt("column"))?;
-                let n: i64 = r.try_get("n").map_err(|_| corrupt("column"))?;
+                let id: Uuid = r.try_get("endpoint_id").map_err(bad_column)?;
+                let n: i64 = r.try_get("n").map_err(bad_column)?;
                 Ok((WebhookId(id), n.max(0) as u64))
             })
             .collect()

@@ -47,6 +47,13 @@ pub struct BatchSettings {
     /// Where a durable consumer created by this subscription starts; an existing consumer keeps
     /// its position whatever this says.
     pub start: StartAt,
+    /// One holder at a time for an unpartitioned consumer: its messages are handled by one
+    /// subscription at a time, across every subscription (and replica) of the consumer, as one
+    /// partition of a partitioned consumer is, and what its holder leaves unsettled comes to
+    /// the next holder before anything newer. For a consumer whose stream order must survive a
+    /// replica's crash (the webhooks' enqueuer, decision 153); a partitioned consumer is
+    /// exclusive per partition already, and ignores it.
+    pub exclusive: bool,
 }
 
 /// Where a new durable consumer starts.
@@ -70,6 +77,7 @@ impl Default for BatchSettings {
             drain_timeout: Duration::from_secs(10),
             redelivery_delay: Duration::from_millis(500),
             start: StartAt::New,
+            exclusive: false,
         }
     }
 }
@@ -206,6 +214,10 @@ pub struct Publication {
 ///   concurrent calls; they never share a partition key). Subscriptions of one consumer share
 ///   its partitions. A filter that overlaps a partitioned pattern without being it is refused
 ///   ([`BusError::Refused`]).
+/// - Exclusive consumers: a subscription with [`BatchSettings::exclusive`] to an unpartitioned
+///   subject has the partitions' guarantees with one partition: one subscription at a time
+///   handles the consumer, and what its holder leaves unsettled comes to the next holder before
+///   any newer message. Every subscription of one consumer must agree on it.
 /// - `subscribe`: an ack-less live view; refused with [`BusError::Refused`] when
 ///   `options.acknowledge` is set or a durable name or a queue group is given.
 /// - return [`BusError::Unavailable`] when the bus cannot be reached.
