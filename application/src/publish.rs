@@ -20,7 +20,8 @@ pub async fn publish(bus: &dyn EventBus, events: &[Event]) {
 /// Publishes what a commit tells: its events (as [`publish`] does) and the alerts it cleared
 /// without an event, each on [`subjects::alert_cleared`] (decision 130), in one
 /// [`EventBus::publish_all`], in the one order they were derived in: each clear comes after the
-/// number of events it names ([`WatchChanges::cleared_without_event`]).
+/// number of events it names
+/// ([`WatchChanges::cleared_without_event`](swath_domain::watch::WatchChanges::cleared_without_event)).
 pub async fn publish_told(bus: &dyn EventBus, events: &[Event], cleared: &[(usize, ClearedAlert)]) {
     let mut told: Vec<Told<'_>> = Vec::with_capacity(events.len() + cleared.len());
     let mut clears = cleared.iter().peekable();
