@@ -3,9 +3,9 @@
 
 use super::{card_fields, operator_dto, views, OperatorOnDuty, TAG};
 use crate::auth::Reader;
+use crate::dto::notifications::{AlertKindDto, SeverityDto};
 use crate::error::ApiError;
 use crate::etag::json_with_etag_of;
-use crate::routes::notifications::{AlertKindDto, SeverityDto};
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -191,7 +191,7 @@ pub async fn live_fleet(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.fleet(&principal).await?;
+    let snapshot = views(&state)?.fleet(&principal).await?;
     let document = FleetDashboard::of(snapshot, state.clock.now());
     // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
     // while the data is the same.

@@ -222,7 +222,7 @@ pub async fn live_health(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.health(&principal).await?;
+    let snapshot = views(&state)?.health(&principal).await?;
     let document = HealthWall::of(snapshot, state.clock.now());
     // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
     // while the data is the same.

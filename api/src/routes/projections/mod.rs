@@ -25,10 +25,11 @@ pub use health::{
 pub use wall::{SiteWall, WallSiteDto, WallSiteList};
 
 use crate::error::{ApiError, Resource};
-use crate::state::{AppState, LiveViews};
+use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{chain, AssignmentError, MowerCard, ProjectionError, SiteCard};
+use swath_application::Projections;
 use swath_domain::{Assignment, Priority};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -60,9 +61,9 @@ impl From<AssignmentError> for ApiError {
 }
 
 /// The live views, or `503` when the service was started without them.
-pub(crate) fn views(state: &AppState) -> Result<&LiveViews, ApiError> {
+pub(crate) fn views(state: &AppState) -> Result<&Projections, ApiError> {
     state
-        .projections
+        .live_views
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no live projections are configured".into()))
 }

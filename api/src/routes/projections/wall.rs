@@ -118,7 +118,7 @@ pub async fn live_wall(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.wall(&principal).await?;
+    let snapshot = views(&state)?.wall(&principal).await?;
     let document = SiteWall::of(snapshot, state.clock.now());
     // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
     // while the data is the same.
