@@ -8,7 +8,7 @@ use crate::dto::directory::{
 };
 use crate::dto::{MowerList, MowerSummary};
 use crate::error::{ApiError, FieldProblem, Resource};
-use crate::etag::json_with_etag;
+use crate::etag::{json_with_etag, NotModified};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::routes::{MowerPath, Revalidation};
@@ -43,8 +43,7 @@ pub const TAG: &str = "mowers";
                 ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        NotModified,
         (status = 400, description = "`limit` or `cursor` is not valid."),
     ),
 )]
@@ -64,12 +63,12 @@ pub async fn list_mowers(
         page::order_cursor(List::Mowers, &m.order_key())
     });
     let views = state.mower_data.views(&principal, page.rows).await?;
-    let list = MowerList {
-        next_cursor: page.next_cursor,
-        items: views.iter().map(MowerSummary::from).collect(),
-        limit: limit as u32,
+    let page = page::Cut {
+        rows: views,
         truncated: page.truncated,
+        next_cursor: page.next_cursor,
     };
+    let list = page.page::<MowerList>(limit, |r| MowerSummary::from(&r));
     json_with_etag(&headers, &list)
 }
 
@@ -183,8 +182,7 @@ pub async fn create_mower(
                 ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        NotModified,
         (status = 400, description = "The id is not a UUID."),
         (status = 404, description = "No such mower is visible to this token."),
     ),

@@ -48,12 +48,7 @@ pub async fn list_sites(
     let page = page::cut(rows, limit, |s| {
         page::order_cursor(List::Sites, &s.order_key())
     });
-    Ok(Json(SitePage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(SiteDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(page.page::<SitePage>(limit, |r| SiteDto::from(&r))))
 }
 
 /// Add a site

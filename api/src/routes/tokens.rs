@@ -53,12 +53,7 @@ pub async fn list_tokens(
         .tokens(&principal, after, page::with_sentinel(limit))
         .await?;
     let page = page::cut(rows, limit, |t| page::token_cursor(t.id));
-    Ok(Json(TokenPage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(TokenDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(page.page::<TokenPage>(limit, |r| TokenDto::from(&r))))
 }
 
 /// Create an API token

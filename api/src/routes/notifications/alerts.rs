@@ -50,10 +50,5 @@ pub async fn list_alerts(
         .open_alerts(&principal, only, query)
         .await?;
     let page = page::cut(rows, limit, |a| page::alert_cursor(&AlertCursor::of(a)));
-    Ok(Json(AlertPage {
-        items: page.rows.into_iter().map(AlertDto::from).collect(),
-        truncated: page.truncated,
-        limit: limit as u32,
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.page::<AlertPage>(limit, AlertDto::from)))
 }

@@ -46,10 +46,5 @@ pub async fn list_events(
     let only = params.mower_id.map(MowerId);
     let rows = state.mower_data.events(&principal, only, query).await?;
     let page = page::cut(rows, limit, |e| page::event_cursor(e.id));
-    Ok(Json(EventPage {
-        items: page.rows.into_iter().map(EventDto::from).collect(),
-        truncated: page.truncated,
-        limit: limit as u32,
-        next_cursor: page.next_cursor,
-    }))
+    Ok(Json(page.page::<EventPage>(limit, EventDto::from)))
 }

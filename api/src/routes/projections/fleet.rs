@@ -1,11 +1,12 @@
 //! `GET /v1/live/fleet`: the fleet dashboard, and the mower and alert documents every live view
 //! shows.
 
-use super::{card_fields, operator_dto, views, OperatorOnDuty, TAG};
+use super::{
+    card_fields, live_answer, operator_dto, LiveDocument, LiveNotModified, OperatorOnDuty, TAG,
+};
 use crate::auth::Reader;
 use crate::dto::notifications::{AlertKindDto, SeverityDto};
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -14,7 +15,10 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::AlertCard;
+use swath_application::ports::ProjectionError;
 use swath_application::projections::{FleetSnapshot, LiveMower, Window};
+use swath_application::Projections;
+use swath_domain::Principal;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -181,9 +185,7 @@ impl FleetDashboard {
                     `generated_at`."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_fleet(
@@ -191,9 +193,25 @@ pub async fn live_fleet(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.fleet(&principal).await?;
-    let document = FleetDashboard::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.mowers)
+    live_answer::<FleetDashboard>(&state, &principal, &headers).await
+}
+
+impl LiveDocument for FleetDashboard {
+    type Snapshot = FleetSnapshot;
+    type Validator = LiveMowerList;
+
+    async fn read(
+        views: &Projections,
+        principal: &Principal,
+    ) -> Result<FleetSnapshot, ProjectionError> {
+        views.fleet(principal).await
+    }
+
+    fn document(snapshot: FleetSnapshot, now: DateTime<Utc>) -> Self {
+        Self::of(snapshot, now)
+    }
+
+    fn validator(&self) -> &Self::Validator {
+        &self.mowers
+    }
 }

@@ -1,9 +1,11 @@
 //! `GET /v1/live/health`: the health wall.
 
-use super::{card_fields, live_site, operator_dto, views, LiveSite, OperatorOnDuty, TAG};
+use super::{
+    card_fields, live_answer, live_site, operator_dto, LiveDocument, LiveNotModified, LiveSite,
+    OperatorOnDuty, TAG,
+};
 use crate::auth::Reader;
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -11,7 +13,10 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use swath_application::ports::ProjectionError;
 use swath_application::projections::{HealthSnapshot, HealthStatus};
+use swath_application::Projections;
+use swath_domain::Principal;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -212,9 +217,7 @@ impl HealthWall {
                     `generated_at`."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_health(
@@ -222,9 +225,25 @@ pub async fn live_health(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.health(&principal).await?;
-    let document = HealthWall::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.sites)
+    live_answer::<HealthWall>(&state, &principal, &headers).await
+}
+
+impl LiveDocument for HealthWall {
+    type Snapshot = HealthSnapshot;
+    type Validator = HealthSiteList;
+
+    async fn read(
+        views: &Projections,
+        principal: &Principal,
+    ) -> Result<HealthSnapshot, ProjectionError> {
+        views.health(principal).await
+    }
+
+    fn document(snapshot: HealthSnapshot, now: DateTime<Utc>) -> Self {
+        Self::of(snapshot, now)
+    }
+
+    fn validator(&self) -> &Self::Validator {
+        &self.sites
+    }
 }

@@ -1,10 +1,9 @@
 //! `GET /v1/live/wall`: the site wall.
 
 use super::fleet::{mower_list, LiveMowerList};
-use super::{live_site, views, LiveSite, TAG};
+use super::{live_answer, live_site, LiveDocument, LiveNotModified, LiveSite, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -12,7 +11,10 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use swath_application::ports::ProjectionError;
 use swath_application::projections::WallSnapshot;
+use swath_application::Projections;
+use swath_domain::Principal;
 use utoipa::ToSchema;
 
 /// A site on the site wall, with its mowers in the field.
@@ -108,9 +110,7 @@ impl SiteWall {
                         "truncated": false, "limit": 32}}],
                     "truncated": true, "limit": 32}}],
                 "truncated": false, "limit": 16}})),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_wall(
@@ -118,9 +118,25 @@ pub async fn live_wall(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.wall(&principal).await?;
-    let document = SiteWall::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.sites)
+    live_answer::<SiteWall>(&state, &principal, &headers).await
+}
+
+impl LiveDocument for SiteWall {
+    type Snapshot = WallSnapshot;
+    type Validator = WallSiteList;
+
+    async fn read(
+        views: &Projections,
+        principal: &Principal,
+    ) -> Result<WallSnapshot, ProjectionError> {
+        views.wall(principal).await
+    }
+
+    fn document(snapshot: WallSnapshot, now: DateTime<Utc>) -> Self {
+        Self::of(snapshot, now)
+    }
+
+    fn validator(&self) -> &Self::Validator {
+        &self.sites
+    }
 }
