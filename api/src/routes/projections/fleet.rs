@@ -1,9 +1,7 @@
 //! `GET /v1/live/fleet`: the fleet dashboard, and the mower and alert documents every live view
 //! shows.
 
-use super::{
-    card_fields, live_answer, operator_dto, LiveDocument, LiveNotModified, OperatorOnDuty, TAG,
-};
+use super::{card_fields, live_answer, operator_dto, LiveNotModified, OperatorOnDuty, TAG};
 use crate::auth::Reader;
 use crate::dto::notifications::{AlertKindDto, SeverityDto};
 use crate::error::ApiError;
@@ -15,10 +13,7 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::AlertCard;
-use swath_application::ports::ProjectionError;
 use swath_application::projections::{FleetSnapshot, LiveMower, Window};
-use swath_application::Projections;
-use swath_domain::Principal;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -196,22 +191,4 @@ pub async fn live_fleet(
     live_answer::<FleetDashboard>(&state, &principal, &headers).await
 }
 
-impl LiveDocument for FleetDashboard {
-    type Snapshot = FleetSnapshot;
-    type Validator = LiveMowerList;
-
-    async fn read(
-        views: &Projections,
-        principal: &Principal,
-    ) -> Result<FleetSnapshot, ProjectionError> {
-        views.fleet(principal).await
-    }
-
-    fn document(snapshot: FleetSnapshot, now: DateTime<Utc>) -> Self {
-        Self::of(snapshot, now)
-    }
-
-    fn validator(&self) -> &Self::Validator {
-        &self.mowers
-    }
-}
+live_document!(FleetDashboard: FleetSnapshot, read by fleet, tagged over mowers: LiveMowerList);

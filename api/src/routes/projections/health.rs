@@ -1,8 +1,8 @@
 //! `GET /v1/live/health`: the health wall.
 
 use super::{
-    card_fields, live_answer, live_site, operator_dto, LiveDocument, LiveNotModified, LiveSite,
-    OperatorOnDuty, TAG,
+    card_fields, live_answer, live_site, operator_dto, LiveNotModified, LiveSite, OperatorOnDuty,
+    TAG,
 };
 use crate::auth::Reader;
 use crate::error::ApiError;
@@ -13,10 +13,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::ProjectionError;
 use swath_application::projections::{HealthSnapshot, HealthStatus};
-use swath_application::Projections;
-use swath_domain::Principal;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -228,22 +225,4 @@ pub async fn live_health(
     live_answer::<HealthWall>(&state, &principal, &headers).await
 }
 
-impl LiveDocument for HealthWall {
-    type Snapshot = HealthSnapshot;
-    type Validator = HealthSiteList;
-
-    async fn read(
-        views: &Projections,
-        principal: &Principal,
-    ) -> Result<HealthSnapshot, ProjectionError> {
-        views.health(principal).await
-    }
-
-    fn document(snapshot: HealthSnapshot, now: DateTime<Utc>) -> Self {
-        Self::of(snapshot, now)
-    }
-
-    fn validator(&self) -> &Self::Validator {
-        &self.sites
-    }
-}
+live_document!(HealthWall: HealthSnapshot, read by health, tagged over sites: HealthSiteList);

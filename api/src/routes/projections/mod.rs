@@ -11,6 +11,32 @@
 //! [`assignments`]; this one keeps what they share (the operator on duty, a site card, the
 //! errors of the projection and assignment ports).
 
+/// Declares a live view's [`LiveDocument`]: `$doc` of the use case's `$snapshot`, read by
+/// `Projections::$read`, its entity tag over `$field` (all of it but `generated_at`).
+macro_rules! live_document {
+    ($doc:ty: $snapshot:ty, read by $read:ident, tagged over $field:ident: $validator:ty) => {
+        impl super::LiveDocument for $doc {
+            type Snapshot = $snapshot;
+            type Validator = $validator;
+
+            async fn read(
+                views: &swath_application::Projections,
+                principal: &swath_domain::Principal,
+            ) -> Result<$snapshot, swath_application::ports::ProjectionError> {
+                views.$read(principal).await
+            }
+
+            fn document(snapshot: $snapshot, now: chrono::DateTime<chrono::Utc>) -> Self {
+                Self::of(snapshot, now)
+            }
+
+            fn validator(&self) -> &$validator {
+                &self.$field
+            }
+        }
+    };
+}
+
 pub mod assignments;
 pub mod fleet;
 pub mod health;

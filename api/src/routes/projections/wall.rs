@@ -1,7 +1,7 @@
 //! `GET /v1/live/wall`: the site wall.
 
 use super::fleet::{mower_list, LiveMowerList};
-use super::{live_answer, live_site, LiveDocument, LiveNotModified, LiveSite, TAG};
+use super::{live_answer, live_site, LiveNotModified, LiveSite, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
 use crate::routes::Revalidation;
@@ -11,10 +11,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::ProjectionError;
 use swath_application::projections::WallSnapshot;
-use swath_application::Projections;
-use swath_domain::Principal;
 use utoipa::ToSchema;
 
 /// A site on the site wall, with its mowers in the field.
@@ -121,22 +118,4 @@ pub async fn live_wall(
     live_answer::<SiteWall>(&state, &principal, &headers).await
 }
 
-impl LiveDocument for SiteWall {
-    type Snapshot = WallSnapshot;
-    type Validator = WallSiteList;
-
-    async fn read(
-        views: &Projections,
-        principal: &Principal,
-    ) -> Result<WallSnapshot, ProjectionError> {
-        views.wall(principal).await
-    }
-
-    fn document(snapshot: WallSnapshot, now: DateTime<Utc>) -> Self {
-        Self::of(snapshot, now)
-    }
-
-    fn validator(&self) -> &Self::Validator {
-        &self.sites
-    }
-}
+live_document!(SiteWall: WallSnapshot, read by wall, tagged over sites: WallSiteList);
