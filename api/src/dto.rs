@@ -13,9 +13,12 @@
 //! - [`imports`]: `POST /v1/imports` and the import's document.
 //! - [`webhooks`]: webhook endpoints and their deliveries.
 
-/// A page of one of the directory's lists (sites, mowers, tokens, imports): its `items`, then the
-/// paging members each of these lists answers in the same words. The page's and the items'
-/// documentation comes first, then the sentence of `truncated` (it names what follows).
+/// A page of one of the API's lists, the one way every list is declared: its `items`, then the
+/// paging members. Two wordings, fixed by the published document: the directory's lists
+/// (sites, mowers, tokens, imports, webhooks, deliveries) answer `items, limit, truncated,
+/// next_cursor` with examples; the notification feeds (events, alerts) answer `items,
+/// truncated, limit, next_cursor` in words of their own. Either way the page is built from a cut
+/// by [`crate::page::Cut::page`] through [`crate::page::Paged`].
 macro_rules! list_page {
     (
         $(#[$page:meta])*
@@ -40,19 +43,66 @@ macro_rules! list_page {
             #[schema(required = true, example = json!(null))]
             pub next_cursor: Option<String>,
         }
+        list_page!(@paged $name: $item);
+    };
+    (
+        $(#[$page:meta])*
+        feed $name:ident: $item:ty,
+        $(#[$items:meta])*
+        items,
+        $(#[$truncated:meta])*
+        truncated,
+        $(#[$next:meta])*
+        next_cursor
+    ) => {
+        $(#[$page])*
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        pub struct $name {
+            $(#[$items])*
+            pub items: Vec<$item>,
+            $(#[$truncated])*
+            pub truncated: bool,
+            /// The page size asked for.
+            pub limit: u32,
+            $(#[$next])*
+            #[schema(required = true)]
+            pub next_cursor: Option<String>,
+        }
+        list_page!(@paged $name: $item);
+    };
+    (@paged $name:ident: $item:ty) => {
+        impl $crate::page::Paged for $name {
+            type Item = $item;
+            fn of(
+                items: Vec<$item>,
+                limit: usize,
+                truncated: bool,
+                next_cursor: Option<String>,
+            ) -> Self {
+                Self {
+                    items,
+                    limit: limit as u32,
+                    truncated,
+                    next_cursor,
+                }
+            }
+        }
     };
 }
 
 pub mod directory;
+pub mod event_details;
 pub mod imports;
 pub mod ingest;
+pub mod notifications;
 pub mod reads;
 pub mod webhooks;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use swath_application::availability::{self, Availability};
+use swath_application::availability;
+use swath_application::MowerView;
 use swath_domain::{self as domain, HealthTotals, LatestRow, Mower};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -262,18 +312,14 @@ pub enum OfflineReason {
     NeverReported,
 }
 
-impl MowerSummary {
+impl From<&MowerView> for MowerSummary {
     /// A mower as every read shows it: its site's name, its availability and its latest state.
-    pub fn new(
-        mower: &Mower,
-        site_name: String,
-        latest: Option<&LatestRow>,
-        availability: &Availability,
-    ) -> Self {
+    fn from(view: &MowerView) -> Self {
+        let (mower, availability) = (&view.mower, &view.availability);
         Self {
             id: mower.id.0,
             site_id: mower.site_id.0,
-            site_name,
+            site_name: view.site_name.clone(),
             online: availability.online,
             last_seen_at: availability.last_seen_at,
             offline_reason: availability.offline_reason.map(|r| match r {
@@ -286,7 +332,7 @@ impl MowerSummary {
             serial: mower.serial.clone(),
             display_order: mower.display_order,
             blade_threshold_seconds: seconds(mower.blade_threshold_ms),
-            state: latest.map(MowerState::from),
+            state: view.latest.as_ref().map(MowerState::from),
         }
     }
 }

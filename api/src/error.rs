@@ -10,7 +10,9 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{chain, DirectoryError, StoreError, TokenError, WebhookError};
-use swath_application::{AccessError, Hidden, MowerDataError, SubmissionError, WebhooksError};
+use swath_application::{
+    AccessError, Hidden, MowerDataError, MowerSettingsError, SubmissionError, WebhooksError,
+};
 use utoipa::ToSchema;
 
 /// The media type of every error body.
@@ -466,6 +468,19 @@ impl From<MowerDataError> for ApiError {
             MowerDataError::Watch(e) => e.into(),
             MowerDataError::NoNotifications => {
                 ApiError::Unavailable("no notification store is configured".into())
+            }
+        }
+    }
+}
+
+impl From<MowerSettingsError> for ApiError {
+    fn from(e: MowerSettingsError) -> Self {
+        match e {
+            MowerSettingsError::Access(e) => e.into(),
+            MowerSettingsError::Watch(e) => e.into(),
+            MowerSettingsError::Assignment(e) => e.into(),
+            MowerSettingsError::NoNotifications | MowerSettingsError::NoAssignments => {
+                ApiError::Unavailable(e.to_string())
             }
         }
     }

@@ -7,7 +7,7 @@
 //! `openapi/openapi.json` is its output, and a test fails when the two drift.
 //!
 //! # Layout
-//! - [`state`]: [`AppState`], the ports every handler can reach.
+//! - [`state`]: [`AppState`], the use cases every handler can reach (never a port).
 //! - [`auth`]: bearer tokens resolved to a principal, one extractor per scope.
 //! - [`routes`]: the handlers, one module per OpenAPI tag.
 //! - [`dto`]: the documents the API answers, built from domain rows (never the rows themselves).
@@ -15,7 +15,7 @@
 //! - [`extract`]: `Path`, `Query` and `Json` extractors whose rejections are problems.
 //! - [`etag`]: entity tags and `If-None-Match`.
 //! - [`http_metrics`]: the request span (status, latency) and the latency histogram per route.
-//! - [`pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`,
+//! - [`live_pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`,
 //!   `/live/map`).
 //! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
 //! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts.
@@ -32,8 +32,8 @@ pub mod etag;
 pub mod extract;
 pub mod http_metrics;
 pub mod limits;
+pub mod live_pages;
 pub mod page;
-pub mod pages;
 pub mod routes;
 pub mod security_headers;
 pub mod server;
@@ -41,6 +41,7 @@ pub mod state;
 pub mod validate;
 
 pub use error::{ApiError, Problem};
+
 pub use state::{AppState, NotificationPorts};
 
 use axum::extract::DefaultBodyLimit;
@@ -304,7 +305,7 @@ fn describe_nullable_properties(object: &mut utoipa::openapi::schema::Object) {
 pub fn router(state: AppState) -> Router {
     let body_idle_timeout = state.limits.body_idle_timeout;
     let (api, _) = api_routes().split_for_parts();
-    api.merge(pages::routes())
+    api.merge(live_pages::routes())
         .merge(SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])))
         .fallback(error::route_not_found)
         // After every route is added: axum applies it to the routes present.

@@ -96,6 +96,26 @@ pub struct Cut<T> {
     pub next_cursor: Option<String>,
 }
 
+/// A page document (every list of the API, declared by `list_page!`): made from a [`Cut`] by
+/// [`Cut::page`].
+pub trait Paged {
+    type Item;
+    fn of(
+        items: Vec<Self::Item>,
+        limit: usize,
+        truncated: bool,
+        next_cursor: Option<String>,
+    ) -> Self;
+}
+
+impl<T> Cut<T> {
+    /// The page document of this cut of a list asked with `limit`, each row as `item` shows it.
+    pub fn page<P: Paged>(self, limit: usize, item: impl FnMut(T) -> P::Item) -> P {
+        let items = self.rows.into_iter().map(item).collect();
+        P::of(items, limit, self.truncated, self.next_cursor)
+    }
+}
+
 /// Cuts `rows` (fetched with [`with_sentinel`]`(limit)`) to the page, and names the next page
 /// with `cursor` of its last row when it was cut.
 pub fn cut<T>(rows: Vec<T>, limit: usize, cursor: impl FnOnce(&T) -> String) -> Cut<T> {

@@ -1,7 +1,7 @@
 //! The headers every answer carries (decision 143): `X-Content-Type-Options: nosniff`, so that a
 //! browser never runs an answer as something its media type does not say, and a
 //! Content-Security-Policy of `frame-ancestors 'none'`, so that no other site frames it. The live
-//! pages set a policy of their own, stricter (`pages::assets`), which this leaves as it is.
+//! pages set a policy of their own, stricter (`live_pages::assets`), which this leaves as it is.
 
 use axum::http::{header, HeaderValue};
 use axum::response::Response;

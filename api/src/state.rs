@@ -1,9 +1,16 @@
-//! What every handler can reach: the ports, chosen once by `main` (or a test), behind `Arc<dyn _>`.
+//! What every handler can reach: the use cases, built once by `main` (or a test) over the ports
+//! it chose. No handler reaches a port: the rules of who sees what, and the account filter of
+//! every per-mower read, live in the use cases (`swath_application`), once.
 
 use std::sync::Arc;
-use swath_application::live_feed::LiveFeed;
-use swath_application::ports::{Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore};
-use swath_application::{Access, Imports, Ingest, MowerData, Submissions, Webhooks};
+use swath_application::live_feed::SharedFeed;
+use swath_application::ports::{
+    Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
+};
+use swath_application::{
+    Access, FleetDirectory, Imports, Ingest, MowerData, MowerSettings, Projections, Readiness,
+    Submissions, TokenAdmin, Webhooks,
+};
 
 /// The revocations of this process: see [`swath_application::Revocations`].
 pub use swath_application::Revocations;
@@ -11,39 +18,25 @@ pub use swath_application::Revocations;
 /// The notification side's ports: see [`swath_application::ports::NotificationPorts`].
 pub use swath_application::ports::NotificationPorts;
 
-/// The application state shared by every request. Cheap to clone: only `Arc`s.
+/// The application state shared by every request. Cheap to clone: only `Arc`s and use cases
+/// (themselves `Arc`s).
 ///
-/// Handlers see ports, never adapters, so the same router serves the memory adapters, PostgreSQL
-/// and NATS alike.
+/// Handlers see use cases, never ports or adapters, so the same router serves the memory
+/// adapters, PostgreSQL and NATS alike. Beside the use cases it holds the HTTP layer's own
+/// settings (tiles, limits, the sessions' key) and the clock (see [`AppState::clock`]).
 #[derive(Clone)]
 pub struct AppState {
-    /// Accounts, sites and mowers.
-    pub directory: Arc<dyn DirectoryAdmin>,
-    /// Bearer tokens (hashed) to principals.
-    pub tokens: Arc<dyn TokenStore>,
-    /// Latest states and health totals.
-    pub telemetry: Arc<dyn TelemetryStore>,
-    /// The event bus.
-    pub bus: Arc<dyn EventBus>,
-    /// The time, so that tests can set it.
-    pub clock: Arc<dyn Clock>,
-    /// The ingest use case, for ingestion over HTTP.
-    pub ingest: Arc<Ingest>,
-    /// Geofences, zones, events, alerts and busy statuses (`/v1/events`, `/v1/alerts`, …);
-    /// `None`: those routes answer `503`. Set with [`AppState::with_notifications`].
-    pub notifications: Option<NotificationPorts>,
-    /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages) and the
-    /// operator assignments; `None`: those routes answer `503`. Set with
-    /// [`AppState::with_projections`].
-    pub projections: Option<LiveViews>,
-    /// Tells this process's principal cache and open streams that a token was revoked, so that
-    /// it is refused at once instead of at their next periodic check. The same as
-    /// `access.revocations()`.
-    pub revocations: Revocations,
     /// Who may see what, and tokens to principals: every route asks it (decision 76).
     pub access: Access,
-    /// A mower's own data, of the principal's account only, and its deletion.
+    /// The read side of a mower: as every read shows it (latest state, site, availability), its
+    /// telemetry and child data of the principal's account only, and its deletion.
     pub mower_data: MowerData,
+    /// What is set on a mower: geofence, zones, assignments, blade resets.
+    pub mower_settings: MowerSettings,
+    /// Accounts, sites and mowers as a principal manages them.
+    pub fleet: FleetDirectory,
+    /// API tokens as an admin lists, issues and revokes them.
+    pub token_admin: TokenAdmin,
     /// State reports received over HTTP: the tenant filter, ingestion and their publication.
     pub submissions: Submissions,
     /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
@@ -51,9 +44,18 @@ pub struct AppState {
     /// Webhook endpoints and their deliveries (`/v1/webhooks`); `None`: those routes answer
     /// `503`. Set with [`AppState::with_webhooks`].
     pub webhooks: Option<Webhooks>,
+    /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages);
+    /// `None`: those routes answer `503`. Set with [`AppState::with_projections`].
+    pub live_views: Option<Projections>,
+    /// Whether the store and the bus answer and ingestion progresses (`/readyz`, `/metrics`).
+    pub readiness: Readiness,
     /// The numbered feed the live stream sends and resumes from, one per process, started by
     /// the first stream (decision 101).
-    pub live_feed: Arc<tokio::sync::OnceCell<LiveFeed>>,
+    pub live_feed: SharedFeed,
+    /// The time of the HTTP layer's own answers: when a state report was received, a live
+    /// document generated, a page's session issued. Not a use case: these instants belong to the
+    /// request, and a test sets them.
+    pub clock: Arc<dyn Clock>,
     /// The map tiles behind `/live/map` (`SWATH_MAP_TILE_URL`): a URL template with `{z}`, `{x}`
     /// and `{y}`; empty: no tiles, the map draws on a plain background. Set with
     /// [`AppState::with_map_tile_url`].
@@ -63,22 +65,15 @@ pub struct AppState {
     pub limits: crate::limits::RequestLimits,
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
     /// process unless set with [`AppState::with_session_secret`]).
-    pub sessions: crate::pages::session::SessionKey,
+    pub sessions: crate::live_pages::session::SessionKey,
 }
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
 pub const DEFAULT_MAP_TILE_URL: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
 
-/// The live projections' use case and the assignments it ranks.
-#[derive(Clone)]
-pub struct LiveViews {
-    pub projections: swath_application::Projections,
-    pub assignments: Arc<dyn swath_application::ports::Assignments>,
-}
-
 impl AppState {
-    /// Bundles the ports. The memory store implements the first three, so `main` passes the same
-    /// store three times; other adapters may split them.
+    /// Builds the use cases over the ports. The memory store implements the first three, so
+    /// `main` passes the same store three times; other adapters may split them.
     pub fn new(
         directory: Arc<dyn DirectoryAdmin>,
         tokens: Arc<dyn TokenStore>,
@@ -94,35 +89,29 @@ impl AppState {
             clock.clone(),
             revocations.clone(),
         );
-        let submissions = Submissions::new(access.clone(), ingest.clone(), bus.clone());
-        let imports = Imports::new(access.clone(), telemetry.clone(), clock.clone());
-        let mower_data = MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None);
         Self {
-            directory,
-            tokens,
-            telemetry,
-            bus,
-            clock,
-            ingest,
-            notifications: None,
-            projections: None,
-            revocations,
-            access,
-            mower_data,
-            submissions,
-            imports,
+            mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
+            mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
+            fleet: FleetDirectory::new(access.clone(), directory),
+            token_admin: TokenAdmin::new(tokens, revocations),
+            submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
+            imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
             webhooks: None,
-            live_feed: Arc::default(),
+            live_views: None,
+            readiness: Readiness::new(telemetry, bus.clone(), ingest),
+            live_feed: SharedFeed::new(bus, clock.clone()),
+            access,
+            clock,
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
-            sessions: crate::pages::session::SessionKey::random(),
+            sessions: crate::live_pages::session::SessionKey::random(),
         }
     }
 
     /// Signs the live pages' sessions with `secret` (`SWATH_SESSION_SECRET`), so that every
     /// replica given the same secret accepts them and they outlive a restart.
     pub fn with_session_secret(mut self, secret: &[u8]) -> Self {
-        self.sessions = crate::pages::session::SessionKey::from_secret(secret);
+        self.sessions = crate::live_pages::session::SessionKey::from_secret(secret);
         self
     }
 
@@ -141,15 +130,14 @@ impl AppState {
 
     /// Another bound for the principal and mower caches (zero: every request asks the stores).
     pub fn with_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.access = self.access.with_cache_ttl(ttl);
-        self.submissions =
-            Submissions::new(self.access.clone(), self.ingest.clone(), self.bus.clone());
-        self.imports = self.imports.with_access(self.access.clone());
-        self.mower_data = self.mower_data();
-        self.webhooks = self
-            .webhooks
-            .take()
-            .map(|w| w.with_access(self.access.clone()));
+        let access = self.access.with_cache_ttl(ttl);
+        self.submissions = self.submissions.with_access(access.clone());
+        self.imports = self.imports.with_access(access.clone());
+        self.mower_data = self.mower_data.with_access(access.clone());
+        self.mower_settings = self.mower_settings.with_access(access.clone());
+        self.fleet = self.fleet.with_access(access.clone());
+        self.webhooks = self.webhooks.take().map(|w| w.with_access(access.clone()));
+        self.access = access;
         self
     }
 
@@ -169,33 +157,22 @@ impl AppState {
         self
     }
 
-    /// The mower data use case over this state's access, ports and notification ports.
-    fn mower_data(&self) -> MowerData {
-        MowerData::new(
-            self.access.clone(),
-            self.directory.clone(),
-            self.telemetry.clone(),
-            self.notifications.clone(),
-        )
-    }
-
-    /// Adds the notification side's ports.
+    /// Adds the notification side's ports to the use cases that read and set a mower's
+    /// notification data.
     pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
-        self.notifications = Some(ports);
-        self.mower_data = self.mower_data();
+        self.mower_data = self.mower_data.with_notifications(ports.clone());
+        self.mower_settings = self.mower_settings.with_notifications(Some(ports));
         self
     }
 
     /// Adds the live projections and the operator assignments.
     pub fn with_projections(
         mut self,
-        projections: swath_application::Projections,
-        assignments: Arc<dyn swath_application::ports::Assignments>,
+        projections: Projections,
+        assignments: Arc<dyn Assignments>,
     ) -> Self {
-        self.projections = Some(LiveViews {
-            projections,
-            assignments,
-        });
+        self.live_views = Some(projections);
+        self.mower_settings = self.mower_settings.with_assignments(Some(assignments));
         self
     }
 }

@@ -17,8 +17,16 @@
 //!   polls of a mower's state seldom reach the store; forgotten on every commit of this process.
 //! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
 //!   from, and each stream's visibility and filters.
-//! - [`mower_data`]: a mower's own data (latest state, health, zones, geofence, busy status) as
-//!   a principal reads it, filtered by the principal's account, and the mower's deletion.
+//! - [`mower_data`]: the read side of a mower: as every read shows it (latest state, site,
+//!   availability), its own data (latest state, health, telemetry, zones, geofence, busy status,
+//!   events, alerts) as a principal reads it, filtered by the principal's account, and the
+//!   mower's deletion.
+//! - [`mower_settings`]: what a principal sets on a mower (geofence, zones, assignments, blade
+//!   reset).
+//! - [`fleet_directory`]: accounts, sites and mowers as a principal manages them (pages,
+//!   creation, changes).
+//! - [`token_admin`]: API tokens as an admin principal lists, issues and revokes them.
+//! - [`readiness`]: whether the store and the bus answer and ingestion progresses (`/readyz`).
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
@@ -43,6 +51,7 @@
 pub mod access;
 pub mod availability;
 pub mod consume;
+pub mod fleet_directory;
 pub mod group_commit;
 pub mod import;
 pub mod imports;
@@ -50,27 +59,34 @@ pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
 pub mod mower_data;
+pub mod mower_settings;
 pub mod ports;
 pub mod projections;
 pub mod publish;
+pub mod readiness;
 pub mod retention;
 pub mod scheduler;
 pub mod sentinel;
 pub mod subjects;
 pub mod submissions;
 pub mod ticks;
+pub mod token_admin;
 pub mod ttl_cache;
 pub mod watcher;
 pub mod webhooks;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
+pub use fleet_directory::FleetDirectory;
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
-pub use mower_data::{MowerData, MowerDataError, MowerZones};
+pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
+pub use mower_settings::{AssignmentSpec, MowerSettings, MowerSettingsError};
 pub use projections::Projections;
+pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use submissions::{SubmissionError, Submissions, Submitted};
+pub use token_admin::TokenAdmin;
 pub use watcher::{Watcher, WatcherHandler};
 pub use webhooks::{EndpointPatch, EndpointSpec, Webhooks, WebhooksError};

@@ -487,9 +487,9 @@ pub fn parse_token(value: &str) -> Result<String, String> {
     Ok(value.to_owned())
 }
 
-/// A session secret: at least [`swath_api::pages::session::MIN_SECRET_BYTES`] bytes.
+/// A session secret: at least [`swath_api::live_pages::session::MIN_SECRET_BYTES`] bytes.
 pub fn parse_session_secret(value: &str) -> Result<String, String> {
-    let least = swath_api::pages::session::MIN_SECRET_BYTES;
+    let least = swath_api::live_pages::session::MIN_SECRET_BYTES;
     if value.len() < least {
         return Err(format!(
             "the secret has {} bytes; it needs at least {least} (for example `openssl rand -hex 32`)",

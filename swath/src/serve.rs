@@ -65,7 +65,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(token) => (token, false),
             None => (random_token(), true),
         };
-        let revoked = demo::install_token(wired.state.tokens.as_ref(), fleet.account.id, &token)
+        let revoked = demo::install_token(wired.tokens.as_ref(), fleet.account.id, &token)
             .await
             .context("could not store the demo token")?;
         tracing::info!(
@@ -77,8 +77,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         );
         if !fleet.mowers.is_empty() {
             simulator = Some(Simulator::spawn(
-                Arc::clone(&wired.state.bus),
-                Arc::clone(&wired.state.clock),
+                Arc::clone(&wired.bus),
+                Arc::clone(&wired.clock),
                 &fleet,
                 sim_settings,
                 simulator_stop,

@@ -229,10 +229,17 @@ pub struct WebhookSettings {
 
 /// The use cases over one set of ports, and the API state that serves them.
 pub struct Wired {
-    /// What the router serves: every port and use case a route reaches.
+    /// What the router serves: the use cases a route reaches.
     pub state: AppState,
     /// The directory the demo fleet is seeded into.
     pub directory: Arc<dyn Directory>,
+    /// The same directory as the API manages it (tests seed accounts into it).
+    pub admin: Arc<dyn DirectoryAdmin>,
+    /// The token store the demo token is installed into.
+    pub tokens: Arc<dyn TokenStore>,
+    /// The event bus the consumers subscribe to and the simulator publishes on.
+    pub bus: Arc<dyn EventBus>,
+    pub clock: Arc<dyn Clock>,
     pub ingest: Arc<Ingest>,
     /// The notification rules, the second consumer of every state.
     pub watcher: Arc<Watcher>,
@@ -285,15 +292,26 @@ pub fn wire(
         Arc::clone(&clock),
         settings.retention,
     ));
-    let state = AppState::new(admin, tokens, telemetry, bus, clock, Arc::clone(&ingest))
-        .with_notifications(notifications)
-        .with_projections(Projections::new(projections), assignments)
-        .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private);
+    let state = AppState::new(
+        Arc::clone(&admin),
+        Arc::clone(&tokens),
+        telemetry,
+        Arc::clone(&bus),
+        Arc::clone(&clock),
+        Arc::clone(&ingest),
+    )
+    .with_notifications(notifications)
+    .with_projections(Projections::new(projections), assignments)
+    .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private);
     Wired {
         webhooks,
         webhook_settings: settings.webhooks,
         state,
         directory,
+        admin,
+        tokens,
+        bus,
+        clock,
         ingest,
         watcher,
         scheduler,
@@ -331,7 +349,7 @@ impl Wired {
     /// Subscribes the ingest and watcher consumers and starts the offline sweep, retention on
     /// its schedule and the partition gauge.
     pub async fn start(&self, settings: &BackgroundSettings) -> anyhow::Result<Background> {
-        let bus = &self.state.bus;
+        let bus = &self.bus;
         // The consumer exists before the first state is published, so that none is missed.
         let ingest = bus
             .subscribe_batch(
@@ -369,7 +387,7 @@ impl Wired {
         let enqueuer = Enqueuer::new(
             Arc::clone(&self.webhooks),
             Arc::clone(&self.directory),
-            Arc::clone(&self.state.clock),
+            Arc::clone(&self.clock),
         );
         let webhooks = bus
             .subscribe_batch(
@@ -404,7 +422,7 @@ impl Wired {
             Arc::clone(&self.webhooks),
             Arc::new(sender),
             Arc::clone(bus),
-            Arc::clone(&self.state.clock),
+            Arc::clone(&self.clock),
             self.webhook_settings.delivery,
         ));
         let (stop, stopped) = watch::channel(false);

@@ -41,13 +41,13 @@ impl App {
 
     /// The app as `swath serve` wires it (its consumers not started: nothing here needs them).
     async fn build(stores: Stores) -> App {
-        let state = wire_app(stores, Arc::new(SystemClock)).state;
+        let wired = wire_app(stores, Arc::new(SystemClock));
         let account = AccountId::new();
-        add_account(state.directory.as_ref(), account, "Hostile").await;
+        add_account(wired.admin.as_ref(), account, "Hostile").await;
         let scopes = vec![Scope::Read, Scope::Write, Scope::Admin];
-        add_token(state.tokens.as_ref(), TOKEN, account, scopes, None).await;
+        add_token(wired.tokens.as_ref(), TOKEN, account, scopes, None).await;
         let mut app = App {
-            router: router(state),
+            router: router(wired.state),
             ids: Map::new(),
         };
         app.ids.insert("account".into(), json!(account.to_string()));

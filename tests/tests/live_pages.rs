@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath::wiring::Stores;
-use swath_api::pages::map::{View, TRACK_POSITIONS};
+use swath_api::live_pages::map::{View, TRACK_POSITIONS};
 use swath_api::router;
 use swath_application::ports::{Clock, LatLon, ManualClock};
 use swath_application::Watcher;

@@ -47,8 +47,8 @@ pub async fn get_me(
 ) -> Result<Json<Me>, ApiError> {
     // A token outlives no account (deleting one deletes its tokens), so this is a store anomaly.
     let account = state
-        .directory
-        .account(principal.account_id)
+        .fleet
+        .own_account(&principal)
         .await?
         .ok_or(ApiError::NotFound(Resource::Account))?;
     Ok(Json(Me::new(&account, &principal)))
@@ -70,7 +70,7 @@ pub async fn list_accounts(
     Admin(principal): Admin,
     State(state): State<AppState>,
 ) -> Result<Json<AccountList>, ApiError> {
-    let own = state.directory.account(principal.account_id).await?;
+    let own = state.fleet.own_account(&principal).await?;
     Ok(Json(AccountList {
         items: own.iter().map(AccountDto::from).collect(),
     }))
@@ -109,7 +109,7 @@ pub async fn create_account(
         id: AccountId::new(),
         name: text("name", body.name)?,
     };
-    state.directory.create_account(account.clone()).await?;
+    state.fleet.create_account(account.clone()).await?;
     let token = issue(
         &state,
         FIRST_TOKEN_NAME.to_owned(),
@@ -160,7 +160,7 @@ pub async fn get_account(
     if AccountId(id) != principal.account_id {
         return Err(ApiError::NotFound(Resource::Account));
     }
-    match state.directory.account(principal.account_id).await? {
+    match state.fleet.own_account(&principal).await? {
         Some(account) => Ok(Json(AccountDto::from(&account))),
         None => Err(ApiError::NotFound(Resource::Account)),
     }

@@ -270,12 +270,7 @@ pub async fn list_imports(
         .imports
         .list(&principal, before, page::with_sentinel(limit));
     let page = page::cut(records, limit, |r| page::id_cursor(List::Imports, r.id));
-    Ok(Json(ImportPage {
-        next_cursor: page.next_cursor,
-        items: page.rows.into_iter().map(ImportDocument::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(page.page::<ImportPage>(limit, ImportDocument::from)))
 }
 
 /// Whether the request's media type is NDJSON (parameters such as `charset` allowed).

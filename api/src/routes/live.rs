@@ -16,11 +16,11 @@
 //! idle stream.
 
 use crate::auth::{bearer_token, Reader};
+use crate::dto::notifications::{AlertKindDto, EventDto};
 use crate::dto::MowerState;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::limits::{StreamRefusal, StreamSlot, STREAM_RETRY_AFTER_SECONDS};
-use crate::routes::notifications::{AlertKindDto, EventDto};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -230,7 +230,7 @@ pub async fn live_stream(
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
     let filter = stream_filter(&params)?;
     // Subscribed before the mowers are read: a revocation from now on is seen.
-    let revocations = state.revocations.subscribe();
+    let revocations = state.access.revocations().subscribe();
     let token = hash_token(bearer_token(&headers)?);
     // Before any work for it: one token cannot hold every connection (decision 140).
     let slot = state
@@ -244,10 +244,9 @@ pub async fn live_stream(
         .map(str::to_owned);
     let feed = state
         .live_feed
-        .get_or_try_init(|| LiveFeed::start(state.bus.clone(), state.clock.clone(), RESUME_WINDOW))
+        .get(RESUME_WINDOW)
         .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?
-        .clone();
+        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
     let visible = state.access.visible_mower_sites(&principal).await?;
     tracing::debug!(
         account_id = %principal.account_id,

@@ -8,7 +8,7 @@ use crate::dto::directory::{
 };
 use crate::dto::{MowerList, MowerSummary};
 use crate::error::{ApiError, FieldProblem, Resource};
-use crate::etag::json_with_etag;
+use crate::etag::{json_with_etag, NotModified};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::routes::{MowerPath, Revalidation};
@@ -17,11 +17,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Utc};
-use std::collections::HashMap;
-use swath_application::availability::{availability, Availability, OfflineReason};
-use swath_application::ports::{DirectoryError, ListQuery};
-use swath_domain::{AccountId, LatestRow, Mower, MowerId, SiteId};
+use swath_application::ports::DirectoryError;
+use swath_application::MowerView;
+use swath_domain::{Mower, MowerId, SiteId};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -45,8 +43,7 @@ pub const TAG: &str = "mowers";
                 ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        NotModified,
         (status = 400, description = "`limit` or `cursor` is not valid."),
     ),
 )]
@@ -59,23 +56,19 @@ pub async fn list_mowers(
     let limit = page::limit(params.limit)?;
     let after = page::order_after(List::Mowers, params.cursor.as_deref())?;
     let rows = state
-        .directory
-        .list_mowers(&ListQuery {
-            account: principal.account_id,
-            sites: principal.sites.clone(),
-            after,
-            limit: page::with_sentinel(limit),
-        })
+        .fleet
+        .mowers(&principal, after, page::with_sentinel(limit))
         .await?;
     let page = page::cut(rows, limit, |m| {
         page::order_cursor(List::Mowers, &m.order_key())
     });
-    let list = MowerList {
-        next_cursor: page.next_cursor,
-        items: summaries(&state, principal.account_id, &page.rows).await?,
-        limit: limit as u32,
+    let views = state.mower_data.views(&principal, page.rows).await?;
+    let page = page::Cut {
+        rows: views,
         truncated: page.truncated,
+        next_cursor: page.next_cursor,
     };
+    let list = page.page::<MowerList>(limit, |r| MowerSummary::from(&r));
     json_with_etag(&headers, &list)
 }
 
@@ -148,7 +141,7 @@ pub async fn create_mower(
                 .unwrap_or(DEFAULT_BLADE_THRESHOLD_SECONDS),
         )?,
     };
-    match state.directory.create_mower(mower.clone()).await {
+    match state.fleet.create_mower(mower.clone()).await {
         Ok(()) => {}
         Err(DirectoryError::Conflict(_)) => {
             return Err(ApiError::Conflict(format!(
@@ -168,17 +161,7 @@ pub async fn create_mower(
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/mowers/{id}"))?,
-        Json(MowerSummary::new(
-            &mower,
-            site.name,
-            None,
-            &Availability {
-                online: false,
-                last_seen_at: None,
-                offline_reason: Some(OfflineReason::NeverReported),
-                offline_since: None,
-            },
-        )),
+        Json(MowerSummary::from(&MowerView::unreported(mower, site.name))),
     )
         .into_response())
 }
@@ -199,8 +182,7 @@ pub async fn create_mower(
                 ("ETag" = String, description = "The entity tag of this document."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "The document has not changed since the `ETag` given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        NotModified,
         (status = 400, description = "The id is not a UUID."),
         (status = 404, description = "No such mower is visible to this token."),
     ),
@@ -211,9 +193,8 @@ pub async fn get_mower(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let summary = summaries(&state, principal.account_id, std::slice::from_ref(&mower)).await?;
-    json_with_etag(&headers, &summary[0])
+    let view = state.mower_data.view(&principal, MowerId(id)).await?;
+    json_with_etag(&headers, &MowerSummary::from(&view))
 }
 
 /// Change a mower
@@ -266,17 +247,14 @@ pub async fn update_mower(
     if let Some(seconds) = patch.blade_threshold_seconds {
         mower.blade_threshold_ms = blade_threshold_ms(seconds)?;
     }
-    let updated = state.directory.update_mower(mower.clone()).await;
-    // After the write, whatever its outcome: a read kept before it must not outlive it.
-    state.access.mower_changed();
-    match updated {
+    match state.fleet.update_mower(mower.clone()).await {
         Ok(()) => {}
         // Deleted (or its new site deleted) since the checks above.
         Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
         Err(e) => return Err(e.into()),
     }
-    let mut summary = summaries(&state, principal.account_id, std::slice::from_ref(&mower)).await?;
-    Ok(Json(summary.remove(0)))
+    let mut views = state.mower_data.views(&principal, vec![mower]).await?;
+    Ok(Json(MowerSummary::from(&views.remove(0))))
 }
 
 /// Delete a mower and its telemetry
@@ -304,52 +282,4 @@ pub async fn delete_mower(
     let mower = state.mower_data.delete(&principal, MowerId(id)).await?;
     tracing::info!(mower_id = %mower.id, account_id = %principal.account_id, "Deleted a mower and its telemetry.");
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// The mowers as every read shows them: one read of their latest states, one of the account's
-/// sites (their names) and one of their open `offline` alerts, whatever the number of mowers.
-async fn summaries(
-    state: &AppState,
-    account: AccountId,
-    mowers: &[Mower],
-) -> Result<Vec<MowerSummary>, ApiError> {
-    let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
-    // Rows of the account only: a replica may keep, for a second, the last state of a deleted
-    // mower whose id another account has taken since (decision 134).
-    let latest: HashMap<MowerId, LatestRow> = state
-        .telemetry
-        .latest(&ids)
-        .await?
-        .into_iter()
-        .filter(|row| row.account_id == account)
-        .map(|row| (row.mower_id, row))
-        .collect();
-    let sites: HashMap<SiteId, String> = state
-        .directory
-        .sites(account)
-        .await?
-        .into_iter()
-        .map(|s| (s.id, s.name))
-        .collect();
-    let seen: Vec<(MowerId, Option<DateTime<Utc>>)> = ids
-        .iter()
-        .map(|m| (*m, latest.get(m).map(|row| row.last_seen_at)))
-        .collect();
-    let available = availability(
-        state.notifications.as_ref().map(|n| n.feed.as_ref()),
-        account,
-        &seen,
-    )
-    .await?;
-    Ok(mowers
-        .iter()
-        .map(|m| {
-            MowerSummary::new(
-                m,
-                sites.get(&m.site_id).cloned().unwrap_or_default(),
-                latest.get(&m.id),
-                &available[&m.id],
-            )
-        })
-        .collect())
 }

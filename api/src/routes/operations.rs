@@ -5,6 +5,7 @@ use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
 use bytes::Bytes;
 use std::sync::OnceLock;
+use swath_application::ReadinessReport;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "operations";
@@ -185,23 +186,11 @@ async fn check_readiness(
     Result<(), String>,
     Option<std::time::Duration>,
 ) {
-    const PING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
-    let store = async {
-        match tokio::time::timeout(PING_TIMEOUT, state.telemetry.ping()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
-            Err(_) => Err("no answer within 2 s".to_owned()),
-        }
-    };
-    let bus = async {
-        match tokio::time::timeout(PING_TIMEOUT, state.bus.ping()).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(swath_application::ports::chain(&e).to_string()),
-            Err(_) => Err("no answer within 2 s".to_owned()),
-        }
-    };
-    let (store, bus) = tokio::join!(store, bus);
-    let stalled = state.ingest.stalled_for();
+    let ReadinessReport {
+        store,
+        bus,
+        stalled,
+    } = state.readiness.check().await;
     let up = |ok: bool| if ok { 1.0 } else { 0.0 };
     metrics::gauge!(READY, "check" => "store").set(up(store.is_ok()));
     metrics::gauge!(READY, "check" => "bus").set(up(bus.is_ok()));

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::{DirectoryError, ListQuery};
+use swath_application::ports::DirectoryError;
 use swath_domain::{Site, SiteId};
 use uuid::Uuid;
 
@@ -42,23 +42,13 @@ pub async fn list_sites(
     let limit = page::limit(params.limit)?;
     let after = page::order_after(List::Sites, params.cursor.as_deref())?;
     let rows = state
-        .directory
-        .list_sites(&ListQuery {
-            account: principal.account_id,
-            sites: principal.sites.clone(),
-            after,
-            limit: page::with_sentinel(limit),
-        })
+        .fleet
+        .sites(&principal, after, page::with_sentinel(limit))
         .await?;
     let page = page::cut(rows, limit, |s| {
         page::order_cursor(List::Sites, &s.order_key())
     });
-    Ok(Json(SitePage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(SiteDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(page.page::<SitePage>(limit, |r| SiteDto::from(&r))))
 }
 
 /// Add a site
@@ -96,7 +86,7 @@ pub async fn create_site(
         time_zone: time_zone(&body.time_zone)?,
         display_order: body.display_order,
     };
-    state.directory.create_site(site.clone()).await?;
+    state.fleet.create_site(site.clone()).await?;
     tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Added a site.");
     Ok((
         StatusCode::CREATED,
@@ -169,7 +159,7 @@ pub async fn update_site(
     if let Some(order) = patch.display_order {
         site.display_order = order;
     }
-    match state.directory.update_site(site.clone()).await {
+    match state.fleet.update_site(site.clone()).await {
         Ok(()) => Ok(Json(SiteDto::from(&site))),
         Err(DirectoryError::NotFound(_)) => Err(ApiError::NotFound(Resource::Site)),
         Err(e) => Err(e.into()),
@@ -200,11 +190,7 @@ pub async fn delete_site(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let site = state.access.visible_site(&principal, SiteId(id)).await?;
-    match state
-        .directory
-        .delete_site(principal.account_id, site.id)
-        .await
-    {
+    match state.fleet.delete_site(&principal, site.id).await {
         Ok(()) => {
             tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Deleted a site.");
             Ok(StatusCode::NO_CONTENT)

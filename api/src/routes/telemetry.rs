@@ -179,16 +179,15 @@ pub async fn get_mower_history(
     ApiQuery(params): ApiQuery<WindowParams>,
 ) -> Result<Json<HistoryPage>, ApiError> {
     let (window, limit) = params.window(List::History)?;
-    let mower = state
-        .access
-        .visible_mower_id(&principal, MowerId(id))
+    let answer = state
+        .mower_data
+        .history(&principal, MowerId(id), &window)
         .await?;
-    let answer = state.telemetry.history(mower, &window).await?;
     let page = page::cut(answer.rows, limit, |r| {
         page::time_cursor(List::History, r.observed_at)
     });
     Ok(Json(HistoryPage {
-        mower_id: mower.0,
+        mower_id: id,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(HistoryItem::from).collect(),
         limit: limit as u32,
@@ -319,16 +318,15 @@ async fn track_page(
     params: &TrackParams,
 ) -> Result<TrackPage, ApiError> {
     let (window, limit) = params.window().window(List::Track)?;
-    let mower = state
-        .access
-        .visible_mower_id(principal, MowerId(id))
+    let answer = state
+        .mower_data
+        .track(principal, MowerId(id), &window)
         .await?;
-    let answer = state.telemetry.track(mower, &window).await?;
     let page = page::cut(answer.rows, limit, |r| {
         page::time_cursor(List::Track, r.observed_at)
     });
     Ok(TrackPage {
-        mower_id: mower.0,
+        mower_id: id,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(TrackPoint::from).collect(),
         limit: limit as u32,
@@ -390,19 +388,15 @@ pub async fn get_mower_days(
             "The range has more than {MAX_DAYS} days; ask for fewer."
         )));
     }
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let site = state.directory.site(mower.site_id).await?;
     let days = state
-        .telemetry
-        .days(mower.id, params.from, params.to)
+        .mower_data
+        .days(&principal, MowerId(id), params.from, params.to)
         .await?;
     Ok(Json(DayList {
-        mower_id: mower.id.0,
+        mower_id: days.mower.0,
         from: params.from,
         to: params.to,
-        time_zone: site
-            .map(|s| s.time_zone.name().to_owned())
-            .unwrap_or_default(),
-        items: days.iter().map(DayItem::from).collect(),
+        time_zone: days.time_zone,
+        items: days.days.iter().map(DayItem::from).collect(),
     }))
 }

@@ -18,9 +18,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::{
-    generate_token, hash_token, NewToken, TokenId, TokenInfo, TokenQuery,
-};
+use swath_application::ports::{TokenId, TokenInfo};
 use swath_application::AccessError;
 use swath_domain::{Principal, Scope, SiteId};
 use uuid::Uuid;
@@ -51,20 +49,11 @@ pub async fn list_tokens(
     let limit = page::limit(params.limit)?;
     let after = page::token_after(params.cursor.as_deref())?;
     let rows = state
-        .tokens
-        .tokens(&TokenQuery {
-            within: principal,
-            after,
-            limit: page::with_sentinel(limit),
-        })
+        .token_admin
+        .tokens(&principal, after, page::with_sentinel(limit))
         .await?;
     let page = page::cut(rows, limit, |t| page::token_cursor(t.id));
-    Ok(Json(TokenPage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(TokenDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(page.page::<TokenPage>(limit, |r| TokenDto::from(&r))))
 }
 
 /// Create an API token
@@ -164,18 +153,9 @@ pub(crate) async fn issue(
     name: String,
     principal: Principal,
 ) -> Result<CreatedToken, ApiError> {
-    let token = generate_token();
-    let id = TokenId::new();
-    state
-        .tokens
-        .create_token(
-            hash_token(&token),
-            NewToken {
-                id,
-                name: name.clone(),
-                principal: principal.clone(),
-            },
-        )
+    let (token, id) = state
+        .token_admin
+        .issue(name.clone(), principal.clone())
         .await?;
     Ok(CreatedToken {
         token,
@@ -195,9 +175,9 @@ async fn visible_token(
     principal: &Principal,
     id: Uuid,
 ) -> Result<TokenInfo, ApiError> {
-    match state.tokens.token(TokenId(id)).await? {
-        Some(t) if principal.covers(&t.principal) => Ok(t),
-        _ => Err(ApiError::NotFound(Resource::Token)),
+    match state.token_admin.visible(principal, TokenId(id)).await? {
+        Some(t) => Ok(t),
+        None => Err(ApiError::NotFound(Resource::Token)),
     }
 }
 
@@ -249,12 +229,10 @@ pub async fn revoke_token(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let token = visible_token(&state, &principal, id).await?;
-    if !state.tokens.revoke_token(token.id).await? {
+    // This process's open live streams of that token end now; other replicas' within 30 s.
+    if !state.token_admin.revoke(&principal, TokenId(id)).await? {
         return Err(ApiError::NotFound(Resource::Token));
     }
-    // This process's open live streams of that token end now; other replicas' within 30 s.
-    state.revocations.notify();
-    tracing::info!(token_id = %token.id, account_id = %principal.account_id, "Revoked an API token.");
+    tracing::info!(token_id = %id, account_id = %principal.account_id, "Revoked an API token.");
     Ok(StatusCode::NO_CONTENT)
 }

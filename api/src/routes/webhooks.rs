@@ -65,12 +65,9 @@ pub async fn list_webhooks(
         .list(&principal, after, page::with_sentinel(limit))
         .await?;
     let page = page::cut(rows, limit, |e| page::webhook_cursor(e.id));
-    Ok(Json(WebhookPage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(WebhookDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(
+        page.page::<WebhookPage>(limit, |r| WebhookDto::from(&r)),
+    ))
 }
 
 /// Create a webhook endpoint
@@ -268,12 +265,9 @@ pub async fn list_deliveries(
         )
         .await?;
     let page = page::cut(rows, limit, |d| page::delivery_cursor(d.seq));
-    Ok(Json(DeliveryPage {
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(DeliveryDto::from).collect(),
-        limit: limit as u32,
-        truncated: page.truncated,
-    }))
+    Ok(Json(
+        page.page::<DeliveryPage>(limit, |r| DeliveryDto::from(&r)),
+    ))
 }
 
 /// Retry a delivery

@@ -17,6 +17,9 @@
 //! Visibility and the stream's filters are the [`filter`] module's, applied per connection.
 
 pub mod filter;
+mod shared;
+
+pub use shared::SharedFeed;
 mod ids;
 
 use crate::ports::{Clock, EventBus, LiveOptions, LiveSubscription, Message};

@@ -106,7 +106,7 @@ impl TestApp {
         let store = MemoryStore::new(MemoryStoreSettings { history_per_mower });
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
         let wired = wire_app(Stores::memory(store.clone()), clock.clone());
-        let bus = Arc::clone(&wired.state.bus);
+        let bus = Arc::clone(&wired.bus);
 
         let a = seed_tenant(
             &store,

@@ -1,6 +1,6 @@
 //! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
 
-use super::{ports, TAG};
+use super::TAG;
 use crate::auth::Writer;
 use crate::error::{ApiError, Problem};
 use crate::extract::ApiPath;
@@ -36,14 +36,7 @@ pub async fn reset_blade(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    swath_application::watcher::reset_blade(
-        ports(&state)?.feed.as_ref(),
-        state.bus.as_ref(),
-        mower.id,
-        mower.account_id,
-        state.clock.now(),
-    )
-    .await?;
+    state.mower_settings.reset_blade(&mower).await?;
     tracing::info!(mower_id = %mower.id, "Reset a mower's blade.");
     Ok(StatusCode::NO_CONTENT)
 }

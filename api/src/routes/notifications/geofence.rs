@@ -1,7 +1,8 @@
 //! A mower's geofence: the polygon it must stay in, read, set and removed (docs/rules.md §4).
 
-use super::{ports, TAG};
+use super::TAG;
 use crate::auth::{Reader, Writer};
+use crate::dto::notifications::{GeofenceDto, PolygonGeometry};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::routes::MowerPath;
@@ -9,71 +10,8 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use chrono::{DateTime, SubsecRound, Utc};
-use serde::{Deserialize, Serialize};
-use swath_domain::watch::{GeoPolygon, Geofence};
 use swath_domain::MowerId;
-use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// A GeoJSON Polygon (RFC 7946 §3.1.6): `[lon, lat]` positions in degrees, each ring closed. It
-/// must be a simple polygon: no ring crosses or touches itself, every hole lies inside the
-/// exterior ring, holes neither cross each other nor lie inside each other; a `422` names what is
-/// wrong.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[schema(example = json!({"type": "Polygon", "coordinates": [[[13.4, 52.5], [13.401, 52.5], [13.401, 52.501], [13.4, 52.501], [13.4, 52.5]]]}))]
-pub struct PolygonGeometry {
-    /// Always `Polygon`.
-    #[serde(rename = "type")]
-    #[schema(example = "Polygon")]
-    pub type_: String,
-    /// The exterior ring, then any holes; each ring at least four `[lon, lat]` positions, the last
-    /// equal to the first. At most 1000 positions, spanning at most one degree.
-    pub coordinates: Vec<Vec<Vec<f64>>>,
-}
-
-impl PolygonGeometry {
-    /// The DTO of a stored polygon (zones share it).
-    pub(super) fn of(polygon: &GeoPolygon) -> Self {
-        serde_json::from_value(polygon.to_geojson()).unwrap_or(PolygonGeometry {
-            type_: "Polygon".into(),
-            coordinates: Vec::new(),
-        })
-    }
-
-    /// The domain polygon, or the `422` that says what is wrong with it, pointing at `pointer`
-    /// (where the polygon is in the body).
-    pub(super) fn validate(&self, pointer: &str) -> Result<GeoPolygon, ApiError> {
-        let value = serde_json::to_value(self).map_err(|e| ApiError::Internal(e.to_string()))?;
-        GeoPolygon::from_geojson(&value).map_err(|e| ApiError::invalid(pointer, e.to_string()))
-    }
-}
-
-/// A mower's geofence: leaving it (clearly, beyond the position's accuracy) raises the theft
-/// alarm `geofence_left`.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = Geofence)]
-pub struct GeofenceDto {
-    /// The mower the geofence is of.
-    pub mower_id: Uuid,
-    /// Changes every time the geofence is replaced.
-    pub version: Uuid,
-    /// The fence.
-    pub polygon: PolygonGeometry,
-    /// When it was last replaced.
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<Geofence> for GeofenceDto {
-    fn from(g: Geofence) -> Self {
-        Self {
-            mower_id: g.mower_id.0,
-            version: g.version,
-            polygon: PolygonGeometry::of(&g.polygon),
-            updated_at: g.updated_at,
-        }
-    }
-}
 
 /// Get a mower's geofence
 #[utoipa::path(
@@ -135,17 +73,7 @@ pub async fn put_geofence(
 ) -> Result<Json<GeofenceDto>, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let polygon = body.validate("")?;
-    let geofence = Geofence {
-        mower_id: mower.id,
-        account_id: mower.account_id,
-        version: Uuid::now_v7(),
-        polygon,
-        updated_at: state.clock.now().trunc_subsecs(6),
-    };
-    ports(&state)?
-        .geofences
-        .put_geofence(geofence.clone())
-        .await?;
+    let geofence = state.mower_settings.put_geofence(&mower, polygon).await?;
     Ok(Json(geofence.into()))
 }
 
@@ -172,6 +100,6 @@ pub async fn delete_geofence(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    ports(&state)?.geofences.delete_geofence(mower.id).await?;
+    state.mower_settings.delete_geofence(&mower).await?;
     Ok(StatusCode::NO_CONTENT)
 }

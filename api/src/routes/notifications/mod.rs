@@ -6,27 +6,19 @@
 //! of the principal's account (`swath_application::MowerData`). The feeds filter by the
 //! principal's visible mowers inside the store's query, before the limit.
 //!
-//! One module per resource, each with its DTOs: [`geofence`], [`zones`], [`blade`], [`events`]
-//! (its details in [`event_details`]), [`alerts`] and [`busy`]. The feeds page like every other
-//! list, through `crate::page`.
+//! One module per resource: [`geofence`], [`zones`], [`blade`], [`events`], [`alerts`] and
+//! [`busy`]; their documents are in `crate::dto::notifications` (an event's details in
+//! `crate::dto::event_details`), like every document of the API (decision 158). The feeds page
+//! like every other list, through `crate::page`.
 
 pub mod alerts;
 pub mod blade;
 pub mod busy;
-pub mod event_details;
 pub mod events;
 pub mod geofence;
 pub mod zones;
 
-pub use alerts::{AlertDto, AlertKindDto, AlertPage, AlertParams, SeverityDto};
-pub use busy::BusyDto;
-pub use event_details::EventDetails;
-pub use events::{EventDto, EventKindDto, EventPage, EventParams};
-pub use geofence::{GeofenceDto, PolygonGeometry};
-pub use zones::{ZoneBody, ZoneDto, ZoneList, ZonePath};
-
 use crate::error::ApiError;
-use crate::state::{AppState, NotificationPorts};
 use swath_application::ports::{chain, WatchError};
 
 /// The OpenAPI tag of these routes.
@@ -40,12 +32,4 @@ impl From<WatchError> for ApiError {
             WatchError::Limit(detail) => ApiError::Conflict(detail),
         }
     }
-}
-
-/// The notification side's ports, or `503` when the service was started without them.
-fn ports(state: &AppState) -> Result<&NotificationPorts, ApiError> {
-    state
-        .notifications
-        .as_ref()
-        .ok_or_else(|| ApiError::Unavailable("no notification store is configured".into()))
 }

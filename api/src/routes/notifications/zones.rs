@@ -1,8 +1,8 @@
 //! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
 
-use super::geofence::PolygonGeometry;
-use super::{ports, TAG};
+use super::TAG;
 use crate::auth::{Reader, Writer};
+use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList, ZonePath};
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::routes::MowerPath;
@@ -11,55 +11,10 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, SubsecRound, Utc};
-use serde::{Deserialize, Serialize};
 use swath_application::MowerZones;
-use swath_domain::watch::zones::{Zone, MAX_ZONE_NAME_CHARS};
+use swath_domain::watch::zones::MAX_ZONE_NAME_CHARS;
 use swath_domain::{MowerId, Principal};
-use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// A virtual zone: entering and leaving it raise `zone_entered` and `zone_left`.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = Zone)]
-pub struct ZoneDto {
-    /// The zone's id.
-    pub id: Uuid,
-    /// The mower the zone is of.
-    pub mower_id: Uuid,
-    /// Its name, shown in events.
-    #[schema(example = "Roses")]
-    pub name: String,
-    /// Its area.
-    pub polygon: PolygonGeometry,
-    /// Whether the mower is in the zone now.
-    pub occupied: bool,
-    /// Since when the mower is in the zone (`null` when it is not).
-    #[schema(required = true)]
-    pub occupied_since: Option<DateTime<Utc>>,
-    /// When the zone was added.
-    pub created_at: DateTime<Utc>,
-    /// When the zone was last changed.
-    pub updated_at: DateTime<Utc>,
-}
-
-/// The zones of a mower, by name.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-pub struct ZoneList {
-    /// Every zone of the mower (at most 64), ordered by name, then id.
-    pub items: Vec<ZoneDto>,
-}
-
-/// A zone to add, or the new name and area of a zone.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ZoneBody {
-    /// 1 to 100 characters.
-    #[schema(example = "Roses")]
-    pub name: String,
-    /// The zone's area.
-    pub polygon: PolygonGeometry,
-}
 
 /// The zone DTOs of a mower, with its occupancy.
 async fn zone_dtos(
@@ -158,18 +113,12 @@ pub async fn create_zone(
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Response, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    // Microseconds: what every store keeps.
-    let now = state.clock.now().trunc_subsecs(6);
-    let zone = Zone {
-        id: Uuid::now_v7(),
-        mower_id: mower.id,
-        account_id: mower.account_id,
-        name: check_name(&body.name)?,
-        polygon: body.polygon.validate("/polygon")?,
-        created_at: now,
-        updated_at: now,
-    };
-    ports(&state)?.zones.create_zone(zone.clone()).await?;
+    let name = check_name(&body.name)?;
+    let polygon = body.polygon.validate("/polygon")?;
+    let zone = state
+        .mower_settings
+        .create_zone(&mower, name, polygon)
+        .await?;
     let dto = ZoneDto {
         id: zone.id,
         mower_id: mower.id.0,
@@ -177,8 +126,8 @@ pub async fn create_zone(
         polygon: PolygonGeometry::of(&zone.polygon),
         occupied: false,
         occupied_since: None,
-        created_at: now,
-        updated_at: now,
+        created_at: zone.created_at,
+        updated_at: zone.updated_at,
     };
     let location = format!("/v1/mowers/{}/zones", mower.id);
     Ok((
@@ -187,13 +136,6 @@ pub async fn create_zone(
         Json(dto),
     )
         .into_response())
-}
-
-/// The path of one zone.
-#[derive(Clone, Copy, Debug, Deserialize)]
-pub struct ZonePath {
-    id: Uuid,
-    zone_id: Uuid,
 }
 
 /// Change a zone
@@ -229,16 +171,13 @@ pub async fn update_zone(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    let zone = Zone {
-        id: path.zone_id,
-        mower_id: mower.id,
-        account_id: mower.account_id,
-        name: check_name(&body.name)?,
-        polygon: body.polygon.validate("/polygon")?,
-        created_at: state.clock.now().trunc_subsecs(6),
-        updated_at: state.clock.now().trunc_subsecs(6),
-    };
-    if !ports(&state)?.zones.update_zone(zone).await? {
+    let name = check_name(&body.name)?;
+    let polygon = body.polygon.validate("/polygon")?;
+    if !state
+        .mower_settings
+        .update_zone(&mower, path.zone_id, name, polygon)
+        .await?
+    {
         return Err(ApiError::NotFound(Resource::Zone));
     }
     zone_dtos(&state, &principal, mower.id)
@@ -278,9 +217,9 @@ pub async fn delete_zone(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    if !ports(&state)?
-        .zones
-        .delete_zone(mower.id, path.zone_id)
+    if !state
+        .mower_settings
+        .delete_zone(&mower, path.zone_id)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Zone));

@@ -1,6 +1,6 @@
 //! `/v1/mowers/{id}/assignments`: the operator assignments the live views rank.
 
-use super::{views, PriorityDto, TAG};
+use super::{PriorityDto, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -10,10 +10,11 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
-use swath_domain::{Assignment, Mower, MowerId, MAX_OPERATOR_CHARS};
+use swath_application::AssignmentSpec;
+use swath_domain::{Assignment, MowerId, MAX_OPERATOR_CHARS};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -80,22 +81,12 @@ fn active_default() -> bool {
     true
 }
 
-/// The assignment `id` of `mower` that `body` asks for, updated now.
-fn assignment(
-    id: Uuid,
-    mower: &Mower,
-    body: &AssignmentBody,
-    state: &AppState,
-) -> Result<Assignment, ApiError> {
-    Ok(Assignment {
-        id,
-        mower_id: mower.id,
-        account_id: mower.account_id,
+/// The assignment of `body`, checked.
+fn spec(body: &AssignmentBody) -> Result<AssignmentSpec, ApiError> {
+    Ok(AssignmentSpec {
         operator: check_operator(&body.operator)?,
         priority: body.priority.domain(),
         active: body.active,
-        // Microseconds: what every store keeps, so that rankings agree.
-        updated_at: state.clock.now().trunc_subsecs(6),
     })
 }
 
@@ -133,10 +124,9 @@ pub async fn list_assignments(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AssignmentList>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let items = views(&state)?
-        .assignments
-        .assignments(mower.account_id, mower.id)
+    let items = state
+        .mower_settings
+        .assignments(&principal, MowerId(id))
         .await?;
     Ok(Json(AssignmentList {
         items: items.into_iter().map(AssignmentDto::from).collect(),
@@ -169,11 +159,8 @@ pub async fn create_assignment(
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Response, ApiError> {
     let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let assignment = assignment(Uuid::now_v7(), &mower, &body, &state)?;
-    views(&state)?
-        .assignments
-        .create_assignment(assignment.clone())
-        .await?;
+    let spec = spec(&body)?;
+    let assignment = state.mower_settings.create_assignment(&mower, spec).await?;
     let location = format!("/v1/mowers/{}/assignments/{}", mower.id, assignment.id);
     Ok((
         StatusCode::CREATED,
@@ -220,15 +207,13 @@ pub async fn update_assignment(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    let assignment = assignment(path.assignment_id, &mower, &body, &state)?;
-    if !views(&state)?
-        .assignments
-        .update_assignment(assignment.clone())
+    let spec = spec(&body)?;
+    state
+        .mower_settings
+        .update_assignment(&mower, path.assignment_id, spec)
         .await?
-    {
-        return Err(ApiError::NotFound(Resource::Assignment));
-    }
-    Ok(Json(assignment.into()))
+        .map(|a| Json(a.into()))
+        .ok_or(ApiError::NotFound(Resource::Assignment))
 }
 
 /// Remove an assignment
@@ -258,9 +243,9 @@ pub async fn delete_assignment(
         .access
         .visible_mower(&principal, MowerId(path.id))
         .await?;
-    if !views(&state)?
-        .assignments
-        .delete_assignment(mower.account_id, mower.id, path.assignment_id)
+    if !state
+        .mower_settings
+        .delete_assignment(&mower, path.assignment_id)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Assignment));

@@ -1,11 +1,10 @@
 //! `GET /v1/live/fleet`: the fleet dashboard, and the mower and alert documents every live view
 //! shows.
 
-use super::{card_fields, operator_dto, views, OperatorOnDuty, TAG};
+use super::{card_fields, live_answer, operator_dto, LiveNotModified, OperatorOnDuty, TAG};
 use crate::auth::Reader;
+use crate::dto::notifications::{AlertKindDto, SeverityDto};
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
-use crate::routes::notifications::{AlertKindDto, SeverityDto};
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -181,9 +180,7 @@ impl FleetDashboard {
                     `generated_at`."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_fleet(
@@ -191,9 +188,7 @@ pub async fn live_fleet(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.fleet(&principal).await?;
-    let document = FleetDashboard::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.mowers)
+    live_answer::<FleetDashboard>(&state, &principal, &headers).await
 }
+
+live_document!(FleetDashboard: FleetSnapshot, read by fleet, tagged over mowers: LiveMowerList);

@@ -1,9 +1,11 @@
 //! `GET /v1/live/health`: the health wall.
 
-use super::{card_fields, live_site, operator_dto, views, LiveSite, OperatorOnDuty, TAG};
+use super::{
+    card_fields, live_answer, live_site, operator_dto, LiveNotModified, LiveSite, OperatorOnDuty,
+    TAG,
+};
 use crate::auth::Reader;
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -212,9 +214,7 @@ impl HealthWall {
                     `generated_at`."),
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_health(
@@ -222,9 +222,7 @@ pub async fn live_health(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.health(&principal).await?;
-    let document = HealthWall::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.sites)
+    live_answer::<HealthWall>(&state, &principal, &headers).await
 }
+
+live_document!(HealthWall: HealthSnapshot, read by health, tagged over sites: HealthSiteList);

@@ -11,6 +11,32 @@
 //! [`assignments`]; this one keeps what they share (the operator on duty, a site card, the
 //! errors of the projection and assignment ports).
 
+/// Declares a live view's [`LiveDocument`]: `$doc` of the use case's `$snapshot`, read by
+/// `Projections::$read`, its entity tag over `$field` (all of it but `generated_at`).
+macro_rules! live_document {
+    ($doc:ty: $snapshot:ty, read by $read:ident, tagged over $field:ident: $validator:ty) => {
+        impl super::LiveDocument for $doc {
+            type Snapshot = $snapshot;
+            type Validator = $validator;
+
+            async fn read(
+                views: &swath_application::Projections,
+                principal: &swath_domain::Principal,
+            ) -> Result<$snapshot, swath_application::ports::ProjectionError> {
+                views.$read(principal).await
+            }
+
+            fn document(snapshot: $snapshot, now: chrono::DateTime<chrono::Utc>) -> Self {
+                Self::of(snapshot, now)
+            }
+
+            fn validator(&self) -> &$validator {
+                &self.$field
+            }
+        }
+    };
+}
+
 pub mod assignments;
 pub mod fleet;
 pub mod health;
@@ -25,11 +51,15 @@ pub use health::{
 pub use wall::{SiteWall, WallSiteDto, WallSiteList};
 
 use crate::error::{ApiError, Resource};
-use crate::state::{AppState, LiveViews};
+use crate::etag::json_with_etag_of;
+use crate::state::AppState;
+use axum::http::HeaderMap;
+use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{chain, AssignmentError, MowerCard, ProjectionError, SiteCard};
-use swath_domain::{Assignment, Priority};
+use swath_application::Projections;
+use swath_domain::{Assignment, Principal, Priority};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -60,11 +90,52 @@ impl From<AssignmentError> for ApiError {
 }
 
 /// The live views, or `503` when the service was started without them.
-pub(crate) fn views(state: &AppState) -> Result<&LiveViews, ApiError> {
+pub(crate) fn views(state: &AppState) -> Result<&Projections, ApiError> {
     state
-        .projections
+        .live_views
         .as_ref()
         .ok_or_else(|| ApiError::Unavailable("no live projections are configured".into()))
+}
+
+/// A live view's document (fleet dashboard, site wall, health wall): how it is read and built,
+/// and what its entity tag covers.
+pub(crate) trait LiveDocument: Serialize + Sized {
+    type Snapshot;
+    type Validator: Serialize;
+    /// The principal's snapshot of this view.
+    async fn read(
+        views: &Projections,
+        principal: &Principal,
+    ) -> Result<Self::Snapshot, ProjectionError>;
+    /// The document of `snapshot`, generated at `now`.
+    fn document(snapshot: Self::Snapshot, now: DateTime<Utc>) -> Self;
+    /// All of the document but `generated_at`: what its entity tag is computed over.
+    fn validator(&self) -> &Self::Validator;
+}
+
+/// The answer of every live view: the principal's document, tagged over all but `generated_at`,
+/// which is new on every request, so that a poller gets its `304` while the data is the same.
+pub(crate) async fn live_answer<D: LiveDocument>(
+    state: &AppState,
+    principal: &Principal,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let snapshot = D::read(views(state)?, principal).await?;
+    let document = D::document(snapshot, state.clock.now());
+    json_with_etag_of(headers, &document, document.validator())
+}
+
+/// The `304` of a live view, as the document states it for the three.
+pub(crate) struct LiveNotModified;
+
+impl utoipa::IntoResponses for LiveNotModified {
+    fn responses(
+    ) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
+        crate::etag::not_modified(
+            "Nothing but `generated_at` has changed since the `ETag` given in `If-None-Match`.",
+            "The entity tag of the current document.",
+        )
+    }
 }
 
 /// The operator on duty of a mower: its winning active assignment (priority critical → low, then

@@ -1,10 +1,9 @@
 //! `GET /v1/live/wall`: the site wall.
 
 use super::fleet::{mower_list, LiveMowerList};
-use super::{live_site, views, LiveSite, TAG};
+use super::{live_answer, live_site, LiveNotModified, LiveSite, TAG};
 use crate::auth::Reader;
 use crate::error::ApiError;
-use crate::etag::json_with_etag_of;
 use crate::routes::Revalidation;
 use crate::state::AppState;
 use axum::extract::State;
@@ -108,9 +107,7 @@ impl SiteWall {
                         "truncated": false, "limit": 32}}],
                     "truncated": true, "limit": 32}}],
                 "truncated": false, "limit": 16}})),
-        (status = 304, description = "Nothing but `generated_at` has changed since the `ETag` \
-            given in `If-None-Match`.",
-            headers(("ETag" = String, description = "The entity tag of the current document."))),
+        LiveNotModified,
     ),
 )]
 pub async fn live_wall(
@@ -118,9 +115,7 @@ pub async fn live_wall(
     State(state): State<AppState>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let snapshot = views(&state)?.projections.wall(&principal).await?;
-    let document = SiteWall::of(snapshot, state.clock.now());
-    // Tagged over all but `generated_at`, which is new on every request: a poller gets its `304`
-    // while the data is the same.
-    json_with_etag_of(&headers, &document, &document.sites)
+    live_answer::<SiteWall>(&state, &principal, &headers).await
 }
+
+live_document!(SiteWall: WallSnapshot, read by wall, tagged over sites: WallSiteList);

@@ -12,8 +12,16 @@
 //!   kept only when they were written for the principal's account, whatever a store, a cache or
 //!   another replica still holds.
 //!
-//! The routes of `/v1/mowers/{id}` and its children, and the events and alerts feeds (of one
-//! mower or the account's), read through here, never through a port.
+//! The routes of `/v1/mowers` and `/v1/mowers/{id}` and its children, the events and alerts
+//! feeds (of one mower or the account's) and the live map's tracks read through here, never
+//! through a port: a mower as every read shows it ([`views`]: latest state, site, availability)
+//! and its telemetry ([`telemetry`]: history, track, day totals) are here too.
+
+mod telemetry;
+mod views;
+
+pub use telemetry::MowerDays;
+pub use views::MowerView;
 
 use crate::access::{of_account, Access, AccessError, Hidden};
 use crate::ports::{
@@ -80,6 +88,18 @@ impl MowerData {
         }
     }
 
+    /// The same over another access (its caches' bound changed).
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// The same with the notification side's ports.
+    pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
+        self.notifications = Some(ports);
+        self
+    }
+
     fn ports(&self) -> Result<&NotificationPorts, MowerDataError> {
         self.notifications
             .as_ref()
@@ -117,9 +137,10 @@ impl MowerData {
         id: MowerId,
     ) -> Result<Option<LatestRow>, MowerDataError> {
         let mower = self.access.visible_mower_id(principal, id).await?;
-        let rows = self.telemetry.latest(&[mower]).await?;
-        let rows = rows.into_iter().filter(|row| row.mower_id == mower);
-        Ok(of_account(principal, rows).pop())
+        Ok(self
+            .latest_states(principal, &[mower])
+            .await?
+            .remove(&mower))
     }
 
     /// The mower with its health totals (`None` before its first state of this account).

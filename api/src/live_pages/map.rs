@@ -130,7 +130,7 @@ pub(super) async fn content(
     site: Option<SiteId>,
 ) -> Result<(), ApiError> {
     let live = views(state)?;
-    let snapshot: MapSnapshot = live.projections.map(principal, site).await?;
+    let snapshot: MapSnapshot = live.map(principal, site).await?;
     let now = state.clock.now();
     notice(out, &snapshot.sites, "sites", None);
     if snapshot.sites.items.is_empty() {
@@ -178,7 +178,10 @@ pub(super) async fn content(
     let tracks: Vec<WindowRows<PositionRow>> =
         futures::future::try_join_all(map.mowers.items.iter().map(|m| {
             let window = window.clone();
-            async move { state.telemetry.track(m.mower.id, &window).await }
+            async move {
+                let track = state.mower_data.track(principal, m.mower.id, &window);
+                track.await
+            }
         }))
         .await?;
     let tracks: Vec<(Window<PositionRow>, Option<DateTime<Utc>>)> = tracks

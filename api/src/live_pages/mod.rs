@@ -329,7 +329,7 @@ async fn content(
     let _ = write!(out, "<h1 id=\"title\">{}</h1>", page.title());
     match page {
         Page::Fleet => {
-            let snapshot = live.projections.fleet(principal).await?;
+            let snapshot = live.fleet(principal).await?;
             // The sites of the window's mowers, for their names and time zones: one read.
             let ids: Vec<SiteId> = snapshot
                 .mowers
@@ -337,17 +337,17 @@ async fn content(
                 .iter()
                 .map(|m| m.mower.site_id)
                 .collect();
-            let sites = live.projections.site_cards(principal, &ids).await?;
+            let sites = live.site_cards(principal, &ids).await?;
             let times = Times::new(now, &sites.iter().collect::<Vec<_>>());
             render::fleet(&mut out, &snapshot, &times);
         }
         Page::Wall => {
-            let snapshot = live.projections.wall(principal).await?;
+            let snapshot = live.wall(principal).await?;
             let sites: Vec<_> = snapshot.sites.items.iter().map(|s| &s.site).collect();
             render::wall(&mut out, &snapshot, &Times::new(now, &sites));
         }
         Page::Health => {
-            let snapshot = live.projections.health(principal).await?;
+            let snapshot = live.health(principal).await?;
             let sites: Vec<_> = snapshot.sites.items.iter().map(|s| &s.site).collect();
             render::health(&mut out, &snapshot, &Times::new(now, &sites));
         }
