@@ -250,9 +250,7 @@ pub(crate) enum Sharing {
     /// Every subscription pulls its own batches (an unpartitioned subject).
     Shared,
     /// One partition's consumer: the server pins one subscription at a time (`pinned_client`
-    /// priority group [`PIN_GROUP`]) and moves the pin `timeout` after its last pull. Its
-    /// deliveries are handled in stream order by their one holder, so one acknowledgement
-    /// settles a batch: `AckPolicy::All` (decision 167).
+    /// priority group [`PIN_GROUP`]) and moves the pin `timeout` after its last pull.
     Pinned { timeout: Duration },
 }
 
@@ -283,7 +281,6 @@ pub(crate) fn durable_config(
         ..Default::default()
     };
     if let Sharing::Pinned { timeout } = sharing {
-        config.ack_policy = AckPolicy::All;
         config.priority_policy = PriorityPolicy::PinnedClient;
         config.priority_groups = vec![PIN_GROUP.to_owned()];
         config.priority_timeout = timeout;
@@ -291,12 +288,9 @@ pub(crate) fn durable_config(
     config
 }
 
-/// Creates the durable consumer or checks the existing one: its filter cannot change (that would
-/// silently change what it delivers: refused, as the memory bus does); its `max_ack_pending`,
-/// `ack_wait` and pin timeout are brought in line. Its ack policy cannot change either (NATS
-/// refuses it): a partition's consumer created by an earlier version with explicit
-/// acknowledgements is kept as it is and settled message by message (the worker reads the
-/// policy); any other policy than the wanted one or explicit is refused.
+/// Creates the durable consumer or checks the existing one: its filter and ack policy cannot
+/// change (that would silently change what it delivers: refused, as the memory bus does); its
+/// `max_ack_pending`, `ack_wait` and pin timeout are brought in line.
 pub(crate) async fn provision_consumer(
     stream: &jetstream::stream::Stream,
     wanted: pull::Config,
@@ -316,16 +310,10 @@ pub(crate) async fn provision_consumer(
             current.filter_subject
         )));
     }
-    let policy_ok =
-        current.ack_policy == AckPolicy::Explicit || current.ack_policy == wanted.ack_policy;
-    if !policy_ok || current.deliver_subject.is_some() {
+    if current.ack_policy != AckPolicy::Explicit || current.deliver_subject.is_some() {
         return Err(BusError::Refused(format!(
-            "consumer {name} exists but is not a pull consumer with explicit acknowledgements \
-             (or acknowledgements of all, for a partition's)"
+            "consumer {name} exists but is not a pull consumer with explicit acknowledgements"
         )));
-    }
-    if current.ack_policy != wanted.ack_policy {
-        tracing::info!(stream = %stream_name, consumer = name, "The durable consumer was created with explicit acknowledgements and keeps them; each message is settled on its own.");
     }
     if current.priority_policy != wanted.priority_policy
         || current.priority_groups != wanted.priority_groups
@@ -347,7 +335,6 @@ pub(crate) async fn provision_consumer(
         // deliver policy stays what it was created with.
         let update = pull::Config {
             deliver_policy: current.deliver_policy,
-            ack_policy: current.ack_policy,
             ..wanted
         };
         return stream

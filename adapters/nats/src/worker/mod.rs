@@ -32,15 +32,7 @@
 //! After the handler returns, each message gets its answer (`+ACK`, `-NAK`, `+TERM`), published
 //! in order; the last one is sent as a request, and the server's reply to it confirms that the
 //! whole batch's settlements were processed (they are processed in order) before the next pull
-//! is made. A partition's consumer acknowledges all (`AckPolicy::All`, decision 167): its one
-//! holder handles its deliveries in stream order and handles nothing while older deliveries
-//! of the partition are out elsewhere (the waits below), so the batch's last acknowledgement
-//! settles the batch, one message instead of one per state. Under it an acknowledgement (and a
-//! `+TERM`) of a message settles every older one, so from the first message answered
-//! `Redeliver` on, the rest of the batch is handed back; what of it was answered `Ack` or
-//! `Drop` is remembered (`answered_ahead`) and settled so, unhandled, when it comes again. A
-//! partition consumer created by an earlier version keeps explicit acknowledgements (NATS
-//! cannot change a consumer's policy) and is settled message by message. A failed batch (error, wrong number of answers, panic) is held for
+//! is made. A failed batch (error, wrong number of answers, panic) is held for
 //! `redelivery_delay` and then handed back whole (`-NAK`), so nobody — no other replica either —
 //! retries it sooner, and the next pull of this worker starts with it, in order. While a handler,
 //! such a pause or a wait for earlier deliveries runs longer than a third of `ack_wait`, the
@@ -115,18 +107,17 @@ mod settle;
 
 use crate::pinning::Pinning;
 use crate::provision::published_subject;
-use async_nats::jetstream::consumer::{pull, AckPolicy, PullConsumer};
+use async_nats::jetstream::consumer::{pull, PullConsumer};
 use async_nats::jetstream::{self, AckKind};
 use async_nats::Client;
 use bytes::Bytes;
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 use swath_application::ports::bus_rules::{batch_limit, call_handler, stopped, Settled};
-use swath_application::ports::{BatchHandler, BatchSettings, Message, Settle};
+use swath_application::ports::{BatchHandler, BatchSettings, Message};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -174,14 +165,6 @@ pub(crate) struct Worker {
     /// A partition's worker got a new pin since its last batch: before handling anything, it
     /// waits for what the consumer delivered to anyone else ("Order when a pin moves").
     pub newly_pinned: bool,
-    /// The consumer acknowledges everything up to a message with that message's
-    /// acknowledgement (`AckPolicy::All`, a partition's consumer): see "Settling".
-    pub ack_all: bool,
-    /// Under `ack_all`, the answers (`Ack` or `Drop`) of messages handed back only because an
-    /// earlier message of their batch asked to be redelivered (acknowledging them would have
-    /// acknowledged it), by stream sequence: when they come again they are settled so without
-    /// being handled twice.
-    pub answered_ahead: BTreeMap<u64, Settle>,
 }
 
 /// How a pull request ended.
@@ -218,7 +201,6 @@ impl Worker {
         handler: Arc<dyn BatchHandler>,
         stop: watch::Receiver<bool>,
     ) -> Worker {
-        let consumer_policy = consumer.cached_info().config.ack_policy;
         Worker {
             client: client.clone(),
             js: js.clone(),
@@ -244,8 +226,6 @@ impl Worker {
             pinning: None,
             until_drained: false,
             newly_pinned: false,
-            ack_all: acks_all(&consumer_policy),
-            answered_ahead: BTreeMap::new(),
         }
     }
 
@@ -261,16 +241,8 @@ impl Worker {
                 pin = self.pinning.as_ref().and_then(|p| p.id.as_deref()).unwrap_or("-"),
                 "Handling a batch."
             );
-            // Messages answered already (see `answered_ahead`) are not handled again.
-            let messages: Arc<[Message]> = batch
-                .iter()
-                .filter(|m| !self.answered_ahead.contains_key(&stream_sequence(m)))
-                .map(|m| to_message(m, partitioned))
-                .collect();
-            if messages.is_empty() {
-                self.settle(&batch, Ok(Ok(Vec::new()))).await;
-                continue;
-            }
+            let messages: Arc<[Message]> =
+                batch.iter().map(|m| to_message(m, partitioned)).collect();
             let mut call = call_handler(&self.handler, messages);
             match self.keep_alive(&mut call, &batch, None, true).await {
                 Kept::Done(result) => match self.settle(&batch, result).await {
@@ -380,12 +352,6 @@ impl Worker {
             *last = Instant::now();
         }
     }
-}
-
-/// Whether a consumer of this policy settles everything up to a message with its
-/// acknowledgement.
-pub(crate) fn acks_all(policy: &AckPolicy) -> bool {
-    *policy == AckPolicy::All
 }
 
 /// A message's sequence in its stream (0 if the server did not say).

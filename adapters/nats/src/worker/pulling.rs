@@ -475,10 +475,7 @@ impl Worker {
     /// stream recreated); failures are logged and retried on the next lost pull.
     async fn reprovision(&mut self) {
         match provision_consumer(&self.stream, self.wanted.clone()).await {
-            Ok(consumer) => {
-                self.ack_all = super::acks_all(&consumer.cached_info().config.ack_policy);
-                self.consumer = consumer;
-            }
+            Ok(consumer) => self.consumer = consumer,
             Err(e) => {
                 tracing::warn!(consumer = %self.name, error = %chain(&e), "Could not provision the durable consumer again; retrying.");
             }

@@ -2,7 +2,7 @@
 //! handed back, and the drain on unsubscribe (see "Settling" and "Unsubscribing" in the module
 //! documentation of `worker`).
 
-use super::{stream_sequence, Kept, Worker};
+use super::{Kept, Worker};
 use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 use std::pin::pin;
@@ -23,7 +23,6 @@ impl Worker {
         batch: &[jetstream::Message],
         result: HandlerResult,
     ) -> Settled {
-        let result = self.with_answered_ahead(batch, result);
         let subjects = batch.iter().map(|m| m.message.subject.as_str());
         let verdict = judge(&self.name, subjects, result);
         let settled = Settled::of(&verdict);
@@ -31,78 +30,16 @@ impl Worker {
             return settled;
         };
         let redelivered = answers.contains(&Settle::Redeliver);
-        if self.ack_all {
-            self.send_acking_all(batch, &answers).await;
-        } else {
-            let kinds = answers.iter().map(|answer| kind(*answer));
-            self.send(batch.iter().zip(kinds)).await;
-        }
+        let kinds = answers.into_iter().map(|answer| match answer {
+            Settle::Ack => AckKind::Ack,
+            Settle::Redeliver => AckKind::Nak(None),
+            Settle::Drop => AckKind::Term,
+        });
+        self.send(batch, kinds).await;
         if redelivered {
             self.give_back_held().await;
         }
         settled
-    }
-
-    /// The handler's answers for `batch` with those of the messages answered ahead (which it
-    /// was not given) put back in their places; they are forgotten once used.
-    fn with_answered_ahead(
-        &mut self,
-        batch: &[jetstream::Message],
-        result: HandlerResult,
-    ) -> HandlerResult {
-        if self.answered_ahead.is_empty() {
-            return result;
-        }
-        let ahead: Vec<Option<Settle>> = batch
-            .iter()
-            .map(|m| self.answered_ahead.get(&stream_sequence(m)).copied())
-            .collect();
-        if ahead.iter().all(Option::is_none) {
-            return result;
-        }
-        let Ok(Ok(handled)) = result else {
-            return result;
-        };
-        if handled.len() != ahead.iter().filter(|a| a.is_none()).count() {
-            // A wrong number of answers: `judge` refuses the batch as it would have.
-            return Ok(Ok(handled));
-        }
-        for m in batch {
-            self.answered_ahead.remove(&stream_sequence(m));
-        }
-        let mut handled = handled.into_iter();
-        Ok(Ok(ahead
-            .into_iter()
-            .map(|a| a.or_else(|| handled.next()).unwrap_or(Settle::Redeliver))
-            .collect()))
-    }
-
-    /// Settles a batch of a consumer that acknowledges all: every message before the first
-    /// one answered `Redeliver` with one acknowledgement (the last of them; a `Drop` among them
-    /// is sent as `+TERM`, which settles the older ones as well), everything from it on handed
-    /// back, its `Ack` and `Drop` answers kept for when it comes again.
-    async fn send_acking_all(&mut self, batch: &[jetstream::Message], answers: &[Settle]) {
-        let first_back = answers
-            .iter()
-            .position(|a| *a == Settle::Redeliver)
-            .unwrap_or(answers.len());
-        let mut sends = Vec::new();
-        for (i, (message, answer)) in batch.iter().zip(answers).enumerate() {
-            if i < first_back {
-                if *answer == Settle::Drop {
-                    sends.push((message, AckKind::Term));
-                } else if i + 1 == first_back {
-                    sends.push((message, AckKind::Ack));
-                }
-            } else {
-                if *answer != Settle::Redeliver {
-                    self.answered_ahead
-                        .insert(stream_sequence(message), *answer);
-                }
-                sends.push((message, AckKind::Nak(None)));
-            }
-        }
-        self.send(sends.into_iter()).await;
     }
 
     /// Hands the held messages back, in order (they are newer than anything handed back
@@ -116,19 +53,15 @@ impl Worker {
 
     /// Hands a whole batch back for redelivery, at once.
     pub(super) async fn give_back(&self, batch: &[jetstream::Message]) {
-        self.send(batch.iter().map(|m| (m, AckKind::Nak(None))))
+        self.send(batch, std::iter::repeat(AckKind::Nak(None)))
             .await;
     }
 
-    /// Publishes the settlements, in order; the last as a request whose reply confirms that
-    /// the server processed all of them.
-    async fn send<'m>(
-        &self,
-        settlements: impl ExactSizeIterator<Item = (&'m jetstream::Message, AckKind)>,
-    ) {
-        let count = settlements.len();
-        let last = count.saturating_sub(1);
-        for (i, (message, kind)) in settlements.enumerate() {
+    /// Publishes one settlement per message, in order; the last as a request whose reply
+    /// confirms that the server processed all of them.
+    async fn send(&self, batch: &[jetstream::Message], kinds: impl Iterator<Item = AckKind>) {
+        let last = batch.len().saturating_sub(1);
+        for (i, (message, kind)) in batch.iter().zip(kinds).enumerate() {
             let Some(reply) = message.message.reply.clone() else {
                 continue;
             };
@@ -146,7 +79,7 @@ impl Worker {
             )
             .await;
             if !matches!(confirmed, Ok(Ok(_))) {
-                tracing::warn!(consumer = %self.name, settlements = count, "NATS did not confirm a batch's settlements; some messages may be redelivered.");
+                tracing::warn!(consumer = %self.name, batch = batch.len(), "NATS did not confirm a batch's settlements; some messages may be redelivered.");
                 self.recovering.store(true, Ordering::Relaxed);
             }
         }
@@ -187,14 +120,5 @@ impl Worker {
                 self.give_back(batch).await;
             }
         }
-    }
-}
-
-/// The JetStream settlement of an answer.
-fn kind(answer: Settle) -> AckKind {
-    match answer {
-        Settle::Ack => AckKind::Ack,
-        Settle::Redeliver => AckKind::Nak(None),
-        Settle::Drop => AckKind::Term,
     }
 }
