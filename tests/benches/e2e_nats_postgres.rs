@@ -5,8 +5,9 @@
 //!
 //! For each configuration, in turn, so that the figures are ratios of one machine state:
 //! 1. a private NATS server (file storage) and a fresh database on `SWATH_TEST_DATABASE_URL`;
-//! 2. the service starts once and stops (its consumers exist from then on), and a backlog of
-//!    states of `--mowers` mowers (the `swath-load` plan) is published while no service runs;
+//! 2. the service starts once (migrating the database) and stops (its consumers exist from
+//!    then on), the directory of `--mowers` mowers is seeded, and a backlog of their states (the
+//!    `swath-load` plan) is published while no service runs;
 //! 3. PostgreSQL is checkpointed (the window does not pay for earlier writes), and the release
 //!    `swath` binary starts (`SWATH_BUS=nats`, `SWATH_STORE=postgres`, no simulated fleet) with
 //!    the configuration's `SWATH_TELEMETRY_PARTITIONS`, `SWATH_TELEMETRY_INGEST_BATCH_MAX` and
@@ -305,16 +306,16 @@ async fn measure(
         ("SWATH_NATS_REPLICAS", replicas.as_str()),
     ];
     let db = TestDatabase::create(server).await?;
-    swath_migrations::migrate(&db.url).await?;
-    let store = PostgresStore::connect(&db.url, 2).await?;
-    plan.seed_directory(&store).await?;
-
     // The consumers exist from the first start on; the backlog is published with none running.
+    // That start also migrates the database, with the migrations of the binary measured: an
+    // older build (`SWATH_BIN`) refuses a database that has migrations it does not know.
     let mut service = Service::start(binary, &db.url, &nats.url(), &env).await?;
     anyhow::ensure!(
         service.terminate(Duration::from_secs(30)),
         "swath did not stop"
     );
+    let store = PostgresStore::connect(&db.url, 2).await?;
+    plan.seed_directory(&store).await?;
     // The publisher provisions the stream as the service does: with the same partition count
     // (another is refused).
     let settings = NatsBusSettings {
