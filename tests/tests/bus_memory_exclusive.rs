@@ -48,11 +48,16 @@ async fn one_subscription_at_a_time_and_a_vanished_holder_s_messages_first() {
         .subscribe_batch("n.>", "hooks", s, stuck.clone())
         .await
         .unwrap();
+    wait_until("the first subscription holds the consumer", || {
+        holder.partitions_owned() == 1
+    })
+    .await;
     let next = Recorder::acking();
     let standby = bus
         .subscribe_batch("n.>", "hooks", exclusive(10), next.clone())
         .await
         .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!((holder.partitions_owned(), standby.partitions_owned()), (1, 0));
     publish(&bus, "n.mower.a.event", "0").await;
     publish(&bus, "n.mower.b.event", "1").await;
