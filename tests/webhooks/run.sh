@@ -7,9 +7,10 @@
 #   1. memory store and bus, one replica;
 #   2. with SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_SERVER (CI sets both): PostgreSQL (a
 #      database of its own) and a private NATS server, two replicas, the one that enqueues killed
-#      with `kill -9` while deliveries are pending, more events after the kill: the other takes
-#      the notifications consumer over with the killed one's unacknowledged messages first, so the
-#      order holds (decision 153).
+#      with `kill -9` while it holds notifications (SWATH_WEBHOOKS_KILL_AFTER seconds after its
+#      states were posted, 1.5 by default, during its batch's one-second linger), more events
+#      after the kill: the other takes the notifications consumer over with the killed one's
+#      unacknowledged messages first, so the order holds (decision 153).
 # Called by .ci/run after .ci/api-conformance, whose release build it reuses; runs alone too.
 # Everything it starts is stopped on exit.
 set -euo pipefail
