@@ -36,9 +36,7 @@ async fn publish(bus: &DynBus, subject: &str, body: &str) {
 #[tokio::test(start_paused = true)]
 async fn one_subscription_at_a_time_and_a_vanished_holder_s_messages_first() {
     let bus: DynBus = Arc::new(MemoryBus::new(MemoryBusSettings {
-        partitioning: Some(
-            swath_application::ports::Partitioning::new("t.mower.*", 4).unwrap(),
-        ),
+        partitioning: Some(swath_application::ports::Partitioning::new("t.mower.*", 4).unwrap()),
         ..MemoryBusSettings::default()
     }));
     let stuck = Recorder::new(|_, _| (Duration::ZERO, Reply::Hang));
@@ -48,15 +46,26 @@ async fn one_subscription_at_a_time_and_a_vanished_holder_s_messages_first() {
         .subscribe_batch("n.>", "hooks", s, stuck.clone())
         .await
         .unwrap();
+    wait_until("the first subscription holds the consumer", || {
+        holder.partitions_owned() == 1
+    })
+    .await;
     let next = Recorder::acking();
     let standby = bus
         .subscribe_batch("n.>", "hooks", exclusive(10), next.clone())
         .await
         .unwrap();
-    assert_eq!((holder.partitions_owned(), standby.partitions_owned()), (1, 0));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        (holder.partitions_owned(), standby.partitions_owned()),
+        (1, 0)
+    );
     publish(&bus, "n.mower.a.event", "0").await;
     publish(&bus, "n.mower.b.event", "1").await;
-    wait_until("the holder has two in flight", || stuck.delivered().len() >= 2).await;
+    wait_until("the holder has two in flight", || {
+        stuck.delivered().len() >= 2
+    })
+    .await;
     publish(&bus, "n.alert.a.cleared", "2").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
@@ -65,7 +74,10 @@ async fn one_subscription_at_a_time_and_a_vanished_holder_s_messages_first() {
     );
     holder.unsubscribe().await;
     publish(&bus, "n.mower.c.event", "3").await;
-    wait_until("the standby acknowledged all four", || next.acked().len() >= 4).await;
+    wait_until("the standby acknowledged all four", || {
+        next.acked().len() >= 4
+    })
+    .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let acked = next.acked();
     assert_eq!(texts(&acked), ["0", "1", "2", "3"]);

@@ -102,7 +102,8 @@ async fn a_dead_holder_s_messages_come_to_the_next_before_newer_ones_in_stream_o
         publish_n(&bus, &root, n).await;
     }
     let stuck = Recorder::new(|_, _| (Duration::ZERO, Reply::Hang));
-    let (holder_nats, holder_subject, holder_stuck) = (nats.clone(), subject.clone(), stuck.clone());
+    let (holder_nats, holder_subject, holder_stuck) =
+        (nats.clone(), subject.clone(), stuck.clone());
     let (die, dying) = std::sync::mpsc::channel::<()>();
     let holder = tokio::task::spawn_blocking(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -107,6 +107,13 @@ impl Webhooks {
         self
     }
 
+    /// Now, to the microsecond: what the stores keep (decision 1), so that an answer made from
+    /// the endpoint in hand equals the endpoint read back later.
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        use chrono::SubsecRound;
+        self.clock.now().trunc_subsecs(6)
+    }
+
     fn admin(principal: &Principal) -> Result<(), WebhooksError> {
         if principal.has_scope(Scope::Admin) {
             Ok(())
@@ -227,7 +234,7 @@ impl Webhooks {
     ) -> Result<(Endpoint, String), WebhooksError> {
         Self::admin(principal)?;
         let spec = self.checked(principal, spec).await?;
-        let now = self.clock.now();
+        let now = self.now();
         let secret = generate_secret();
         let endpoint = Endpoint {
             id: WebhookId::new(),
@@ -301,7 +308,7 @@ impl Webhooks {
         endpoint.mowers = spec.mowers;
         endpoint.sites = spec.sites;
         endpoint.enabled = spec.enabled;
-        endpoint.updated_at = self.clock.now();
+        endpoint.updated_at = self.now();
         if !self.store.put_endpoint(endpoint.clone()).await? {
             return Err(WebhooksError::NotFound);
         }
@@ -326,7 +333,7 @@ impl Webhooks {
         id: WebhookId,
     ) -> Result<(Endpoint, String), WebhooksError> {
         let mut endpoint = self.get(principal, id).await?;
-        let now = self.clock.now();
+        let now = self.now();
         let secret = generate_secret();
         endpoint.rotate(secret.clone(), now, now + SECRET_GRACE);
         if !self.store.put_endpoint(endpoint.clone()).await? {
@@ -357,11 +364,7 @@ impl Webhooks {
         delivery: Uuid,
     ) -> Result<Delivery, WebhooksError> {
         let endpoint = self.get(principal, id).await?;
-        if !self
-            .store
-            .retry(endpoint.id, delivery, self.clock.now())
-            .await?
-        {
+        if !self.store.retry(endpoint.id, delivery, self.now()).await? {
             return Err(WebhooksError::NotFound);
         }
         self.store
@@ -377,7 +380,7 @@ impl Webhooks {
         id: WebhookId,
     ) -> Result<Delivery, WebhooksError> {
         let endpoint = self.get(principal, id).await?;
-        let now = self.clock.now();
+        let now = self.now();
         let message_id = format!("webhook_test.{}", Uuid::now_v7());
         let id = delivery_id(endpoint.id, &message_id);
         let body = delivery::envelope(
