@@ -67,3 +67,33 @@ pub struct Revalidation {
     #[serde(rename = "If-None-Match")]
     pub if_none_match: Option<String>,
 }
+
+/// The `400` and `404` of a route that names one mower by its id, written once.
+#[derive(utoipa::IntoResponses)]
+pub(crate) enum MowerById {
+    #[response(status = 400, description = "The id is not a UUID.")]
+    _BadId,
+    #[response(status = 404, description = "No such mower is visible to this token.")]
+    _NotFound,
+}
+
+/// The `400` and `404` of a route that names one webhook endpoint by its id, written once.
+#[derive(utoipa::IntoResponses)]
+pub(crate) enum EndpointById {
+    #[response(status = 400, description = "The id is not a UUID.")]
+    _BadId,
+    #[response(
+        status = 404,
+        description = "No such endpoint is visible to this token."
+    )]
+    _NotFound,
+}
+
+/// The `400` and `404` of a route that names one site by its id, written once.
+#[derive(utoipa::IntoResponses)]
+pub(crate) enum SiteById {
+    #[response(status = 400, description = "The id is not a UUID.")]
+    _BadId,
+    #[response(status = 404, description = "No such site is visible to this token.")]
+    _NotFound,
+}

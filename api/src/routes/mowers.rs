@@ -11,7 +11,7 @@ use crate::error::{ApiError, FieldProblem, Resource};
 use crate::etag::{json_with_etag, NotModified};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
-use crate::routes::{MowerPath, Revalidation};
+use crate::routes::{MowerById, MowerPath, Revalidation};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -183,8 +183,7 @@ pub async fn create_mower(
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
         NotModified,
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such mower is visible to this token."),
+        MowerById,
     ),
 )]
 pub async fn get_mower(
@@ -270,8 +269,7 @@ pub async fn update_mower(
     params(MowerPath),
     responses(
         (status = 204, description = "The mower and everything stored of it are deleted."),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such mower is visible to this token."),
+        MowerById,
     ),
 )]
 pub async fn delete_mower(

@@ -1,7 +1,7 @@
 //! `/v1/sites`: the sites of the account (create, list, read, change, delete). A token limited to
 //! some sites sees and changes only those, and cannot create sites.
 
-use super::{location, PageParams};
+use super::{location, PageParams, SiteById};
 use crate::auth::{Reader, Writer};
 use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
 use crate::error::{ApiError, Resource};
@@ -108,8 +108,7 @@ pub async fn create_site(
     ),
     responses(
         (status = 200, description = "The site.", body = SiteDto),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such site is visible to this token."),
+        SiteById,
     ),
 )]
 pub async fn get_site(
@@ -179,8 +178,7 @@ pub async fn update_site(
     ),
     responses(
         (status = 204, description = "The site is deleted."),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such site is visible to this token."),
+        SiteById,
         (status = 409, description = "The site still has mowers."),
     ),
 )]

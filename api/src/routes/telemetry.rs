@@ -14,7 +14,7 @@ use crate::error::{ApiError, Problem};
 use crate::etag::json_with_etag;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::page::{self, List};
-use crate::routes::{MowerPath, Revalidation};
+use crate::routes::{MowerById, MowerPath, Revalidation};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
@@ -96,8 +96,7 @@ pub async fn get_mower_state(
             )),
         (status = 304, description = "The totals have not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such mower is visible to this token."),
+        MowerById,
     ),
 )]
 pub async fn get_mower_health(

@@ -2,7 +2,7 @@
 //! The rules (scope, account, sites) are [`swath_application::Webhooks`]'; these handlers
 //! translate requests and answers.
 
-use super::{location, PageParams};
+use super::{location, EndpointById, PageParams};
 use crate::auth::Admin;
 use crate::dto::webhooks::{
     DeliveryDto, DeliveryPage, NewWebhook, WebhookDto, WebhookPage, WebhookPatch, WebhookWithSecret,
@@ -126,8 +126,7 @@ pub async fn create_webhook(
     params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
     responses(
         (status = 200, description = "The endpoint.", body = WebhookDto),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such endpoint is visible to this token."),
+        EndpointById,
     ),
 )]
 pub async fn get_webhook(
@@ -187,8 +186,7 @@ pub async fn update_webhook(
     params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
     responses(
         (status = 204, description = "The endpoint is deleted."),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such endpoint is visible to this token."),
+        EndpointById,
     ),
 )]
 pub async fn delete_webhook(
@@ -212,8 +210,7 @@ pub async fn delete_webhook(
     params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
     responses(
         (status = 200, description = "The new secret and the endpoint.", body = WebhookWithSecret),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such endpoint is visible to this token."),
+        EndpointById,
     ),
 )]
 pub async fn rotate_webhook_secret(
@@ -311,8 +308,7 @@ pub async fn retry_delivery(
     params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
     responses(
         (status = 202, description = "The test delivery is enqueued.", body = DeliveryDto),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such endpoint is visible to this token."),
+        EndpointById,
     ),
 )]
 pub async fn test_webhook(

@@ -1,8 +1,8 @@
 //! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
 
-use super::TAG;
+use super::{MowerByIdProblem, TAG};
 use crate::auth::Writer;
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::ApiPath;
 use crate::routes::MowerPath;
 use crate::state::AppState;
@@ -26,8 +26,7 @@ use uuid::Uuid;
     params(MowerPath),
     responses(
         (status = 204, description = "The blade was reset."),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        MowerByIdProblem,
     ),
 )]
 pub async fn reset_blade(

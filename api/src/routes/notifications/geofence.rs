@@ -1,6 +1,6 @@
 //! A mower's geofence: the polygon it must stay in, read, set and removed (docs/rules.md §4).
 
-use super::TAG;
+use super::{MowerByIdProblem, TAG};
 use crate::auth::{Reader, Writer};
 use crate::dto::notifications::{GeofenceDto, PolygonGeometry};
 use crate::error::{ApiError, Problem, Resource};
@@ -90,8 +90,7 @@ pub async fn put_geofence(
     params(MowerPath),
     responses(
         (status = 204, description = "The mower has no geofence."),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        MowerByIdProblem,
     ),
 )]
 pub async fn delete_geofence(

@@ -1,6 +1,6 @@
 //! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
 
-use super::TAG;
+use super::{MowerByIdProblem, TAG};
 use crate::auth::{Reader, Writer};
 use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList, ZonePath};
 use crate::error::{ApiError, Problem, Resource};
@@ -57,8 +57,7 @@ async fn zone_dtos(
     params(MowerPath),
     responses(
         (status = 200, description = "The zones.", body = ZoneList),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
+        MowerByIdProblem,
     ),
 )]
 pub async fn list_zones(

@@ -4,7 +4,7 @@ use super::{PriorityDto, TAG};
 use crate::auth::{Reader, Writer};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
-use crate::routes::MowerPath;
+use crate::routes::{MowerById, MowerPath};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -115,8 +115,7 @@ fn check_operator(name: &str) -> Result<String, ApiError> {
     params(MowerPath),
     responses(
         (status = 200, description = "The assignments.", body = AssignmentList),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such mower is visible to this token."),
+        MowerById,
     ),
 )]
 pub async fn list_assignments(
