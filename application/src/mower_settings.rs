@@ -8,7 +8,7 @@
 
 use crate::access::{Access, AccessError};
 use crate::ports::{AssignmentError, Assignments, Clock, EventBus, NotificationPorts, WatchError};
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use swath_domain::watch::zones::Zone;
 use swath_domain::watch::{GeoPolygon, Geofence};
@@ -93,7 +93,7 @@ impl MowerSettings {
 
     /// Now, to the microsecond: what every store keeps, so that rankings and versions agree.
     fn now(&self) -> DateTime<Utc> {
-        self.clock.now().trunc_subsecs(6)
+        self.clock.now_micros()
     }
 
     /// Replaces the mower's geofence with `polygon` (a new version).

@@ -5,7 +5,6 @@
 //! an older one, and two replicas racing can at worst both write a fresh status.
 
 use crate::ports::{Clock, WatchError, WatchStore};
-use chrono::SubsecRound;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use swath_domain::watch::busy::{busy_update, BusyStatus};
@@ -28,7 +27,7 @@ impl SchedulerStatus {
         if states.is_empty() {
             return Ok(0);
         }
-        let now = self.clock.now().trunc_subsecs(6);
+        let now = self.clock.now_micros();
         let mut mowers: Vec<MowerId> = states.iter().map(|s| s.mower_id).collect();
         mowers.sort_unstable();
         mowers.dedup();

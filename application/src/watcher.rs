@@ -87,7 +87,7 @@ impl Watcher {
         &self,
         batch: &[Result<StateReport, InvalidReport>],
     ) -> Result<Vec<StateOutcome>, WatchError> {
-        let received_at = self.clock.now().trunc_subsecs(6);
+        let received_at = self.clock.now_micros();
         let valid: Vec<StateReport> = batch.iter().filter_map(|r| r.clone().ok()).collect();
         let mut applied = Vec::new();
         if !valid.is_empty() {

@@ -29,7 +29,7 @@ use crate::consume::parse_message;
 use crate::group_commit::GroupCommit;
 use crate::ports::{Clock, EventBus, Message, StoreError, TelemetryStore, WatchError, ZoneStore};
 use crate::publish::publish;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -227,7 +227,7 @@ impl Ingest {
         write: Write<'_>,
     ) -> Result<(Vec<StateOutcome>, StateCounts), IngestError> {
         // Microseconds: the precision every store keeps (see docs/decisions.md).
-        let received_at = self.clock.now().trunc_subsecs(6);
+        let received_at = self.clock.now_micros();
         let mut outcomes: Vec<Option<StateOutcome>> = vec![None; batch.len()];
         let mut valid = Vec::with_capacity(batch.len());
         let mut valid_index = Vec::with_capacity(batch.len());

@@ -24,7 +24,6 @@ mod ids;
 
 use crate::ports::{Clock, EventBus, LiveOptions, LiveSubscription, Message};
 use crate::subjects;
-use chrono::SubsecRound;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use swath_domain::watch::{ClearedAlert, Event};
@@ -176,7 +175,7 @@ impl LiveFeed {
         let shared = Shared::new(capacity);
         let tasks = vec![
             tokio::spawn(relay(Arc::clone(&shared), states, move |message| {
-                let now = clock.now().trunc_subsecs(6);
+                let now = clock.now_micros();
                 let report = crate::parse_message(message, now).ok()?;
                 Some(FeedBody::State(Box::new(LatestRow {
                     mower_id: report.mower_id,

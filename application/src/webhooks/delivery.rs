@@ -129,7 +129,7 @@ impl Enqueuer {
                 .map_err(|e| fail(Box::new(e)))?;
             sites.insert(p.mower, mower.map(|m| m.site_id));
         }
-        let now = chrono::SubsecRound::trunc_subsecs(self.clock.now(), 6);
+        let now = self.clock.now_micros();
         let mut out = Vec::new();
         for p in parsed {
             let topic = Topic {

@@ -110,8 +110,7 @@ impl Webhooks {
     /// Now, to the microsecond: what the stores keep (decision 1), so that an answer made from
     /// the endpoint in hand equals the endpoint read back later.
     fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        use chrono::SubsecRound;
-        self.clock.now().trunc_subsecs(6)
+        self.clock.now_micros()
     }
 
     fn admin(principal: &Principal) -> Result<(), WebhooksError> {
