@@ -492,4 +492,8 @@ fn describe_metrics() {
     // first increment of a series that is born with it.
     metrics::counter!("swath_ingest_redeliveries_total").absolute(0);
     metrics::counter!("swath_states_dropped_total", "reason" => "rejected_by_store").absolute(0);
+    // The dashboard's events panel reads every kind's series, so each exists before its first event.
+    for kind in swath_domain::watch::EventKind::ALL {
+        metrics::counter!("swath_events_total", "kind" => kind.as_str()).absolute(0);
+    }
 }
