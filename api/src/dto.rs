@@ -5,13 +5,26 @@
 //! (docs/rules.md §7). Every optional field is serialised as `null` rather than left out, so that every
 //! document of a type has the same keys: simpler for generated SDKs and snapshot tests.
 //!
+//! Every request and answer type of the API is declared here (`ToSchema`, `IntoParams`), one
+//! module per resource; the route modules hold the handlers and their `#[utoipa::path]`, which
+//! name these types (decision 158).
+//!
 //! # Layout
-//! - this module: mowers with their latest states and health totals.
+//! - this module: mowers with their latest states and health totals, and `list_page!`, the
+//!   declaration of every paged list.
+//! - [`params`]: the parameters many operations share (paging, `If-None-Match`, a path's id).
+//! - [`answers`]: the answers many operations share (refusals, `304`s), written once.
 //! - [`directory`]: accounts, sites, mowers' requests, tokens.
-//! - [`reads`]: history, track (JSON and GeoJSON), day totals.
+//! - [`reads`]: history, track (JSON and GeoJSON), day totals, and their parameters.
 //! - [`ingest`]: `POST /v1/states`.
 //! - [`imports`]: `POST /v1/imports` and the import's document.
 //! - [`webhooks`]: webhook endpoints and their deliveries.
+//! - [`notifications`]: alerts, events (their details in [`event_details`]), geofences, zones,
+//!   busy statuses, and the feeds' parameters.
+//! - [`assignments`]: the operator assignments of a mower.
+//! - [`live_views`]: the live views (fleet dashboard, site wall, health wall).
+//! - [`live_stream`]: the live stream's filters and events.
+//! - [`operations`]: readiness and the OpenAPI document.
 
 /// A page of one of the API's lists, the one way every list is declared: its `items`, then the
 /// paging members. Two wordings, fixed by the published document: the directory's lists
@@ -90,11 +103,17 @@ macro_rules! list_page {
     };
 }
 
+pub mod answers;
+pub mod assignments;
 pub mod directory;
 pub mod event_details;
 pub mod imports;
 pub mod ingest;
+pub mod live_stream;
+pub mod live_views;
 pub mod notifications;
+pub mod operations;
+pub mod params;
 pub mod reads;
 pub mod webhooks;
 

@@ -135,38 +135,6 @@ fn respond(
         .into_response())
 }
 
-/// The document's `304` answer with `description`, and its `ETag` header with `etag`: the
-/// conditional GET's answer block, written once (see [`NotModified`] and the live views').
-pub fn not_modified(
-    description: &str,
-    etag: &str,
-) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
-    use utoipa::openapi::header::HeaderBuilder;
-    use utoipa::openapi::{ResponseBuilder, Type};
-    let header = HeaderBuilder::new()
-        .schema(utoipa::openapi::ObjectBuilder::new().schema_type(Type::String))
-        .description(Some(etag))
-        .build();
-    let response = ResponseBuilder::new()
-        .description(description)
-        .header("ETag", header)
-        .build();
-    [("304".to_owned(), response.into())].into_iter().collect()
-}
-
-/// The `304` of a document read with `If-None-Match`, as the document states it for most.
-pub struct NotModified;
-
-impl utoipa::IntoResponses for NotModified {
-    fn responses(
-    ) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>> {
-        not_modified(
-            "The document has not changed since the `ETag` given in `If-None-Match`.",
-            "The entity tag of the current document.",
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -123,7 +123,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
         (name = routes::live::TAG, description = "Live views: the states and events of your mowers as they arrive (Server-Sent Events), resumable with `Last-Event-ID`."),
         (name = routes::operations::TAG, description = "Liveness, readiness, metrics and this document. No token needed."),
     ),
-    components(schemas(Problem, routes::live::StreamEvent, routes::live::StreamAlertCleared)),
+    components(schemas(Problem, dto::live_stream::StreamEvent, dto::live_stream::StreamAlertCleared)),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;
@@ -227,9 +227,9 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::notifications::events::list_events))
         .routes(routes!(routes::notifications::alerts::list_alerts))
         .routes(routes!(routes::live::live_stream))
-        .routes(routes!(routes::projections::fleet::live_fleet))
-        .routes(routes!(routes::projections::wall::live_wall))
-        .routes(routes!(routes::projections::health::live_health))
+        .routes(routes!(routes::projections::live_views::live_fleet))
+        .routes(routes!(routes::projections::live_views::live_wall))
+        .routes(routes!(routes::projections::live_views::live_health))
         .routes(routes!(
             routes::projections::assignments::list_assignments,
             routes::projections::assignments::create_assignment

@@ -1,16 +1,17 @@
-//! Cursor pagination, the one module every paged list uses (the directory's sites and mowers,
+//! Cursor pagination, the one mechanism every paged list uses (the directory's sites and mowers,
 //! tokens, history and track, the events feed, the open alerts, the imports, the webhooks and
-//! their deliveries): the `limit` parameter, opaque
-//! cursors, the invalid-cursor error, and the sentinel row.
+//! their deliveries): the `limit` parameter, opaque cursors, the invalid-cursor error, and the
+//! sentinel row. A list handler asks its page with [`ask`], fetches [`Ask::fetch`] rows after the
+//! key it got, and makes the page document with [`Ask::page`] (or [`Ask::cut`]).
 //!
-//! A cursor is the base64url (no padding) of `<list>:<key>`, where the key is the last item's
-//! ordering key: an instant in microseconds for history and track, `[display_order, name, id]`
-//! for sites and mowers, the id for tokens, events, imports and webhooks, the queue place for
-//! deliveries, `<severity rank>,<raised_at in
-//! microseconds>,<id>` for alerts. Clients treat it as opaque; naming the list in it means a
-//! cursor of one list is refused by another instead of silently meaning something else. Every
-//! list decodes it on the same path, so every list refuses the same garbage with the same `400`,
-//! and an empty `cursor=` is the first page everywhere, like no `cursor` at all.
+//! A cursor is the base64url (no padding) of `<list>:<key>`, where the key ([`Key`]) is the last
+//! item's ordering key: an instant in microseconds for history and track, `[display_order, name,
+//! id]` for sites and mowers, the id for tokens, events, imports and webhooks, the queue place
+//! for deliveries, `<severity rank>,<raised_at in microseconds>,<id>` for alerts. Clients treat
+//! it as opaque; naming the list in it means a cursor of one list is refused by another instead
+//! of silently meaning something else. Every list decodes it on the same path, so every list
+//! refuses the same garbage with the same `400`, and an empty `cursor=` is the first page
+//! everywhere, like no `cursor` at all.
 //!
 //! A page fetches one row more than its limit (the sentinel, [`with_sentinel`]): if it comes back,
 //! the page was cut ([`cut`]), `truncated` is `true` and `next_cursor` names the page's last item.
@@ -85,6 +86,57 @@ pub fn limit(param: Option<u32>) -> Result<usize, ApiError> {
     }
 }
 
+/// A page asked of a list: its limit, checked, and the list whose cursors name its rows. Every
+/// list handler reads, fetches and cuts its page through it.
+#[derive(Clone, Copy, Debug)]
+pub struct Ask {
+    list: List,
+    /// The most items of the page.
+    pub limit: usize,
+}
+
+/// The page `limit` and `cursor` ask of `list`, and the key it starts after (`None`: the first
+/// page). The limit is checked before the cursor.
+pub fn ask<K: Key>(
+    list: List,
+    limit: Option<u32>,
+    cursor: Option<&str>,
+) -> Result<(Ask, Option<K>), ApiError> {
+    let ask = Ask::new(list, limit)?;
+    Ok((ask, after(list, cursor)?))
+}
+
+impl Ask {
+    /// A page of `list` with the `limit` parameter, checked.
+    pub fn new(list: List, limit: Option<u32>) -> Result<Self, ApiError> {
+        Ok(Self {
+            list,
+            limit: self::limit(limit)?,
+        })
+    }
+
+    /// How many rows to fetch: one more than the limit, the sentinel.
+    pub fn fetch(&self) -> usize {
+        with_sentinel(self.limit)
+    }
+
+    /// `rows` (fetched with [`Ask::fetch`]) cut to the page; a cut page is followed by the cursor
+    /// of its last row's `key`.
+    pub fn cut<R, K: Key>(&self, rows: Vec<R>, key: impl FnOnce(&R) -> K) -> Cut<R> {
+        cut(rows, self.limit, |r| cursor(self.list, &key(r)))
+    }
+
+    /// The page document of `rows` (fetched with [`Ask::fetch`]), each row as `item` shows it.
+    pub fn page<R, K: Key, P: Paged>(
+        &self,
+        rows: Vec<R>,
+        key: impl FnOnce(&R) -> K,
+        item: impl FnMut(R) -> P::Item,
+    ) -> P {
+        self.cut(rows, key).page(self.limit, item)
+    }
+}
+
 /// A page cut at the sentinel.
 #[derive(Debug, PartialEq)]
 pub struct Cut<T> {
@@ -114,6 +166,15 @@ impl<T> Cut<T> {
         let items = self.rows.into_iter().map(item).collect();
         P::of(items, limit, self.truncated, self.next_cursor)
     }
+
+    /// The same cut with other rows in the place of its own (the same rows, shown otherwise).
+    pub fn with_rows<U>(self, rows: Vec<U>) -> Cut<U> {
+        Cut {
+            rows,
+            truncated: self.truncated,
+            next_cursor: self.next_cursor,
+        }
+    }
 }
 
 /// Cuts `rows` (fetched with [`with_sentinel`]`(limit)`) to the page, and names the next page
@@ -128,8 +189,26 @@ pub fn cut<T>(rows: Vec<T>, limit: usize, cursor: impl FnOnce(&T) -> String) -> 
     }
 }
 
-fn encode(list: List, key: &str) -> String {
-    URL_SAFE_NO_PAD.encode(format!("{}:{key}", list.tag()))
+/// What a list's cursor holds: the ordering key of a page's last item, as text.
+pub trait Key: Sized {
+    /// The key as a cursor writes it.
+    fn write(&self) -> String;
+    /// The key a cursor wrote; `None` when the text is not one.
+    fn read(text: &str) -> Option<Self>;
+}
+
+/// The cursor after `last`, an item of `list`.
+pub fn cursor<K: Key>(list: List, last: &K) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{}:{}", list.tag(), last.write()))
+}
+
+/// The key inside a cursor of `list`: the page starts after it (before it, for the lists that
+/// are newest first). A `cursor=` without a value is the first page, like no `cursor` at all.
+pub fn after<K: Key>(list: List, cursor: Option<&str>) -> Result<Option<K>, ApiError> {
+    cursor
+        .filter(|c| !c.is_empty())
+        .map(|c| K::read(&decode(list, c)?).ok_or_else(invalid))
+        .transpose()
 }
 
 fn invalid() -> ApiError {
@@ -140,7 +219,7 @@ fn invalid() -> ApiError {
     )
 }
 
-/// The key inside a cursor of `list`.
+/// The key inside a cursor of `list`, as text.
 fn decode(list: List, cursor: &str) -> Result<String, ApiError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(cursor.trim_end_matches('='))
@@ -156,155 +235,99 @@ fn decode(list: List, cursor: &str) -> Result<String, ApiError> {
     Ok(key.to_owned())
 }
 
-/// The cursor after an instant (history, track).
-pub fn time_cursor(list: List, last: DateTime<Utc>) -> String {
-    encode(list, &last.timestamp_micros().to_string())
+/// An instant in microseconds (history, track).
+impl Key for DateTime<Utc> {
+    fn write(&self) -> String {
+        self.timestamp_micros().to_string()
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        // Only instants every store can compare (PostgreSQL's range is narrower than i64).
+        DateTime::from_timestamp_micros(text.parse().ok()?)
+            .filter(|at| swath_domain::text::instant_in_range(*at))
+    }
 }
 
-/// A `cursor=` without a value is the first page, like no `cursor` at all.
-fn given(cursor: Option<&str>) -> Option<&str> {
-    cursor.filter(|c| !c.is_empty())
-}
+/// `[display_order, name, id]` (sites, mowers).
+impl Key for OrderKey {
+    fn write(&self) -> String {
+        serde_json::json!([self.display_order, self.name, self.id]).to_string()
+    }
 
-/// The instant inside a history or track cursor.
-pub fn time_after(list: List, cursor: Option<&str>) -> Result<Option<DateTime<Utc>>, ApiError> {
-    given(cursor)
-        .map(|c| {
-            let micros: i64 = decode(list, c)?.parse().map_err(|_| invalid())?;
-            // Only instants every store can compare (PostgreSQL's range is narrower than i64).
-            DateTime::from_timestamp_micros(micros)
-                .filter(|at| swath_domain::text::instant_in_range(*at))
-                .ok_or_else(invalid)
+    fn read(text: &str) -> Option<Self> {
+        let (display_order, name, id): (i32, String, Uuid) = serde_json::from_str(text).ok()?;
+        (!swath_domain::text::has_nul(&name)).then_some(OrderKey {
+            display_order,
+            name,
+            id,
         })
-        .transpose()
+    }
 }
 
-/// The cursor after a site or mower.
-pub fn order_cursor(list: List, last: &OrderKey) -> String {
-    let key = serde_json::json!([last.display_order, last.name, last.id]);
-    encode(list, &key.to_string())
+/// An id (events and imports, newest first).
+impl Key for Uuid {
+    fn write(&self) -> String {
+        self.to_string()
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
 }
 
-/// The ordering key inside a site or mower cursor.
-pub fn order_after(list: List, cursor: Option<&str>) -> Result<Option<OrderKey>, ApiError> {
-    given(cursor)
-        .map(|c| {
-            let (display_order, name, id): (i32, String, Uuid) =
-                serde_json::from_str(&decode(list, c)?).map_err(|_| invalid())?;
-            if swath_domain::text::has_nul(&name) {
-                return Err(invalid());
-            }
-            Ok(OrderKey {
-                display_order,
-                name,
-                id,
-            })
+/// A token's id.
+impl Key for TokenId {
+    fn write(&self) -> String {
+        self.0.write()
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        Uuid::read(text).map(TokenId)
+    }
+}
+
+/// An endpoint's id.
+impl Key for WebhookId {
+    fn write(&self) -> String {
+        self.0.write()
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        Uuid::read(text).map(WebhookId)
+    }
+}
+
+/// A delivery's place in its endpoint's queue (newest first).
+impl Key for i64 {
+    fn write(&self) -> String {
+        self.to_string()
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
+/// `<severity rank>,<raised_at in microseconds>,<id>` (open alerts).
+impl Key for AlertCursor {
+    fn write(&self) -> String {
+        format!(
+            "{},{},{}",
+            self.severity_rank,
+            self.raised_at.timestamp_micros(),
+            self.id
+        )
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(3, ',');
+        let (rank, micros, id) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(AlertCursor {
+            severity_rank: rank.parse().ok()?,
+            raised_at: DateTime::<Utc>::read(micros)?,
+            id: id.parse().ok()?,
         })
-        .transpose()
-}
-
-/// The cursor after a token.
-pub fn token_cursor(last: TokenId) -> String {
-    encode(List::Tokens, &last.0.to_string())
-}
-
-/// The token id inside a token cursor.
-pub fn token_after(cursor: Option<&str>) -> Result<Option<TokenId>, ApiError> {
-    given(cursor)
-        .map(|c| {
-            decode(List::Tokens, c)?
-                .parse()
-                .map(TokenId)
-                .map_err(|_| invalid())
-        })
-        .transpose()
-}
-
-/// The cursor after a webhook endpoint.
-pub fn webhook_cursor(last: WebhookId) -> String {
-    encode(List::Webhooks, &last.0.to_string())
-}
-
-/// The endpoint id inside a webhooks cursor.
-pub fn webhook_after(cursor: Option<&str>) -> Result<Option<WebhookId>, ApiError> {
-    given(cursor)
-        .map(|c| {
-            decode(List::Webhooks, c)?
-                .parse()
-                .map(WebhookId)
-                .map_err(|_| invalid())
-        })
-        .transpose()
-}
-
-/// The cursor after a delivery (newest first): its place in the endpoint's queue.
-pub fn delivery_cursor(last_seq: i64) -> String {
-    encode(List::Deliveries, &last_seq.to_string())
-}
-
-/// The place inside a deliveries cursor: the next page holds older deliveries.
-pub fn delivery_before(cursor: Option<&str>) -> Result<Option<i64>, ApiError> {
-    given(cursor)
-        .map(|c| decode(List::Deliveries, c)?.parse().map_err(|_| invalid()))
-        .transpose()
-}
-
-/// The cursor after an item of a list keyed by a UUIDv7 id, newest first (the events feed, the
-/// imports).
-pub fn id_cursor(list: List, last: Uuid) -> String {
-    encode(list, &last.to_string())
-}
-
-/// The id inside a cursor of such a list: the next page holds older items.
-pub fn id_before(list: List, cursor: Option<&str>) -> Result<Option<Uuid>, ApiError> {
-    given(cursor)
-        .map(|c| decode(list, c)?.parse().map_err(|_| invalid()))
-        .transpose()
-}
-
-/// The cursor after an event (events feed, newest first).
-pub fn event_cursor(last: Uuid) -> String {
-    id_cursor(List::Events, last)
-}
-
-/// The event id inside an events cursor: the next page holds older events.
-pub fn event_before(cursor: Option<&str>) -> Result<Option<Uuid>, ApiError> {
-    id_before(List::Events, cursor)
-}
-
-/// The cursor after an open alert.
-pub fn alert_cursor(last: &AlertCursor) -> String {
-    let key = format!(
-        "{},{},{}",
-        last.severity_rank,
-        last.raised_at.timestamp_micros(),
-        last.id
-    );
-    encode(List::Alerts, &key)
-}
-
-/// The ordering key inside an alerts cursor.
-pub fn alert_after(cursor: Option<&str>) -> Result<Option<AlertCursor>, ApiError> {
-    given(cursor)
-        .map(|c| {
-            let key = decode(List::Alerts, c)?;
-            let mut parts = key.splitn(3, ',');
-            let (Some(rank), Some(micros), Some(id)) = (parts.next(), parts.next(), parts.next())
-            else {
-                return Err(invalid());
-            };
-            Ok(AlertCursor {
-                severity_rank: rank.parse().map_err(|_| invalid())?,
-                raised_at: micros
-                    .parse()
-                    .ok()
-                    .and_then(DateTime::from_timestamp_micros)
-                    .filter(|at| swath_domain::text::instant_in_range(*at))
-                    .ok_or_else(invalid)?,
-                id: id.parse().map_err(|_| invalid())?,
-            })
-        })
-        .transpose()
+    }
 }
 
 #[cfg(test)]
@@ -314,64 +337,77 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_belong_to_their_list() {
         let t: DateTime<Utc> = "2026-06-01T12:00:30.123456Z".parse().unwrap();
-        let c = time_cursor(List::History, t);
+        let c = cursor(List::History, &t);
         assert!(c
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'));
-        assert_eq!(time_after(List::History, Some(&c)).unwrap(), Some(t));
-        assert!(time_after(List::Track, Some(&c)).is_err());
+        assert_eq!(after(List::History, Some(&c)).unwrap(), Some(t));
+        assert!(after::<DateTime<Utc>>(List::Track, Some(&c)).is_err());
 
         let key = OrderKey {
             display_order: -3,
             name: "Lawn \"A\": ü".into(),
             id: Uuid::now_v7(),
         };
-        let c = order_cursor(List::Mowers, &key);
-        assert_eq!(order_after(List::Mowers, Some(&c)).unwrap(), Some(key));
-        assert!(order_after(List::Sites, Some(&c)).is_err());
+        let c = cursor(List::Mowers, &key);
+        assert_eq!(after(List::Mowers, Some(&c)).unwrap(), Some(key));
+        assert!(after::<OrderKey>(List::Sites, Some(&c)).is_err());
 
         let id = TokenId::new();
-        assert_eq!(token_after(Some(&token_cursor(id))).unwrap(), Some(id));
-        assert_eq!(event_before(Some(&event_cursor(id.0))).unwrap(), Some(id.0));
+        let tokens = cursor(List::Tokens, &id);
+        assert_eq!(after(List::Tokens, Some(&tokens)).unwrap(), Some(id));
+        let events = cursor(List::Events, &id.0);
+        assert_eq!(after(List::Events, Some(&events)).unwrap(), Some(id.0));
         let alert = AlertCursor {
             severity_rank: 4,
             raised_at: t,
             id: Uuid::now_v7(),
         };
-        assert_eq!(
-            alert_after(Some(&alert_cursor(&alert))).unwrap(),
-            Some(alert)
-        );
-        assert!(alert_after(Some(&event_cursor(id.0))).is_err());
-        assert!(event_before(Some(&token_cursor(id))).is_err());
+        let alerts = cursor(List::Alerts, &alert);
+        assert_eq!(after(List::Alerts, Some(&alerts)).unwrap(), Some(alert));
+        assert!(after::<AlertCursor>(List::Alerts, Some(&events)).is_err());
+        assert!(after::<Uuid>(List::Events, Some(&tokens)).is_err());
         let import = Uuid::now_v7();
-        let c = id_cursor(List::Imports, import);
-        assert_eq!(id_before(List::Imports, Some(&c)).unwrap(), Some(import));
-        assert!(event_before(Some(&c)).is_err());
-        assert!(id_before(List::Imports, Some(&event_cursor(import))).is_err());
+        let c = cursor(List::Imports, &import);
+        assert_eq!(after(List::Imports, Some(&c)).unwrap(), Some(import));
+        assert!(after::<Uuid>(List::Events, Some(&c)).is_err());
+        let events = cursor(List::Events, &import);
+        assert!(after::<Uuid>(List::Imports, Some(&events)).is_err());
         // The feeds' cursors keep the format they always had.
         assert_eq!(
-            event_before(Some(&URL_SAFE_NO_PAD.encode(format!("events:{}", id.0)))).unwrap(),
+            after(
+                List::Events,
+                Some(&URL_SAFE_NO_PAD.encode(format!("events:{}", id.0)))
+            )
+            .unwrap(),
             Some(id.0)
         );
         assert_eq!(
-            alert_after(Some("YWxlcnRzOjQsMTc4MDMxNTIzMDEyMzQ1NiwwMTkwYTJiNC01YzNlLTdkMjEtOWYwMC0zYjFkMmM0ZTVmNjA"))
+            after::<AlertCursor>(List::Alerts, Some("YWxlcnRzOjQsMTc4MDMxNTIzMDEyMzQ1NiwwMTkwYTJiNC01YzNlLTdkMjEtOWYwMC0zYjFkMmM0ZTVmNjA"))
                 .unwrap()
                 .map(|a| (a.severity_rank, a.raised_at, a.id.to_string())),
             Some((4, t, "0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60".to_owned()))
         );
         // An empty `cursor=` is the first page of every list.
-        assert_eq!(time_after(List::History, Some("")).unwrap(), None);
-        assert_eq!(order_after(List::Sites, Some("")).unwrap(), None);
-        assert_eq!(token_after(Some("")).unwrap(), None);
-        assert_eq!(event_before(Some("")).unwrap(), None);
-        assert_eq!(id_before(List::Imports, Some("")).unwrap(), None);
-        assert_eq!(alert_after(Some("")).unwrap(), None);
+        assert_eq!(
+            after::<DateTime<Utc>>(List::History, Some("")).unwrap(),
+            None
+        );
+        assert_eq!(after::<OrderKey>(List::Sites, Some("")).unwrap(), None);
+        assert_eq!(after::<TokenId>(List::Tokens, Some("")).unwrap(), None);
+        assert_eq!(after::<Uuid>(List::Events, Some("")).unwrap(), None);
+        assert_eq!(after::<AlertCursor>(List::Alerts, Some("")).unwrap(), None);
         for bad in ["!!", "aGlzdG9yeTp4", "bW93ZXJzOg"] {
-            assert!(time_after(List::History, Some(bad)).is_err(), "{bad}");
-            assert!(order_after(List::Mowers, Some(bad)).is_err(), "{bad}");
-            assert!(event_before(Some(bad)).is_err(), "{bad}");
-            assert!(alert_after(Some(bad)).is_err(), "{bad}");
+            assert!(
+                after::<DateTime<Utc>>(List::History, Some(bad)).is_err(),
+                "{bad}"
+            );
+            assert!(after::<OrderKey>(List::Mowers, Some(bad)).is_err(), "{bad}");
+            assert!(after::<Uuid>(List::Events, Some(bad)).is_err(), "{bad}");
+            assert!(
+                after::<AlertCursor>(List::Alerts, Some(bad)).is_err(),
+                "{bad}"
+            );
         }
     }
 
@@ -388,5 +424,16 @@ mod tests {
         let last = cut(vec![1, 2], 2, |n| n.to_string());
         assert_eq!((last.rows, last.truncated), (vec![1, 2], false));
         assert_eq!(last.next_cursor, None);
+        // The limit is checked before the cursor.
+        let refused = ask::<Uuid>(List::Events, Some(0), Some("!!")).unwrap_err();
+        assert!(refused.to_string().contains("limit"), "{refused}");
+        let (asked, start) = ask::<i64>(List::Deliveries, Some(2), None).unwrap();
+        assert_eq!((asked.limit, asked.fetch(), start), (2, 3, None));
+        let page = asked.cut(vec![9_i64, 8, 7], |seq| *seq);
+        assert_eq!(page.rows, vec![9, 8]);
+        assert_eq!(
+            after(List::Deliveries, page.next_cursor.as_deref()).unwrap(),
+            Some(8_i64)
+        );
     }
 }

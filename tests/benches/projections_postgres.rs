@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swath_api::routes::projections::{FleetDashboard, HealthWall, SiteWall};
+use swath_api::dto::live_views::{FleetDashboard, HealthWall, SiteWall};
 use swath_application::Projections;
 use swath_domain::{AccountId, Principal, Scope};
 use swath_postgres::PostgresStore;

@@ -1,11 +1,92 @@
-//! A mower's history, track (JSON and GeoJSON) and day totals.
+//! A mower's history, track (JSON and GeoJSON) and day totals, and the parameters that ask for
+//! them.
 
 use super::{seconds, Activity, LawnMowerActivity};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 use swath_domain::{DayTotals, HistoryRow, PositionRow};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
+
+/// The window and page of a history or track request.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct WindowParams {
+    /// Only states observed at or after this instant (RFC 3339). Absent: from the oldest kept.
+    #[param(example = "2026-06-01T00:00:00Z")]
+    pub from: Option<DateTime<Utc>>,
+    /// Only states observed before this instant (RFC 3339; exclusive). Absent: up to the newest.
+    #[param(example = "2026-06-02T00:00:00Z")]
+    pub to: Option<DateTime<Utc>>,
+    /// The most items to return, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, example = 100)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
+    /// `from` and `to`). Absent (or empty) for the first page.
+    #[param(example = "aGlzdG9yeToxNzgwMzE1MjMwMDAwMDAw")]
+    pub cursor: Option<String>,
+}
+
+/// How to answer a track on the JSON operation (an undocumented compatibility query: see
+/// `get_mower_track`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackFormat {
+    /// `application/json`: a page of positions.
+    #[default]
+    Json,
+    /// `application/geo+json`: a GeoJSON `FeatureCollection` with one `LineString`.
+    Geojson,
+}
+
+/// The window and page of a track request.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct TrackParams {
+    /// Only positions observed at or after this instant (RFC 3339). Absent: from the oldest kept.
+    #[param(example = "2026-06-01T00:00:00Z")]
+    pub from: Option<DateTime<Utc>>,
+    /// Only positions observed before this instant (RFC 3339; exclusive). Absent: up to the
+    /// newest.
+    #[param(example = "2026-06-02T00:00:00Z")]
+    pub to: Option<DateTime<Utc>>,
+    /// The most positions to return, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000, example = 100)]
+    pub limit: Option<u32>,
+    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
+    /// `from` and `to`). Absent (or empty) for the first page. A cursor of the JSON track is a
+    /// cursor of the GeoJSON track and back.
+    #[param(example = "dHJhY2s6MTc4MDMxNTIzMDAwMDAwMA")]
+    pub cursor: Option<String>,
+    /// Kept for clients written before the GeoJSON track had its own operation (decision 111),
+    /// and left out of the document: one operation answering two schemas by a query parameter
+    /// is what generated clients could not read.
+    #[param(ignore)]
+    pub format: Option<TrackFormat>,
+}
+
+impl From<&TrackParams> for WindowParams {
+    fn from(track: &TrackParams) -> Self {
+        Self {
+            from: track.from,
+            to: track.to,
+            limit: track.limit,
+            cursor: track.cursor.clone(),
+        }
+    }
+}
+
+/// The range of a day totals request.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct DayParams {
+    /// The first local day (`YYYY-MM-DD`, inclusive).
+    #[param(example = "2026-06-01")]
+    pub from: NaiveDate,
+    /// The last local day (`YYYY-MM-DD`, inclusive); at most 365 days after `from`.
+    #[param(example = "2026-06-07")]
+    pub to: NaiveDate,
+}
 
 /// One stored state of a mower, as history keeps it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -8,7 +8,9 @@
 use super::location;
 use super::tokens::issue;
 use crate::auth::{Admin, Authenticated};
+use crate::dto::answers::{ById, NotJson};
 use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, Me, NewAccount};
+use crate::dto::params::AccountPath;
 use crate::error::{ApiError, Problem, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -90,8 +92,7 @@ pub async fn list_accounts(
     responses(
         (status = 201, description = "The account was created, with its first token.", body = CreatedAccount,
             headers(("Location" = String, description = "The path of the new account."))),
-        (status = 400, description = "The body is not valid JSON."),
-        (status = 415, description = "The body is not `application/json`."),
+        NotJson,
         (status = 422, description = "The body does not fit the schema."),
     ),
 )]
@@ -143,13 +144,10 @@ pub async fn create_account(
     tag = TAG,
     description = "The token's own account. Any other id answers `404`, like an unknown one.",
     security(("bearer" = ["admin"])),
-    params(
-        ("id" = Uuid, Path, description = "The account's id.", example = "0190a2b4-5c3e-7d21-9f00-0000000000a0"),
-    ),
+    params(AccountPath),
     responses(
         (status = 200, description = "The account.", body = AccountDto),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such account is visible to this token."),
+        ById<AccountPath>,
     ),
 )]
 pub async fn get_account(

@@ -6,11 +6,13 @@
 //! to the use case as a stream of lines (never the whole body in memory: each line at most
 //! 64 KiB, the body at most [`MAX_IMPORT_BYTES`]), and answers the import's record.
 
+use crate::dto::answers::PageRefused;
 use crate::dto::imports::{ImportDocument, ImportPage};
+use crate::dto::params::{ImportPath, PageParams};
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery};
 use crate::page::{self, List};
-use crate::routes::{location, PageParams};
+use crate::routes::location;
 use crate::state::AppState;
 use axum::body::{Body, BodyDataStream};
 use axum::extract::{FromRequestParts, State};
@@ -216,8 +218,7 @@ pub async fn create_import(
         one made by a token limited to sites this token does not see answers `404`, like an \
         unknown id.",
     security(("bearer" = ["write"]), ("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The import's id, from the `Location` of its \
-        `POST`.")),
+    params(ImportPath),
     responses(
         (status = 200, description = "The import.", body = ImportDocument),
         (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
@@ -242,8 +243,6 @@ pub async fn get_import(
     get,
     path = "/v1/imports",
     tag = TAG,
-    operation_id = "list_imports",
-    summary = "List this replica's imports",
     description = "The imports this replica keeps (the last 100 it ran, in memory) that this \
         token may read, newest first, each as `GET /v1/imports/{id}` answers it. An import is \
         listed from the moment its `POST` starts to be read, `running` with its counts so far: \
@@ -255,7 +254,7 @@ pub async fn get_import(
     params(PageParams),
     responses(
         (status = 200, description = "A page of imports.", body = ImportPage),
-        (status = 400, description = "`limit` or `cursor` is not valid."),
+        PageRefused,
         (status = 403, description = "The token has neither the `write` nor the `admin` scope."),
     ),
 )]
@@ -264,13 +263,9 @@ pub async fn list_imports(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<ImportPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let before = page::id_before(List::Imports, params.cursor.as_deref())?;
-    let records = state
-        .imports
-        .list(&principal, before, page::with_sentinel(limit));
-    let page = page::cut(records, limit, |r| page::id_cursor(List::Imports, r.id));
-    Ok(Json(page.page::<ImportPage>(limit, ImportDocument::from)))
+    let (ask, before) = page::ask(List::Imports, params.limit, params.cursor.as_deref())?;
+    let records = state.imports.list(&principal, before, ask.fetch());
+    Ok(Json(ask.page(records, |r| r.id, ImportDocument::from)))
 }
 
 /// Whether the request's media type is NDJSON (parameters such as `charset` allowed).

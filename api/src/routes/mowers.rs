@@ -1,17 +1,18 @@
 //! `/v1/mowers`: the fleet with its latest states, and the mowers of the directory (create,
 //! read, change, delete). A mower's telemetry is under [`super::telemetry`].
 
-use super::{location, PageParams};
+use super::location;
 use crate::auth::{Reader, Writer};
+use crate::dto::answers::{ById, ByIdWithBody, NotJson, NotModified, PageRefused};
 use crate::dto::directory::{
     blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
 };
+use crate::dto::params::{MowerPath, PageParams, Revalidation};
 use crate::dto::{MowerList, MowerSummary};
 use crate::error::{ApiError, FieldProblem, Resource};
-use crate::etag::{json_with_etag, NotModified};
+use crate::etag::json_with_etag;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
-use crate::routes::{MowerById, MowerPath, Revalidation};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -44,7 +45,7 @@ pub const TAG: &str = "mowers";
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
         NotModified,
-        (status = 400, description = "`limit` or `cursor` is not valid."),
+        PageRefused,
     ),
 )]
 pub async fn list_mowers(
@@ -53,22 +54,14 @@ pub async fn list_mowers(
     ApiQuery(params): ApiQuery<PageParams>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let after = page::order_after(List::Mowers, params.cursor.as_deref())?;
-    let rows = state
-        .fleet
-        .mowers(&principal, after, page::with_sentinel(limit))
-        .await?;
-    let page = page::cut(rows, limit, |m| {
-        page::order_cursor(List::Mowers, &m.order_key())
-    });
-    let views = state.mower_data.views(&principal, page.rows).await?;
-    let page = page::Cut {
-        rows: views,
-        truncated: page.truncated,
-        next_cursor: page.next_cursor,
-    };
-    let list = page.page::<MowerList>(limit, |r| MowerSummary::from(&r));
+    let (ask, after) = page::ask(List::Mowers, params.limit, params.cursor.as_deref())?;
+    let rows = state.fleet.mowers(&principal, after, ask.fetch()).await?;
+    let mut cut = ask.cut(rows, |m| m.order_key());
+    let mowers = std::mem::take(&mut cut.rows);
+    let views = state.mower_data.views(&principal, mowers).await?;
+    let list: MowerList = cut
+        .with_rows(views)
+        .page(ask.limit, |v| MowerSummary::from(&v));
     json_with_etag(&headers, &list)
 }
 
@@ -89,10 +82,9 @@ pub async fn list_mowers(
     responses(
         (status = 201, description = "The mower was added.", body = MowerSummary,
             headers(("Location" = String, description = "The path of the new mower."))),
-        (status = 400, description = "The body is not valid JSON."),
+        NotJson,
         (status = 409, description = "A mower with this id exists already (in this account or \
             another)."),
-        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body does not fit the schema, a value is out of range, \
             or `site_id` names no site visible to this token."),
     ),
@@ -183,7 +175,7 @@ pub async fn create_mower(
                 ("Cache-Control" = String, description = "`private, no-cache`: revalidate with `If-None-Match`."),
             )),
         NotModified,
-        MowerById,
+        ById<MowerPath>,
     ),
 )]
 pub async fn get_mower(
@@ -210,9 +202,7 @@ pub async fn get_mower(
     request_body(content = MowerPatch, description = "The fields to change.", content_type = "application/json"),
     responses(
         (status = 200, description = "The changed mower with its latest state.", body = MowerSummary),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON."),
-        (status = 404, description = "No such mower is visible to this token."),
-        (status = 415, description = "The body is not `application/json`."),
+        ByIdWithBody<MowerPath>,
         (status = 422, description = "The body does not fit the schema, a value is out of range, \
             or `site_id` names no site visible to this token."),
     ),
@@ -269,7 +259,7 @@ pub async fn update_mower(
     params(MowerPath),
     responses(
         (status = 204, description = "The mower and everything stored of it are deleted."),
-        MowerById,
+        ById<MowerPath>,
     ),
 )]
 pub async fn delete_mower(

@@ -1,9 +1,11 @@
 //! `/v1/sites`: the sites of the account (create, list, read, change, delete). A token limited to
 //! some sites sees and changes only those, and cannot create sites.
 
-use super::{location, PageParams, SiteById};
+use super::location;
 use crate::auth::{Reader, Writer};
+use crate::dto::answers::{ById, ByIdWithBody, NotJson, PageRefused};
 use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
+use crate::dto::params::{PageParams, SitePath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
@@ -31,7 +33,7 @@ pub const TAG: &str = "sites";
     params(PageParams),
     responses(
         (status = 200, description = "A page of sites.", body = SitePage),
-        (status = 400, description = "`limit` or `cursor` is not valid."),
+        PageRefused,
     ),
 )]
 pub async fn list_sites(
@@ -39,16 +41,13 @@ pub async fn list_sites(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<SitePage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let after = page::order_after(List::Sites, params.cursor.as_deref())?;
-    let rows = state
-        .fleet
-        .sites(&principal, after, page::with_sentinel(limit))
-        .await?;
-    let page = page::cut(rows, limit, |s| {
-        page::order_cursor(List::Sites, &s.order_key())
-    });
-    Ok(Json(page.page::<SitePage>(limit, |r| SiteDto::from(&r))))
+    let (ask, after) = page::ask(List::Sites, params.limit, params.cursor.as_deref())?;
+    let rows = state.fleet.sites(&principal, after, ask.fetch()).await?;
+    Ok(Json(ask.page(
+        rows,
+        |s| s.order_key(),
+        |s| SiteDto::from(&s),
+    )))
 }
 
 /// Add a site
@@ -63,8 +62,7 @@ pub async fn list_sites(
     responses(
         (status = 201, description = "The site was added.", body = SiteDto,
             headers(("Location" = String, description = "The path of the new site."))),
-        (status = 400, description = "The body is not valid JSON."),
-        (status = 415, description = "The body is not `application/json`."),
+        NotJson,
         (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
             IANA time zone name."),
     ),
@@ -103,12 +101,10 @@ pub async fn create_site(
     tag = TAG,
     description = "The site's name, time zone and display order.",
     security(("bearer" = ["read"])),
-    params(
-        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
-    ),
+    params(SitePath),
     responses(
         (status = 200, description = "The site.", body = SiteDto),
-        SiteById,
+        ById<SitePath>,
     ),
 )]
 pub async fn get_site(
@@ -129,15 +125,11 @@ pub async fn get_site(
         A new time zone applies to the days of states counted from then on; day totals counted \
         before keep their days.",
     security(("bearer" = ["write"])),
-    params(
-        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
-    ),
+    params(SitePath),
     request_body(content = SitePatch, description = "The fields to change.", content_type = "application/json"),
     responses(
         (status = 200, description = "The changed site.", body = SiteDto),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON."),
-        (status = 404, description = "No such site is visible to this token."),
-        (status = 415, description = "The body is not `application/json`."),
+        ByIdWithBody<SitePath>,
         (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
             IANA time zone name."),
     ),
@@ -173,12 +165,10 @@ pub async fn update_site(
     description = "Deletes the site. A site that still has mowers is not deleted (`409`): move \
         them to another site or delete them first.",
     security(("bearer" = ["write"])),
-    params(
-        ("id" = Uuid, Path, description = "The site's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000a001"),
-    ),
+    params(SitePath),
     responses(
         (status = 204, description = "The site is deleted."),
-        SiteById,
+        ById<SitePath>,
         (status = 409, description = "The site still has mowers."),
     ),
 )]

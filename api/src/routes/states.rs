@@ -10,6 +10,7 @@
 //! would have, so that the watcher and the live stream see it too.
 
 use crate::auth::Writer;
+use crate::dto::answers::NotJson;
 use crate::dto::ingest::{DropReason, IngestResult, Outcome, ReportOutcome, StateReportIn};
 use crate::error::ApiError;
 use crate::extract::ApiJsonElements;
@@ -51,9 +52,8 @@ pub const MAX_REPORTS: usize = 1000;
         content_type = "application/json"),
     responses(
         (status = 200, description = "What became of each report.", body = IngestResult),
-        (status = 400, description = "The body is not valid JSON."),
+        NotJson,
         (status = 413, description = "The body is larger than 2 MiB."),
-        (status = 415, description = "The body is not `application/json`."),
         (status = 422, description = "The body is not an array, or has more than 1000 reports."),
         (status = 503, description = "The store is unavailable: nothing was stored. Send the same \
             request again as is. (Reports stored with their zones pending answer `200` with \

@@ -6,25 +6,24 @@
 //! client pages never shift or repeat the pages.
 
 use crate::auth::Reader;
+use crate::dto::answers::{ById, StateById, WindowRefused};
+use crate::dto::params::{MowerPath, Revalidation};
 use crate::dto::reads::{
-    DayItem, DayList, HistoryItem, HistoryPage, TrackFeatureCollection, TrackPage, TrackPoint,
+    DayItem, DayList, DayParams, HistoryItem, HistoryPage, TrackFeatureCollection, TrackFormat,
+    TrackPage, TrackParams, TrackPoint, WindowParams,
 };
 use crate::dto::{MowerHealth, MowerState};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::etag::json_with_etag;
 use crate::extract::{ApiPath, ApiQuery};
-use crate::page::{self, List};
-use crate::routes::{MowerById, MowerPath, Revalidation};
+use crate::page::{self, Ask, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, NaiveDate, Utc};
-use serde::Deserialize;
 use swath_application::ports::TimeWindow;
 use swath_domain::{MowerId, Principal};
-use utoipa::IntoParams;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -41,8 +40,6 @@ pub const MAX_DAYS: i64 = 366;
     get,
     path = "/v1/mowers/{id}/state",
     tag = TAG,
-    operation_id = "get_mower_state",
-    summary = "Get a mower's latest state",
     description = "The newest state the mower reported, as its gateway sent it (unknown fields \
         included), with when Swath received it and the Home Assistant `lawn_mower` activity. \
         Poll it with `If-None-Match`: the answer is `304 Not Modified` until a newer state arrives.",
@@ -56,11 +53,7 @@ pub const MAX_DAYS: i64 = 366;
             )),
         (status = 304, description = "No newer state since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current state document."))),
-        (status = 400, description = "The id is not a UUID.", body = Problem,
-            content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token (type `not-found`), or it \
-            has not reported a state yet (type `no-state-yet`).", body = Problem,
-            content_type = "application/problem+json"),
+        StateById,
     ),
 )]
 pub async fn get_mower_state(
@@ -96,7 +89,7 @@ pub async fn get_mower_state(
             )),
         (status = 304, description = "The totals have not changed since the `ETag` given in `If-None-Match`.",
             headers(("ETag" = String, description = "The entity tag of the current document."))),
-        MowerById,
+        ById<MowerPath>,
     ),
 )]
 pub async fn get_mower_health(
@@ -109,42 +102,22 @@ pub async fn get_mower_health(
     json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
 }
 
-/// The window and page of a history or track request.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct WindowParams {
-    /// Only states observed at or after this instant (RFC 3339). Absent: from the oldest kept.
-    #[param(example = "2026-06-01T00:00:00Z")]
-    pub from: Option<DateTime<Utc>>,
-    /// Only states observed before this instant (RFC 3339; exclusive). Absent: up to the newest.
-    #[param(example = "2026-06-02T00:00:00Z")]
-    pub to: Option<DateTime<Utc>>,
-    /// The most items to return, 1 to 1000 (default 100).
-    #[param(minimum = 1, maximum = 1000, example = 100)]
-    pub limit: Option<u32>,
-    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
-    /// `from` and `to`). Absent (or empty) for the first page.
-    #[param(example = "aGlzdG9yeToxNzgwMzE1MjMwMDAwMDAw")]
-    pub cursor: Option<String>,
-}
-
-impl WindowParams {
-    /// The store's window, with one sentinel row beyond the limit.
-    fn window(&self, list: List) -> Result<(TimeWindow, usize), ApiError> {
-        let limit = page::limit(self.limit)?;
-        if let (Some(from), Some(to)) = (self.from, self.to) {
-            if from > to {
-                return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
-            }
+/// The store's window of a history or track request (one sentinel row beyond the limit), and
+/// the page it asks.
+fn window(params: &WindowParams, list: List) -> Result<(TimeWindow, Ask), ApiError> {
+    let ask = Ask::new(list, params.limit)?;
+    if let (Some(from), Some(to)) = (params.from, params.to) {
+        if from > to {
+            return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
         }
-        let window = TimeWindow {
-            from: self.from,
-            to: self.to,
-            after: page::time_after(list, self.cursor.as_deref())?,
-            limit: page::with_sentinel(limit),
-        };
-        Ok((window, limit))
     }
+    let window = TimeWindow {
+        from: params.from,
+        to: params.to,
+        after: page::after(list, params.cursor.as_deref())?,
+        limit: ask.fetch(),
+    };
+    Ok((window, ask))
 }
 
 /// Read a mower's history
@@ -166,9 +139,7 @@ impl WindowParams {
     params(MowerPath, WindowParams),
     responses(
         (status = 200, description = "A page of the mower's history.", body = HistoryPage),
-        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list."),
-        (status = 404, description = "No such mower is visible to this token."),
+        WindowRefused,
     ),
 )]
 pub async fn get_mower_history(
@@ -177,71 +148,20 @@ pub async fn get_mower_history(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<WindowParams>,
 ) -> Result<Json<HistoryPage>, ApiError> {
-    let (window, limit) = params.window(List::History)?;
+    let (window, ask) = window(&params, List::History)?;
     let answer = state
         .mower_data
         .history(&principal, MowerId(id), &window)
         .await?;
-    let page = page::cut(answer.rows, limit, |r| {
-        page::time_cursor(List::History, r.observed_at)
-    });
+    let page = ask.cut(answer.rows, |r| r.observed_at);
     Ok(Json(HistoryPage {
         mower_id: id,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(HistoryItem::from).collect(),
-        limit: limit as u32,
+        limit: ask.limit as u32,
         truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
     }))
-}
-
-/// How to answer a track on the JSON operation (an undocumented compatibility query: see
-/// `get_mower_track`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TrackFormat {
-    /// `application/json`: a page of positions.
-    #[default]
-    Json,
-    /// `application/geo+json`: a GeoJSON `FeatureCollection` with one `LineString`.
-    Geojson,
-}
-
-/// The window and page of a track request.
-#[derive(Debug, Default, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct TrackParams {
-    /// Only positions observed at or after this instant (RFC 3339). Absent: from the oldest kept.
-    #[param(example = "2026-06-01T00:00:00Z")]
-    pub from: Option<DateTime<Utc>>,
-    /// Only positions observed before this instant (RFC 3339; exclusive). Absent: up to the
-    /// newest.
-    #[param(example = "2026-06-02T00:00:00Z")]
-    pub to: Option<DateTime<Utc>>,
-    /// The most positions to return, 1 to 1000 (default 100).
-    #[param(minimum = 1, maximum = 1000, example = 100)]
-    pub limit: Option<u32>,
-    /// Where the page starts: the `next_cursor` of the previous page, unchanged (with the same
-    /// `from` and `to`). Absent (or empty) for the first page. A cursor of the JSON track is a
-    /// cursor of the GeoJSON track and back.
-    #[param(example = "dHJhY2s6MTc4MDMxNTIzMDAwMDAwMA")]
-    pub cursor: Option<String>,
-    /// Kept for clients written before the GeoJSON track had its own operation (decision 111),
-    /// and left out of the document: one operation answering two schemas by a query parameter
-    /// is what generated clients could not read.
-    #[param(ignore)]
-    pub format: Option<TrackFormat>,
-}
-
-impl TrackParams {
-    fn window(&self) -> WindowParams {
-        WindowParams {
-            from: self.from,
-            to: self.to,
-            limit: self.limit,
-            cursor: self.cursor.clone(),
-        }
-    }
 }
 
 /// Read a mower's track
@@ -259,9 +179,7 @@ impl TrackParams {
     params(MowerPath, TrackParams),
     responses(
         (status = 200, description = "A page of the mower's track.", body = TrackPage),
-        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list."),
-        (status = 404, description = "No such mower is visible to this token."),
+        WindowRefused,
     ),
 )]
 pub async fn get_mower_track(
@@ -294,9 +212,7 @@ pub async fn get_mower_track(
         (status = 200, description = "A page of the mower's track as a GeoJSON \
             `FeatureCollection`.", body = TrackFeatureCollection,
             content_type = "application/geo+json"),
-        (status = 400, description = "The id is not a UUID, a parameter is not valid, `from` is \
-            after `to`, or `cursor` is not a cursor of this list."),
-        (status = 404, description = "No such mower is visible to this token."),
+        WindowRefused,
     ),
 )]
 pub async fn get_mower_track_geojson(
@@ -316,19 +232,17 @@ async fn track_page(
     id: Uuid,
     params: &TrackParams,
 ) -> Result<TrackPage, ApiError> {
-    let (window, limit) = params.window().window(List::Track)?;
+    let (window, ask) = window(&WindowParams::from(params), List::Track)?;
     let answer = state
         .mower_data
         .track(principal, MowerId(id), &window)
         .await?;
-    let page = page::cut(answer.rows, limit, |r| {
-        page::time_cursor(List::Track, r.observed_at)
-    });
+    let page = ask.cut(answer.rows, |r| r.observed_at);
     Ok(TrackPage {
         mower_id: id,
         next_cursor: page.next_cursor,
         items: page.rows.iter().map(TrackPoint::from).collect(),
-        limit: limit as u32,
+        limit: ask.limit as u32,
         truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
     })
@@ -341,18 +255,6 @@ fn geo_json(track: TrackPage) -> Response {
         .headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(GEO_JSON));
     response
-}
-
-/// The range of a day totals request.
-#[derive(Debug, Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct DayParams {
-    /// The first local day (`YYYY-MM-DD`, inclusive).
-    #[param(example = "2026-06-01")]
-    pub from: NaiveDate,
-    /// The last local day (`YYYY-MM-DD`, inclusive); at most 365 days after `from`.
-    #[param(example = "2026-06-07")]
-    pub to: NaiveDate,
 }
 
 /// Read a mower's day totals

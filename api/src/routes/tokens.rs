@@ -5,14 +5,16 @@
 //! and revokes tokens whose scopes are some of its own and whose sites are some of its own. So an
 //! admin token limited to a site cannot mint an unlimited token, nor revoke one.
 
-use super::{location, PageParams};
+use super::location;
 use crate::auth::Admin;
+use crate::dto::answers::{ById, NotJson, PageRefused};
 use crate::dto::directory::{
     scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
 };
+use crate::dto::params::{PageParams, TokenPath};
 use crate::error::{ApiError, FieldProblem, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::page;
+use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -38,7 +40,7 @@ pub const TAG: &str = "tokens";
     params(PageParams),
     responses(
         (status = 200, description = "A page of tokens.", body = TokenPage),
-        (status = 400, description = "`limit` or `cursor` is not valid."),
+        PageRefused,
     ),
 )]
 pub async fn list_tokens(
@@ -46,14 +48,12 @@ pub async fn list_tokens(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<TokenPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let after = page::token_after(params.cursor.as_deref())?;
+    let (ask, after) = page::ask(List::Tokens, params.limit, params.cursor.as_deref())?;
     let rows = state
         .token_admin
-        .tokens(&principal, after, page::with_sentinel(limit))
+        .tokens(&principal, after, ask.fetch())
         .await?;
-    let page = page::cut(rows, limit, |t| page::token_cursor(t.id));
-    Ok(Json(page.page::<TokenPage>(limit, |r| TokenDto::from(&r))))
+    Ok(Json(ask.page(rows, |t| t.id, |t| TokenDto::from(&t))))
 }
 
 /// Create an API token
@@ -71,8 +71,7 @@ pub async fn list_tokens(
     responses(
         (status = 201, description = "The token was created; the answer shows it once.", body = CreatedToken,
             headers(("Location" = String, description = "The path of the new token."))),
-        (status = 400, description = "The body is not valid JSON."),
-        (status = 415, description = "The body is not `application/json`."),
+        NotJson,
         (status = 422, description = "The body does not fit the schema, has no scope, an empty \
             site list, or names a site not visible to this token."),
     ),
@@ -188,13 +187,10 @@ async fn visible_token(
     tag = TAG,
     description = "The token's id, name, scopes and sites; never the token or its hash.",
     security(("bearer" = ["admin"])),
-    params(
-        ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),
-    ),
+    params(TokenPath),
     responses(
         (status = 200, description = "The token.", body = TokenDto),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such token is visible to this token."),
+        ById<TokenPath>,
     ),
 )]
 pub async fn get_token(
@@ -215,13 +211,10 @@ pub async fn get_token(
         another replica of the service within 2 s, the time a replica keeps a token's \
         principal). A token may revoke itself.",
     security(("bearer" = ["admin"])),
-    params(
-        ("id" = Uuid, Path, description = "The token's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000c001"),
-    ),
+    params(TokenPath),
     responses(
         (status = 204, description = "The token is revoked."),
-        (status = 400, description = "The id is not a UUID."),
-        (status = 404, description = "No such token is visible to this token."),
+        ById<TokenPath>,
     ),
 )]
 pub async fn revoke_token(

@@ -2,14 +2,16 @@
 //! The rules (scope, account, sites) are [`swath_application::Webhooks`]'; these handlers
 //! translate requests and answers.
 
-use super::{location, EndpointById, PageParams};
+use super::location;
 use crate::auth::Admin;
+use crate::dto::answers::{ById, ByIdWithBody, NotJson, PageRefused};
+use crate::dto::params::{EndpointPath, PageParams};
 use crate::dto::webhooks::{
     DeliveryDto, DeliveryPage, NewWebhook, WebhookDto, WebhookPage, WebhookPatch, WebhookWithSecret,
 };
 use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
-use crate::page;
+use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -51,7 +53,7 @@ fn sites(ids: Option<Vec<Uuid>>) -> Option<Vec<SiteId>> {
     params(PageParams),
     responses(
         (status = 200, description = "A page of endpoints.", body = WebhookPage),
-        (status = 400, description = "`limit` or `cursor` is not valid."),
+        PageRefused,
     ),
 )]
 pub async fn list_webhooks(
@@ -59,15 +61,11 @@ pub async fn list_webhooks(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<WebhookPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let after = page::webhook_after(params.cursor.as_deref())?;
+    let (ask, after) = page::ask(List::Webhooks, params.limit, params.cursor.as_deref())?;
     let rows = webhooks(&state)?
-        .list(&principal, after, page::with_sentinel(limit))
+        .list(&principal, after, ask.fetch())
         .await?;
-    let page = page::cut(rows, limit, |e| page::webhook_cursor(e.id));
-    Ok(Json(
-        page.page::<WebhookPage>(limit, |r| WebhookDto::from(&r)),
-    ))
+    Ok(Json(ask.page(rows, |e| e.id, |e| WebhookDto::from(&e))))
 }
 
 /// Create a webhook endpoint
@@ -86,8 +84,7 @@ pub async fn list_webhooks(
         (status = 201, description = "The endpoint was created; the answer shows its secret once.",
             body = WebhookWithSecret,
             headers(("Location" = String, description = "The path of the new endpoint."))),
-        (status = 400, description = "The body is not valid JSON."),
-        (status = 415, description = "The body is not `application/json`."),
+        NotJson,
         (status = 422, description = "The URL is not an `https` URL, no kind is named, or a \
             mower or site is not visible to this token."),
     ),
@@ -123,10 +120,10 @@ pub async fn create_webhook(
     tag = TAG,
     description = "The endpoint, and why Swath disabled it if it did. Never its secrets.",
     security(("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
+    params(EndpointPath),
     responses(
         (status = 200, description = "The endpoint.", body = WebhookDto),
-        EndpointById,
+        ById<EndpointPath>,
     ),
 )]
 pub async fn get_webhook(
@@ -146,14 +143,12 @@ pub async fn get_webhook(
     description = "Replaces the fields given. Enabling an endpoint Swath disabled clears its \
         `disabled_reason`; deliveries resume with its pending ones (failed ones can be retried).",
     security(("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
+    params(EndpointPath),
     request_body(content = WebhookPatch, description = "The fields to change.",
         content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint as changed.", body = WebhookDto),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON."),
-        (status = 404, description = "No such endpoint is visible to this token."),
-        (status = 415, description = "The body is not `application/json`."),
+        ByIdWithBody<EndpointPath>,
         (status = 422, description = "A field is not valid (the same rules as at creation)."),
     ),
 )]
@@ -183,10 +178,10 @@ pub async fn update_webhook(
     tag = TAG,
     description = "Deletes the endpoint and its deliveries: nothing more is sent to it.",
     security(("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
+    params(EndpointPath),
     responses(
         (status = 204, description = "The endpoint is deleted."),
-        EndpointById,
+        ById<EndpointPath>,
     ),
 )]
 pub async fn delete_webhook(
@@ -207,10 +202,10 @@ pub async fn delete_webhook(
         keeps signing too for 24 hours (each delivery carries one signature per secret), so a \
         receiver can switch without missing a delivery.",
     security(("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
+    params(EndpointPath),
     responses(
         (status = 200, description = "The new secret and the endpoint.", body = WebhookWithSecret),
-        EndpointById,
+        ById<EndpointPath>,
     ),
 )]
 pub async fn rotate_webhook_secret(
@@ -235,10 +230,7 @@ pub async fn rotate_webhook_secret(
     description = "The endpoint's deliveries, newest first: the message type, attempts, last \
         status and latency, next attempt and outcome. Page with `limit` and `cursor`.",
     security(("bearer" = ["admin"])),
-    params(
-        ("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001"),
-        PageParams,
-    ),
+    params(EndpointPath, PageParams),
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryPage),
         (status = 400, description = "The id is not a UUID, or `limit` or `cursor` is not valid."),
@@ -251,20 +243,11 @@ pub async fn list_deliveries(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<PageParams>,
 ) -> Result<Json<DeliveryPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let before = page::delivery_before(params.cursor.as_deref())?;
+    let (ask, before) = page::ask(List::Deliveries, params.limit, params.cursor.as_deref())?;
     let rows = webhooks(&state)?
-        .deliveries(
-            &principal,
-            WebhookId(id),
-            before,
-            page::with_sentinel(limit),
-        )
+        .deliveries(&principal, WebhookId(id), before, ask.fetch())
         .await?;
-    let page = page::cut(rows, limit, |d| page::delivery_cursor(d.seq));
-    Ok(Json(
-        page.page::<DeliveryPage>(limit, |r| DeliveryDto::from(&r)),
-    ))
+    Ok(Json(ask.page(rows, |d| d.seq, |d| DeliveryDto::from(&d))))
 }
 
 /// Retry a delivery
@@ -277,7 +260,7 @@ pub async fn list_deliveries(
         deliveries.",
     security(("bearer" = ["admin"])),
     params(
-        ("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001"),
+        EndpointPath,
         ("delivery_id" = Uuid, Path, description = "The delivery's id.", example = "0190a2b4-5c3e-8d21-9f00-00000000d001"),
     ),
     responses(
@@ -305,10 +288,10 @@ pub async fn retry_delivery(
     description = "Enqueues a `webhook_test` message for the endpoint, delivered, signed and \
         retried like any other; follow it in the endpoint's deliveries.",
     security(("bearer" = ["admin"])),
-    params(("id" = Uuid, Path, description = "The endpoint's id.", example = "0190a2b4-5c3e-7d21-9f00-00000000e001")),
+    params(EndpointPath),
     responses(
         (status = 202, description = "The test delivery is enqueued.", body = DeliveryDto),
-        EndpointById,
+        ById<EndpointPath>,
     ),
 )]
 pub async fn test_webhook(

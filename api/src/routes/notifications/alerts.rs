@@ -2,10 +2,11 @@
 
 use super::TAG;
 use crate::auth::Reader;
+use crate::dto::answers::FeedRefused;
 use crate::dto::notifications::{AlertDto, AlertKindDto, AlertPage, AlertParams};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::page;
+use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -17,8 +18,6 @@ use swath_domain::MowerId;
     get,
     path = "/v1/alerts",
     tag = TAG,
-    operation_id = "list_alerts",
-    summary = "List open alerts",
     description = "The open alerts of the token's account (of its sites' mowers when the token is \
         limited to some sites): at most one per mower and kind, most severe first, then newest. \
         An alert closes when its condition clears (the error ends, the mower returns inside its \
@@ -27,7 +26,7 @@ use swath_domain::MowerId;
     params(AlertParams),
     responses(
         (status = 200, description = "A page of open alerts.", body = AlertPage),
-        (status = 400, description = "A parameter or the cursor is not valid.", body = Problem, content_type = "application/problem+json"),
+        FeedRefused,
     ),
 )]
 pub async fn list_alerts(
@@ -35,20 +34,18 @@ pub async fn list_alerts(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<AlertParams>,
 ) -> Result<Json<AlertPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let after = page::alert_after(params.cursor.as_deref())?;
+    let (ask, after) = page::ask(List::Alerts, params.limit, params.cursor.as_deref())?;
     let query = AlertQuery {
         account_id: principal.account_id,
         mowers: None,
         kind: params.kind.map(AlertKindDto::domain),
         after,
-        limit: page::with_sentinel(limit),
+        limit: ask.fetch(),
     };
     let only = params.mower_id.map(MowerId);
     let rows = state
         .mower_data
         .open_alerts(&principal, only, query)
         .await?;
-    let page = page::cut(rows, limit, |a| page::alert_cursor(&AlertCursor::of(a)));
-    Ok(Json(page.page::<AlertPage>(limit, AlertDto::from)))
+    Ok(Json(ask.page(rows, AlertCursor::of, AlertDto::from)))
 }

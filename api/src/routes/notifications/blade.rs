@@ -1,10 +1,11 @@
 //! A mower's blade reset: blade time starts again from zero and the `blade_due` alert clears.
 
-use super::{MowerByIdProblem, TAG};
+use super::TAG;
 use crate::auth::Writer;
+use crate::dto::answers::ById;
+use crate::dto::params::MowerPath;
 use crate::error::ApiError;
 use crate::extract::ApiPath;
-use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -16,8 +17,6 @@ use uuid::Uuid;
     post,
     path = "/v1/mowers/{id}/blade-reset",
     tag = TAG,
-    operation_id = "reset_blade",
-    summary = "Reset a mower's blade",
     description = "Records a blade change: blade time since the last reset starts again from zero, \
         the open `blade_due` alert is cleared (and the clear sent on `GET /v1/live/stream` as \
         an event `alert`), and `blade_due` will be raised again once the blade time crosses the \
@@ -26,7 +25,7 @@ use uuid::Uuid;
     params(MowerPath),
     responses(
         (status = 204, description = "The blade was reset."),
-        MowerByIdProblem,
+        ById<MowerPath>,
     ),
 )]
 pub async fn reset_blade(

@@ -2,10 +2,11 @@
 
 use super::TAG;
 use crate::auth::Reader;
+use crate::dto::answers::StateById;
 use crate::dto::notifications::BusyDto;
-use crate::error::{ApiError, Problem};
+use crate::dto::params::MowerPath;
+use crate::error::ApiError;
 use crate::extract::ApiPath;
-use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -17,8 +18,6 @@ use uuid::Uuid;
     get,
     path = "/v1/mowers/{id}/busy",
     tag = TAG,
-    operation_id = "get_busy",
-    summary = "Is the mower busy?",
     description = "The scheduler's busy check: whether the mower is on a run (or in error) and \
         cannot start one. The status follows activity changes at once and is refreshed at most \
         every 30 s, or after a move of 100 m, while the activity stays the same.",
@@ -26,9 +25,7 @@ use uuid::Uuid;
     params(MowerPath),
     responses(
         (status = 200, description = "The mower's busy status.", body = BusyDto),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token (type `not-found`), or it \
-            has not reported a state yet (type `no-state-yet`).", body = Problem, content_type = "application/problem+json"),
+        StateById,
     ),
 )]
 pub async fn get_busy(

@@ -2,10 +2,11 @@
 
 use super::TAG;
 use crate::auth::Reader;
+use crate::dto::answers::FeedRefused;
 use crate::dto::notifications::{EventDto, EventKindDto, EventPage, EventParams};
-use crate::error::{ApiError, Problem};
+use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::page;
+use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
@@ -17,8 +18,6 @@ use swath_domain::MowerId;
     get,
     path = "/v1/events",
     tag = TAG,
-    operation_id = "list_events",
-    summary = "List events",
     description = "The events feed of the token's account (of its sites' mowers when the token is \
         limited to some sites), newest first. Filter by `mower_id` and `kind`; page with `limit` \
         and `cursor`. A `mower_id` that is not visible gives an empty page.",
@@ -26,7 +25,7 @@ use swath_domain::MowerId;
     params(EventParams),
     responses(
         (status = 200, description = "A page of events.", body = EventPage),
-        (status = 400, description = "A parameter or the cursor is not valid.", body = Problem, content_type = "application/problem+json"),
+        FeedRefused,
     ),
 )]
 pub async fn list_events(
@@ -34,17 +33,15 @@ pub async fn list_events(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<EventParams>,
 ) -> Result<Json<EventPage>, ApiError> {
-    let limit = page::limit(params.limit)?;
-    let before = page::event_before(params.cursor.as_deref())?;
+    let (ask, before) = page::ask(List::Events, params.limit, params.cursor.as_deref())?;
     let query = EventQuery {
         account_id: principal.account_id,
         mowers: None,
         kind: params.kind.map(EventKindDto::domain),
         before,
-        limit: page::with_sentinel(limit),
+        limit: ask.fetch(),
     };
     let only = params.mower_id.map(MowerId);
     let rows = state.mower_data.events(&principal, only, query).await?;
-    let page = page::cut(rows, limit, |e| page::event_cursor(e.id));
-    Ok(Json(page.page::<EventPage>(limit, EventDto::from)))
+    Ok(Json(ask.page(rows, |e| e.id, EventDto::from)))
 }

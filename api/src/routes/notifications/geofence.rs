@@ -1,11 +1,12 @@
 //! A mower's geofence: the polygon it must stay in, read, set and removed (docs/rules.md §4).
 
-use super::{MowerByIdProblem, TAG};
+use super::TAG;
 use crate::auth::{Reader, Writer};
+use crate::dto::answers::{ById, ByIdWithBody};
 use crate::dto::notifications::{GeofenceDto, PolygonGeometry};
-use crate::error::{ApiError, Problem, Resource};
+use crate::dto::params::MowerPath;
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
-use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -18,16 +19,14 @@ use uuid::Uuid;
     get,
     path = "/v1/mowers/{id}/geofence",
     tag = TAG,
-    operation_id = "get_geofence",
-    summary = "Get a mower's geofence",
     description = "The polygon the mower must stay in. `404` (type `not-found`) when the mower has \
         no geofence.",
     security(("bearer" = ["read"])),
     params(MowerPath),
     responses(
         (status = 200, description = "The geofence.", body = GeofenceDto),
-        (status = 400, description = "The id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token, or it has no geofence.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token, or it has no geofence."),
     ),
 )]
 pub async fn get_geofence(
@@ -48,8 +47,6 @@ pub async fn get_geofence(
     put,
     path = "/v1/mowers/{id}/geofence",
     tag = TAG,
-    operation_id = "put_geofence",
-    summary = "Set a mower's geofence",
     description = "Sets or replaces the polygon the mower must stay in (a GeoJSON Polygon). A \
         position farther outside than its accuracy raises `geofence_left` and a critical \
         `geofence` alert (the theft alarm); one clearly back inside raises `geofence_returned`. \
@@ -59,10 +56,8 @@ pub async fn get_geofence(
     request_body(content = PolygonGeometry, description = "The fence.", content_type = "application/json"),
     responses(
         (status = 200, description = "The geofence as stored.", body = GeofenceDto),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The body is not a valid GeoJSON Polygon.", body = Problem, content_type = "application/problem+json"),
+        ByIdWithBody<MowerPath>,
+        (status = 422, description = "The body is not a valid GeoJSON Polygon."),
     ),
 )]
 pub async fn put_geofence(
@@ -82,15 +77,13 @@ pub async fn put_geofence(
     delete,
     path = "/v1/mowers/{id}/geofence",
     tag = TAG,
-    operation_id = "delete_geofence",
-    summary = "Remove a mower's geofence",
     description = "Removes the geofence; an open `geofence` alert is cleared by the mower's next \
         state. Removing a geofence that does not exist succeeds too.",
     security(("bearer" = ["write"])),
     params(MowerPath),
     responses(
         (status = 204, description = "The mower has no geofence."),
-        MowerByIdProblem,
+        ById<MowerPath>,
     ),
 )]
 pub async fn delete_geofence(

@@ -33,20 +33,3 @@ impl From<WatchError> for ApiError {
         }
     }
 }
-
-/// The `400` and `404` of a notification route that names one mower by its id, written once.
-#[derive(utoipa::IntoResponses)]
-pub(crate) enum MowerByIdProblem {
-    #[response(
-        status = 400,
-        description = "The id is not a UUID.",
-        content_type = "application/problem+json"
-    )]
-    _BadId(crate::error::Problem),
-    #[response(
-        status = 404,
-        description = "No such mower is visible to this token.",
-        content_type = "application/problem+json"
-    )]
-    _NotFound(crate::error::Problem),
-}

@@ -1,11 +1,12 @@
 //! A mower's virtual zones: listed with the mower's occupancy, added, changed and removed.
 
-use super::{MowerByIdProblem, TAG};
+use super::TAG;
 use crate::auth::{Reader, Writer};
+use crate::dto::answers::{ById, ByIdWithBody};
 use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList, ZonePath};
-use crate::error::{ApiError, Problem, Resource};
+use crate::dto::params::MowerPath;
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
-use crate::routes::MowerPath;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
@@ -50,14 +51,12 @@ async fn zone_dtos(
     get,
     path = "/v1/mowers/{id}/zones",
     tag = TAG,
-    operation_id = "list_zones",
-    summary = "List a mower's zones",
     description = "The mower's virtual zones, by name, each with whether the mower is in it now.",
     security(("bearer" = ["read"])),
     params(MowerPath),
     responses(
         (status = 200, description = "The zones.", body = ZoneList),
-        MowerByIdProblem,
+        ById<MowerPath>,
     ),
 )]
 pub async fn list_zones(
@@ -87,8 +86,6 @@ fn check_name(name: &str) -> Result<String, ApiError> {
     post,
     path = "/v1/mowers/{id}/zones",
     tag = TAG,
-    operation_id = "create_zone",
-    summary = "Add a zone to a mower",
     description = "Adds a named virtual zone (a GeoJSON Polygon). From the mower's next positions \
         on, entering it raises `zone_entered` and leaving it `zone_left`. At most 64 zones per \
         mower.",
@@ -98,11 +95,9 @@ fn check_name(name: &str) -> Result<String, ApiError> {
     responses(
         (status = 201, description = "The zone was added.", body = ZoneDto,
             headers(("Location" = String, description = "The path of the mower's zones."))),
-        (status = 400, description = "The id is not a UUID, or the body is not valid JSON.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token.", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The mower has 64 zones already.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The name or the polygon is not valid.", body = Problem, content_type = "application/problem+json"),
+        ByIdWithBody<MowerPath>,
+        (status = 409, description = "The mower has 64 zones already."),
+        (status = 422, description = "The name or the polygon is not valid."),
     ),
 )]
 pub async fn create_zone(
@@ -142,8 +137,6 @@ pub async fn create_zone(
     put,
     path = "/v1/mowers/{id}/zones/{zone_id}",
     tag = TAG,
-    operation_id = "update_zone",
-    summary = "Change a zone",
     description = "Replaces a zone's name and polygon. The mower's occupancy is re-evaluated \
         against the new polygon from its next position on.",
     security(("bearer" = ["write"])),
@@ -154,10 +147,9 @@ pub async fn create_zone(
     request_body(content = ZoneBody, description = "The zone's new name and area.", content_type = "application/json"),
     responses(
         (status = 200, description = "The zone as stored.", body = ZoneDto),
-        (status = 400, description = "An id is not a UUID, or the body is not valid JSON.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token, or it has no such zone.", body = Problem, content_type = "application/problem+json"),
-        (status = 415, description = "The body is not `application/json`.", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The name or the polygon is not valid.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "An id is not a UUID, or the body is not valid JSON."),
+        (status = 404, description = "No such mower is visible to this token, or it has no such zone."),
+        (status = 422, description = "The name or the polygon is not valid."),
     ),
 )]
 pub async fn update_zone(
@@ -192,8 +184,6 @@ pub async fn update_zone(
     delete,
     path = "/v1/mowers/{id}/zones/{zone_id}",
     tag = TAG,
-    operation_id = "delete_zone",
-    summary = "Remove a zone",
     description = "Removes a zone. It is dropped from the mower's occupancy at its next position, \
         without a `zone_left` event.",
     security(("bearer" = ["write"])),
@@ -203,8 +193,8 @@ pub async fn update_zone(
     ),
     responses(
         (status = 204, description = "The zone was removed."),
-        (status = 400, description = "An id is not a UUID.", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such mower is visible to this token, or it has no such zone.", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "An id is not a UUID."),
+        (status = 404, description = "No such mower is visible to this token, or it has no such zone."),
     ),
 )]
 pub async fn delete_zone(

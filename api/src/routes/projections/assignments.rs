@@ -1,85 +1,21 @@
 //! `/v1/mowers/{id}/assignments`: the operator assignments the live views rank.
 
-use super::{PriorityDto, TAG};
+use super::TAG;
 use crate::auth::{Reader, Writer};
+use crate::dto::answers::ById;
+use crate::dto::assignments::{AssignmentBody, AssignmentDto, AssignmentList, AssignmentPath};
+use crate::dto::params::MowerPath;
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
-use crate::routes::{MowerById, MowerPath};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
 use swath_application::AssignmentSpec;
-use swath_domain::{Assignment, MowerId, MAX_OPERATOR_CHARS};
-use utoipa::ToSchema;
+use swath_domain::{MowerId, MAX_OPERATOR_CHARS};
 use uuid::Uuid;
-
-/// An operator assignment of a mower.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[schema(as = Assignment)]
-pub struct AssignmentDto {
-    /// The assignment's id.
-    pub id: Uuid,
-    /// The mower.
-    pub mower_id: Uuid,
-    /// The operator's name.
-    #[schema(example = "Robin")]
-    pub operator: String,
-    /// Its priority: the active assignment of the highest priority is on duty.
-    pub priority: PriorityDto,
-    /// Whether it can be on duty.
-    pub active: bool,
-    /// When it was last changed (ties of priority go to the most recent).
-    pub updated_at: DateTime<Utc>,
-}
-
-impl From<Assignment> for AssignmentDto {
-    fn from(a: Assignment) -> Self {
-        Self {
-            id: a.id,
-            mower_id: a.mower_id.0,
-            operator: a.operator,
-            priority: PriorityDto::of(a.priority),
-            active: a.active,
-            updated_at: a.updated_at,
-        }
-    }
-}
-
-/// The assignments of a mower: active first, then in ranking order (the first is on duty).
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-pub struct AssignmentList {
-    /// Every assignment of the mower (at most 64).
-    pub items: Vec<AssignmentDto>,
-    /// Always `false`: a mower has at most `limit` assignments.
-    pub truncated: bool,
-    /// The most assignments a mower may have (64).
-    #[schema(example = 64)]
-    pub limit: u32,
-}
-
-/// An assignment to add, or the new values of one.
-#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AssignmentBody {
-    /// The operator's name, 1 to 128 characters.
-    #[schema(example = "Robin")]
-    pub operator: String,
-    /// `critical`, `high`, `normal` or `low`.
-    pub priority: PriorityDto,
-    /// Whether it can be on duty (default `true`).
-    #[serde(default = "active_default")]
-    #[schema(default = true)]
-    pub active: bool,
-}
-
-fn active_default() -> bool {
-    true
-}
 
 /// The assignment of `body`, checked.
 fn spec(body: &AssignmentBody) -> Result<AssignmentSpec, ApiError> {
@@ -102,12 +38,11 @@ fn check_operator(name: &str) -> Result<String, ApiError> {
     Ok(name.to_owned())
 }
 
-/// List a mower's assignments
+/// List a mower's operator assignments
 #[utoipa::path(
     get,
     path = "/v1/mowers/{id}/assignments",
     tag = TAG,
-    summary = "List a mower's operator assignments",
     description = "Every operator assignment of the mower: active ones first, in the order that \
         decides who is on duty (priority critical → low, then the most recently updated, then \
         the highest id).",
@@ -115,7 +50,7 @@ fn check_operator(name: &str) -> Result<String, ApiError> {
     params(MowerPath),
     responses(
         (status = 200, description = "The assignments.", body = AssignmentList),
-        MowerById,
+        ById<MowerPath>,
     ),
 )]
 pub async fn list_assignments(
@@ -169,19 +104,11 @@ pub async fn create_assignment(
         .into_response())
 }
 
-/// The path of one assignment.
-#[derive(Clone, Copy, Debug, Deserialize)]
-pub struct AssignmentPath {
-    id: Uuid,
-    assignment_id: Uuid,
-}
-
-/// Change an assignment
+/// Change an operator assignment
 #[utoipa::path(
     put,
     path = "/v1/mowers/{id}/assignments/{assignment_id}",
     tag = TAG,
-    summary = "Change an operator assignment",
     description = "Replaces the operator, priority and active flag of an assignment; its \
         `updated_at` becomes now.",
     security(("bearer" = ["write"])),
@@ -215,12 +142,11 @@ pub async fn update_assignment(
         .ok_or(ApiError::NotFound(Resource::Assignment))
 }
 
-/// Remove an assignment
+/// Remove an operator assignment
 #[utoipa::path(
     delete,
     path = "/v1/mowers/{id}/assignments/{assignment_id}",
     tag = TAG,
-    summary = "Remove an operator assignment",
     description = "Deletes an operator assignment; if it was on duty, the next one in the ranking \
         takes over.",
     security(("bearer" = ["write"])),
