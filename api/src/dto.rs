@@ -421,6 +421,19 @@ impl MowerHealth {
     }
 }
 
+/// The name `value` (a unit variant) has in the documents: its serde name.
+fn wire_name(value: impl Serialize) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        _ => String::new(),
+    }
+}
+
+/// The unit variant named `name` in the documents.
+fn from_wire_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(Value::String(name.to_owned())).ok()
+}
+
 /// Milliseconds to seconds. Exact for every duration a mower can accumulate (f64 holds integers
 /// up to 2^53 ms, some 285 000 years).
 fn seconds(ms: i64) -> f64 {

@@ -264,49 +264,40 @@ impl Key for OrderKey {
     }
 }
 
-/// An id (events and imports, newest first).
-impl Key for Uuid {
-    fn write(&self) -> String {
-        self.to_string()
-    }
+/// Keys written as their text: an id (events and imports, newest first), a delivery's place in
+/// its endpoint's queue (newest first).
+macro_rules! text_key {
+    ($($key:ty),*) => {
+        $(impl Key for $key {
+            fn write(&self) -> String {
+                self.to_string()
+            }
 
-    fn read(text: &str) -> Option<Self> {
-        text.parse().ok()
-    }
+            fn read(text: &str) -> Option<Self> {
+                text.parse().ok()
+            }
+        })*
+    };
 }
 
-/// A token's id.
-impl Key for TokenId {
-    fn write(&self) -> String {
-        self.0.write()
-    }
+text_key!(Uuid, i64);
 
-    fn read(text: &str) -> Option<Self> {
-        Uuid::read(text).map(TokenId)
-    }
+/// Keys that are ids of their own type over a UUID: a token's, an endpoint's.
+macro_rules! id_key {
+    ($($key:ident),*) => {
+        $(impl Key for $key {
+            fn write(&self) -> String {
+                self.0.write()
+            }
+
+            fn read(text: &str) -> Option<Self> {
+                Uuid::read(text).map($key)
+            }
+        })*
+    };
 }
 
-/// An endpoint's id.
-impl Key for WebhookId {
-    fn write(&self) -> String {
-        self.0.write()
-    }
-
-    fn read(text: &str) -> Option<Self> {
-        Uuid::read(text).map(WebhookId)
-    }
-}
-
-/// A delivery's place in its endpoint's queue (newest first).
-impl Key for i64 {
-    fn write(&self) -> String {
-        self.to_string()
-    }
-
-    fn read(text: &str) -> Option<Self> {
-        text.parse().ok()
-    }
-}
+id_key!(TokenId, WebhookId);
 
 /// `<severity rank>,<raised_at in microseconds>,<id>` (open alerts).
 impl Key for AlertCursor {

@@ -99,10 +99,3 @@ pub struct AssignmentBody {
 fn active_default() -> bool {
     true
 }
-
-/// The path of one assignment.
-#[derive(Clone, Copy, Debug, Deserialize)]
-pub struct AssignmentPath {
-    pub id: Uuid,
-    pub assignment_id: Uuid,
-}

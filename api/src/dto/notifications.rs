@@ -5,7 +5,6 @@ use super::event_details::EventDetails;
 use crate::error::ApiError;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use swath_domain::watch::busy::{is_busy, BusyStatus};
 use swath_domain::watch::{self as rules, AlertKind, EventKind, GeoPolygon, Geofence};
 use utoipa::{IntoParams, ToSchema};
@@ -130,39 +129,48 @@ pub struct AlertParams {
     pub cursor: Option<String>,
 }
 
-/// What an event is about. `error_*`, `geofence_*`, `battery_low`, `mowing_*` and `*_online`
-/// come from the watcher; `blade_due` and `zone_*` from ingestion; `went_offline` from the
-/// offline sweep.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = EventKind)]
-pub enum EventKindDto {
-    ErrorRaised,
-    ErrorCleared,
-    GeofenceLeft,
-    GeofenceReturned,
-    BatteryLow,
-    MowingStarted,
-    MowingFinished,
-    BladeDue,
-    ZoneEntered,
-    ZoneLeft,
-    WentOffline,
-    CameOnline,
+/// Declares an enum with a variant per kind of derived event (named as the domain names them,
+/// in the documents' order), then `$more`: the one list of the event kinds, which the events
+/// feed's `EventKind` and the webhooks' `WebhookKind` both name.
+macro_rules! event_kinds {
+    ($(#[$meta:meta])* $name:ident { $($more:ident),* }) => {
+        $(#[$meta])*
+        pub enum $name {
+            ErrorRaised,
+            ErrorCleared,
+            GeofenceLeft,
+            GeofenceReturned,
+            BatteryLow,
+            MowingStarted,
+            MowingFinished,
+            BladeDue,
+            ZoneEntered,
+            ZoneLeft,
+            WentOffline,
+            CameOnline,
+            $($more,)*
+        }
+    };
+}
+pub(crate) use event_kinds;
+
+event_kinds! {
+    /// What an event is about. `error_*`, `geofence_*`, `battery_low`, `mowing_*` and `*_online`
+    /// come from the watcher; `blade_due` and `zone_*` from ingestion; `went_offline` from the
+    /// offline sweep.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[schema(as = EventKind)]
+    EventKindDto {}
 }
 
 impl EventKindDto {
     pub(crate) fn domain(self) -> EventKind {
-        let name = serde_json::to_value(self)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
-        EventKind::parse(&name).unwrap_or(EventKind::ErrorRaised)
+        EventKind::parse(&super::wire_name(self)).unwrap_or(EventKind::ErrorRaised)
     }
 
     pub(crate) fn of(kind: EventKind) -> Self {
-        serde_json::from_value(Value::String(kind.as_str().to_owned()))
-            .unwrap_or(EventKindDto::ErrorRaised)
+        super::from_wire_name(kind.as_str()).unwrap_or(EventKindDto::ErrorRaised)
     }
 }
 
@@ -322,13 +330,6 @@ pub struct ZoneBody {
     pub name: String,
     /// The zone's area.
     pub polygon: PolygonGeometry,
-}
-
-/// The path of one zone.
-#[derive(Clone, Copy, Debug, Deserialize)]
-pub struct ZonePath {
-    pub id: Uuid,
-    pub zone_id: Uuid,
 }
 
 /// The scheduler's view of a mower: busy (on a run or in error) or free to start one.

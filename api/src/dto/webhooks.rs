@@ -1,75 +1,31 @@
 //! `/v1/webhooks`: endpoints, their secrets (shown once) and their deliveries.
 
+use super::notifications::event_kinds;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 use swath_application::ports::{Delivery, DeliveryOutcome};
-use swath_domain::watch::EventKind;
 use swath_domain::webhook::{Endpoint, WebhookKind};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// What an endpoint may receive: a derived event kind (as in the events feed), or
-/// `alert_cleared` (an alert cleared without an event: a battery recharged, a geofence removed).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(example = "error_raised")]
-pub enum WebhookKindDto {
-    ErrorRaised,
-    ErrorCleared,
-    GeofenceLeft,
-    GeofenceReturned,
-    BatteryLow,
-    MowingStarted,
-    MowingFinished,
-    BladeDue,
-    ZoneEntered,
-    ZoneLeft,
-    WentOffline,
-    CameOnline,
-    AlertCleared,
+event_kinds! {
+    /// What an endpoint may receive: a derived event kind (as in the events feed), or
+    /// `alert_cleared` (an alert cleared without an event: a battery recharged, a geofence removed).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+    #[serde(rename_all = "snake_case")]
+    #[schema(example = "error_raised")]
+    WebhookKindDto { AlertCleared }
 }
 
 impl From<WebhookKindDto> for WebhookKind {
     fn from(k: WebhookKindDto) -> Self {
-        use WebhookKindDto as D;
-        WebhookKind::Event(match k {
-            D::AlertCleared => return WebhookKind::AlertCleared,
-            D::ErrorRaised => EventKind::ErrorRaised,
-            D::ErrorCleared => EventKind::ErrorCleared,
-            D::GeofenceLeft => EventKind::GeofenceLeft,
-            D::GeofenceReturned => EventKind::GeofenceReturned,
-            D::BatteryLow => EventKind::BatteryLow,
-            D::MowingStarted => EventKind::MowingStarted,
-            D::MowingFinished => EventKind::MowingFinished,
-            D::BladeDue => EventKind::BladeDue,
-            D::ZoneEntered => EventKind::ZoneEntered,
-            D::ZoneLeft => EventKind::ZoneLeft,
-            D::WentOffline => EventKind::WentOffline,
-            D::CameOnline => EventKind::CameOnline,
-        })
+        WebhookKind::parse(&super::wire_name(k)).unwrap_or(WebhookKind::AlertCleared)
     }
 }
 
 impl From<WebhookKind> for WebhookKindDto {
     fn from(k: WebhookKind) -> Self {
-        use WebhookKindDto as D;
-        match k {
-            WebhookKind::AlertCleared => D::AlertCleared,
-            WebhookKind::Event(e) => match e {
-                EventKind::ErrorRaised => D::ErrorRaised,
-                EventKind::ErrorCleared => D::ErrorCleared,
-                EventKind::GeofenceLeft => D::GeofenceLeft,
-                EventKind::GeofenceReturned => D::GeofenceReturned,
-                EventKind::BatteryLow => D::BatteryLow,
-                EventKind::MowingStarted => D::MowingStarted,
-                EventKind::MowingFinished => D::MowingFinished,
-                EventKind::BladeDue => D::BladeDue,
-                EventKind::ZoneEntered => D::ZoneEntered,
-                EventKind::ZoneLeft => D::ZoneLeft,
-                EventKind::WentOffline => D::WentOffline,
-                EventKind::CameOnline => D::CameOnline,
-            },
-        }
+        super::from_wire_name(k.as_str()).unwrap_or(WebhookKindDto::AlertCleared)
     }
 }
 
@@ -282,4 +238,16 @@ list_page! {
     items,
     /// Whether older deliveries follow this page.
     truncated
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn webhook_kinds_round_trip() {
+        for kind in WebhookKind::all() {
+            assert_eq!(WebhookKind::from(WebhookKindDto::from(kind)), kind);
+        }
+    }
 }

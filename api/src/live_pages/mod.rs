@@ -146,6 +146,9 @@ fn html(status: StatusCode, csp: &str, body: String) -> Response {
     response
 }
 
+/// What the sign-in form says to a token without the `read` scope, signing in or signed in.
+const NO_READ_SCOPE: &str = "This token does not have the `read` scope.";
+
 async fn serve(
     Extension(page): Extension<Page>,
     State(state): State<AppState>,
@@ -182,12 +185,7 @@ async fn serve(
             Err(e) => return ApiError::from(e).into_response(),
         };
         if !principal.has_scope(Scope::Read) {
-            return sign_in(
-                page,
-                site,
-                &csp,
-                "This token does not have the `read` scope.",
-            );
+            return sign_in(page, site, &csp, NO_READ_SCOPE);
         }
         let secure = if behind_tls || forwarded_https(&headers) {
             "; Secure"
@@ -215,12 +213,7 @@ async fn serve(
         Err(e) => return e.into_response(),
     };
     if !principal.has_scope(Scope::Read) {
-        return sign_in(
-            page,
-            site,
-            &csp,
-            "This token does not have the `read` scope.",
-        );
+        return sign_in(page, site, &csp, NO_READ_SCOPE);
     }
     let content = match content(page, &state, &principal, site).await {
         Ok(content) => content,

@@ -1,5 +1,7 @@
 //! The routes, one module per OpenAPI tag. Each handler carries its `#[utoipa::path]`, so the
-//! document is generated from the code that serves it.
+//! document is generated from the code that serves it; what the attribute names (documents,
+//! parameters, the answers many operations share) is declared in `crate::dto` (decision 158).
+//! Every paged list asks, fetches and cuts its page through `crate::page::ask`.
 //!
 //! Visibility is not decided here: every handler asks the access service
 //! ([`swath_application::Access`], `AppState::access`) and only translates its answer, once, in

@@ -3,7 +3,7 @@
 use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody};
-use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList, ZonePath};
+use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList};
 use crate::dto::params::MowerPath;
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -155,18 +155,15 @@ pub async fn create_zone(
 pub async fn update_zone(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiPath(path): ApiPath<ZonePath>,
+    ApiPath((id, zone_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Json<ZoneDto>, ApiError> {
-    let mower = state
-        .access
-        .visible_mower(&principal, MowerId(path.id))
-        .await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let name = check_name(&body.name)?;
     let polygon = body.polygon.validate("/polygon")?;
     if !state
         .mower_settings
-        .update_zone(&mower, path.zone_id, name, polygon)
+        .update_zone(&mower, zone_id, name, polygon)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Zone));
@@ -174,7 +171,7 @@ pub async fn update_zone(
     zone_dtos(&state, &principal, mower.id)
         .await?
         .into_iter()
-        .find(|z| z.id == path.zone_id)
+        .find(|z| z.id == zone_id)
         .map(Json)
         .ok_or(ApiError::NotFound(Resource::Zone))
 }
@@ -200,17 +197,10 @@ pub async fn update_zone(
 pub async fn delete_zone(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiPath(path): ApiPath<ZonePath>,
+    ApiPath((id, zone_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state
-        .access
-        .visible_mower(&principal, MowerId(path.id))
-        .await?;
-    if !state
-        .mower_settings
-        .delete_zone(&mower, path.zone_id)
-        .await?
-    {
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
+    if !state.mower_settings.delete_zone(&mower, zone_id).await? {
         return Err(ApiError::NotFound(Resource::Zone));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -3,7 +3,7 @@
 use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::ById;
-use crate::dto::assignments::{AssignmentBody, AssignmentDto, AssignmentList, AssignmentPath};
+use crate::dto::assignments::{AssignmentBody, AssignmentDto, AssignmentList};
 use crate::dto::params::MowerPath;
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -126,17 +126,14 @@ pub async fn create_assignment(
 pub async fn update_assignment(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiPath(path): ApiPath<AssignmentPath>,
+    ApiPath((id, assignment_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Json<AssignmentDto>, ApiError> {
-    let mower = state
-        .access
-        .visible_mower(&principal, MowerId(path.id))
-        .await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let spec = spec(&body)?;
     state
         .mower_settings
-        .update_assignment(&mower, path.assignment_id, spec)
+        .update_assignment(&mower, assignment_id, spec)
         .await?
         .map(|a| Json(a.into()))
         .ok_or(ApiError::NotFound(Resource::Assignment))
@@ -162,15 +159,12 @@ pub async fn update_assignment(
 pub async fn delete_assignment(
     Writer(principal): Writer,
     State(state): State<AppState>,
-    ApiPath(path): ApiPath<AssignmentPath>,
+    ApiPath((id, assignment_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state
-        .access
-        .visible_mower(&principal, MowerId(path.id))
-        .await?;
+    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     if !state
         .mower_settings
-        .delete_assignment(&mower, path.assignment_id)
+        .delete_assignment(&mower, assignment_id)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Assignment));
