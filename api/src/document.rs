@@ -2,10 +2,11 @@
 //! derive would run before their schemas exist):
 //!
 //! - every operation of `/v1` gets the answers all of them share and that no route states
-//!   itself: `401` and `403` when it needs a token (derived from its `security`, the scope the
-//!   route's extractor enforces), `500` and `503`; `400` when it reads parameters or a body (the
-//!   extractors of [`crate::extract`] refuse what they cannot read with it); `413`, `415` and
-//!   `422` when it reads a JSON body (the body limit and `ApiJson`'s refusals);
+//!   itself: `401` when it needs a token and `403` when it needs a scope (derived from its
+//!   `security`, the scope the route's extractor enforces), `500` and `503`; `400` when it reads
+//!   parameters or a body (the extractors of [`crate::extract`] refuse what they cannot read
+//!   with it); `413`, `415` and `422` when it reads a JSON body (the body limit and `ApiJson`'s
+//!   refusals);
 //! - every refusal a route states with its status and description only (`4xx`, `5xx`) gets the
 //!   problem body, so that routes need not repeat it;
 //! - every problem answer gets the example of its status, built by [`ApiError::problem`] itself,
@@ -53,6 +54,7 @@ fn problem_content() -> Value {
 }
 
 fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
+    let needs_token = operation["security"][0].get("bearer").is_some();
     let scope = operation["security"][0]["bearer"][0]
         .as_str()
         .map(str::to_owned);
@@ -72,7 +74,7 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
     let responses = operation["responses"]
         .as_object_mut()
         .expect("every operation has responses");
-    if let Some(scope) = &scope {
+    if needs_token {
         responses.entry("401").or_insert_with(|| {
             let mut r = problem_response("The bearer token is missing, unknown or revoked.");
             r["headers"] = json!({"WWW-Authenticate": {
@@ -81,6 +83,8 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
             }});
             r
         });
+    }
+    if let Some(scope) = &scope {
         responses.entry("403").or_insert_with(|| {
             problem_response(&format!(
                 "The token lacks the `{scope}` scope, or may not do this (a token limited to some \

@@ -11,7 +11,7 @@ use crate::auth::{Admin, Authenticated};
 use crate::dto::answers::{ById, NotJson};
 use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, Me, NewAccount};
 use crate::dto::params::AccountPath;
-use crate::error::{ApiError, Problem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
 use axum::extract::State;
@@ -38,9 +38,6 @@ const FIRST_TOKEN_NAME: &str = "first admin token";
     security(("bearer" = [])),
     responses(
         (status = 200, description = "The token's account, scopes and sites.", body = Me),
-        (status = 401, description = "The bearer token is missing, unknown or revoked.", body = Problem,
-            content_type = "application/problem+json",
-            headers(("WWW-Authenticate" = String, description = "`Bearer`, with the reason the token failed."))),
     ),
 )]
 pub async fn get_me(

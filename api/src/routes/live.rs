@@ -115,13 +115,11 @@ pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
             `event` (a `StreamEvent` as `data`), `alert` (a `StreamAlertCleared` as `data`), \
             `reset`, and a last event `end` when the token is revoked.", body = MowerState, content_type = "text/event-stream"),
         (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
-            unknown kind.", body = crate::error::Problem,
-            content_type = "application/problem+json"),
+            unknown kind."),
         (status = 429, description = "The token has as many streams open as one token may \
             (`SWATH_STREAMS_PER_TOKEN`, 16 unless configured), or the service as many as it keeps \
             for streams (three quarters of its connections). `Retry-After` says when to try \
-            again.", body = crate::error::Problem,
-            content_type = "application/problem+json",
+            again.",
             headers(("Retry-After" = u64, description = "Seconds to wait before opening the \
                 stream again."))),
     ),
