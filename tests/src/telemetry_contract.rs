@@ -592,6 +592,83 @@ pub async fn import_backfill_counts_in_the_totals(factory: &dyn StoreFactory) {
     );
 }
 
+/// Late states whose stored neighbours lie days, weeks or months away, or nowhere before them,
+/// end with the rows of the same states stored in time order, one at a time. A store may look
+/// for neighbours near the late states first (PostgreSQL looks a week around them, decision 168):
+/// each late state here arrives in a batch of its own, so that some find both neighbours near
+/// them, some one, some none, and the far ones must be found all the same.
+pub async fn late_states_with_far_neighbours_merge_as_in_time_order(factory: &dyn StoreFactory) {
+    use Activity::{Charging, Error, Mowing};
+    let late = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let ordered = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let day = 86_400;
+    // (mower, seconds from the trace's start, activity). Intervals longer than five minutes count
+    // no time, so what the far neighbours decide is what entering charging or error counts, and
+    // whether a merge counts at all (a late state whose predecessor was not found is not merged).
+    let stored = [
+        (0, -120 * day, Charging),
+        (0, -60 * day, Charging),
+        (0, -4 * day + 60, Mowing),
+        (0, -3 * day, Mowing),
+        (0, 0, Mowing),
+        (1, -40 * day, Mowing),
+        (1, 0, Mowing),
+    ];
+    let arriving: [&[(usize, i64, Activity)]; 4] = [
+        // Older than every stored state: no predecessor; its successor four months later.
+        &[(0, -200 * day, Error)],
+        // Both neighbours a month away.
+        &[(0, -90 * day, Mowing)],
+        // Its successor a minute later (a minute of mowing), its predecessor 56 days before.
+        &[(0, -4 * day, Mowing)],
+        // One batch: mower 0's neighbours within days, mower 1's twenty days away.
+        &[(0, -2 * day, Mowing), (1, -20 * day, Charging)],
+    ];
+    // Positions a few metres apart (`report`'s move with the seconds, too far over months).
+    let report_of = |(mower, seconds, activity): (usize, i64, Activity)| {
+        let mut r = report(&late.fleet, mower, seconds, activity);
+        r["position"]["lat"] = json!(52.5 + seconds.rem_euclid(1_000) as f64 * 1e-6);
+        r
+    };
+    let first: Vec<Value> = stored.iter().map(|s| report_of(*s)).collect();
+    assert!(late
+        .ingest(&first)
+        .await
+        .iter()
+        .all(|o| *o == StateOutcome::Stored));
+    for batch in arriving {
+        let reports: Vec<Value> = batch.iter().map(|s| report_of(*s)).collect();
+        let outcomes = late.ingest(&reports).await;
+        assert!(
+            outcomes.iter().all(|o| *o == StateOutcome::Stored),
+            "{outcomes:?}"
+        );
+    }
+
+    let mut all: Vec<(usize, i64, Activity)> = stored.to_vec();
+    all.extend(arriving.iter().flat_map(|b| b.iter().copied()));
+    all.sort_by_key(|(mower, seconds, _)| (*seconds, *mower));
+    for state in all {
+        ordered.ingest(&[report_of(state)]).await;
+    }
+    let (got, want) = (late.rows().await, ordered.rows().await);
+    assert_eq!(got.history, want.history, "history differs");
+    assert_eq!(got.positions, want.positions, "positions differ");
+    assert_eq!(got.latest, want.latest, "latest rows differ");
+    assert_eq!(got.health, want.health, "health totals differ");
+    assert_eq!(got.days, want.days, "day rows differ");
+    let mower_0 = late
+        .store
+        .health(late.fleet.mowers[0])
+        .await
+        .expect("mower 0's totals");
+    assert_eq!(
+        (mower_0.mowing_ms, mower_0.error_count, mower_0.charge_count),
+        (60_000, 1, 2),
+        "the minute of mowing; the error at -200 days; charging entered at -120 and -60 days"
+    );
+}
+
 /// The history and track reads say where the kept rows begin once the store's bound on rows per
 /// mower removed older ones (`WindowRows::oldest_kept`), per table, on every page whatever the
 /// window; and `None` while the bound removed nothing. The bound is the factory's

@@ -190,21 +190,19 @@ mod on_postgres {
         assert_eq!((c1 - c0, c2 - c1), (1, 1), "one commit per batch");
 
         // Late states (older than their mower's newest) cost one more statement: their stored
-        // neighbours, read at once for the whole batch, however many late states and mowers.
+        // neighbours within a week of them, read at once for the whole batch, however many late
+        // states and mowers (decision 168).
         let late = record(vec![
-            state(account, mowers[0], 3),
-            state(account, mowers[1], 4),
+            state(account, mowers[0], 3),  // between 2 and 10
+            state(account, mowers[1], 12), // between 11 and 19
         ])
         .await
         .unwrap();
         let s3 = store.counters().statements();
+        // Even: in order; odd: 4 s after a stored state of its mower (late, but for the last).
         let mixed: Vec<Value> = (0..64)
             .map(|i| {
-                let seconds = if i % 2 == 0 {
-                    100 + i as i64
-                } else {
-                    5 + i as i64
-                };
+                let seconds = if i % 2 == 0 { 100 + i } else { 14 + i } as i64;
                 state(account, mowers[i % 8], seconds)
             })
             .collect();
@@ -219,15 +217,26 @@ mod on_postgres {
             (3, 3),
             "the read, the neighbours of the late states, one write"
         );
+        // A late state older than every stored state of its mower has no neighbour before it
+        // within the week: nothing there proves that none is further back, so its neighbours
+        // are read again without bounds, one statement more.
+        let oldest = record(vec![state(account, mowers[2], 5)]).await.unwrap();
+        assert_eq!(oldest, vec![StateOutcome::Stored]);
+        let s5 = store.counters().statements();
+        assert_eq!(
+            s5 - s4,
+            4,
+            "the read, the neighbours near it, its neighbours anywhere, one write"
+        );
         let in_order = record(vec![state(account, mowers[0], 500)]).await.unwrap();
         assert_eq!(in_order, vec![StateOutcome::Stored]);
         assert_eq!(
-            store.counters().statements() - s4,
+            store.counters().statements() - s5,
             2,
             "no neighbours read without late states"
         );
         let rows = store.export(&mowers).await.unwrap();
-        assert_eq!(rows.history.len(), 66 + 2 + 64 + 1);
+        assert_eq!(rows.history.len(), 66 + 2 + 64 + 1 + 1);
         assert_eq!(rows.latest.len(), 8);
     }
 

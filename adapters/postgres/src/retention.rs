@@ -44,8 +44,8 @@ pub const DROP_LOCK_TIMEOUT: &str = "1s";
 const DOWNSAMPLED: &str = "positions_downsampled";
 
 /// The keys of the floors in `retention_progress`: history rows, and positions, older than these
-/// may have been removed (read by ingestion with a late state's neighbours: `READ_NEIGHBOURS` in
-/// `telemetry/batch.rs` names them too).
+/// may have been removed (read by ingestion with a late state's neighbours: `READ_NEIGHBOURS` and
+/// `READ_NEAR_NEIGHBOURS` in `telemetry/batch.rs` name them too).
 const HISTORY_FLOOR: &str = "history_floor";
 const POSITIONS_FLOOR: &str = "positions_floor";
 

@@ -4,7 +4,7 @@
 use super::rows::{activity, corrupt};
 use crate::{store_error, unavailable, PostgresStore};
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
 use swath_application::ports::{StoreError, TelemetryBatch};
@@ -16,6 +16,10 @@ use uuid::Uuid;
 /// history row at or before it and the oldest after it, each with its position, plus retention's
 /// floors (always one row, even when nothing is found). Each probe walks the primary key
 /// `(mower_id, observed_at)` of the partitions backwards or forwards and stops at the first row.
+///
+/// Used for the late states that [`READ_NEAR_NEIGHBOURS`] left without a neighbour: its plan
+/// holds every monthly partition (the late instants are only known row by row, so none is pruned
+/// when the plan is made), and opening them all is what this statement costs.
 pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, n.mower_id, \
     n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
     FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
@@ -30,6 +34,36 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
     WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at";
+
+/// [`READ_NEIGHBOURS`] within `[$3, $4]`: every probe and position bounded by the batch's window
+/// ([`NEAR`] around its late states). Sent unprepared, so that PostgreSQL plans it with the
+/// bounds' values and keeps only the partitions the window touches (a prepared, generic plan
+/// would open them all, which costs more than the probes). A probe that finds nothing within the
+/// window proves nothing about the rows beyond it: those late states go to [`READ_NEIGHBOURS`].
+pub(super) const READ_NEAR_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, \
+    n.mower_id, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
+    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
+    AS history_floor, (SELECT done_until FROM retention_progress \
+    WHERE name = 'positions_floor') AS positions_floor) f \
+    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
+    FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
+    CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
+    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    ORDER BY h.observed_at DESC LIMIT 1) UNION ALL \
+    (SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
+    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    ORDER BY h.observed_at LIMIT 1)) s) n ON true \
+    LEFT JOIN LATERAL (SELECT p.lat, p.lon FROM positions p WHERE p.mower_id = n.mower_id \
+    AND p.observed_at = n.observed_at AND p.observed_at >= $3 AND p.observed_at <= $4 LIMIT 1) p \
+    ON true";
+
+/// How far before its first and after its last late state a batch looks for neighbours first.
+/// Wide enough that a fleet's late states (a gateway's buffer, a replica overtaken, a backfill
+/// next to stored days) find both neighbours in it, narrow enough to touch one or two monthly
+/// partitions.
+const NEAR: Duration = Duration::days(7);
 
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
 /// `WITH`): the history rows, the position rows of the history rows it inserted (a key stored
@@ -89,19 +123,22 @@ pub(super) struct PostgresBatch {
     pub(super) tx: Transaction<'static, Postgres>,
 }
 
-#[async_trait]
-impl TelemetryBatch for PostgresBatch {
-    async fn neighbours(
+impl PostgresBatch {
+    /// One neighbours statement: [`READ_NEAR_NEIGHBOURS`] (unprepared) with its window, or
+    /// [`READ_NEIGHBOURS`] without.
+    async fn read(
         &mut self,
+        sql: &'static str,
         late: &[(MowerId, DateTime<Utc>)],
-        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
-    ) -> Result<(), StoreError> {
-        let rows = sqlx::query(READ_NEIGHBOURS)
+        window: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    ) -> Result<Neighbours, StoreError> {
+        let mut query = sqlx::query(sql)
             .bind(late.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
-            .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>())
-            .fetch_all(&mut *self.tx)
-            .await
-            .map_err(unavailable)?;
+            .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>());
+        if let Some((from, until)) = window {
+            query = query.bind(from).bind(until).persistent(false);
+        }
+        let rows = query.fetch_all(&mut *self.tx).await.map_err(unavailable)?;
         self.store.counters().statement();
         let floor = |name: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
             match rows.first() {
@@ -109,18 +146,12 @@ impl TelemetryBatch for PostgresBatch {
                 None => Ok(None),
             }
         };
-        let (history_floor, positions_floor) = (floor("history_floor")?, floor("positions_floor")?);
-        for (mower, _) in late {
-            if let Some(snapshot) = snapshots.get_mut(mower) {
-                let near = &mut snapshot.neighbourhood;
-                if let Some(floor) = history_floor {
-                    near.raise_history_floor(floor);
-                }
-                if let Some(floor) = positions_floor {
-                    near.raise_positions_floor(floor);
-                }
-            }
-        }
+        let mut found = Neighbours {
+            history_floor: floor("history_floor")?,
+            positions_floor: floor("positions_floor")?,
+            mowers: late.iter().map(|(m, _)| *m).collect(),
+            states: Vec::with_capacity(rows.len()),
+        };
         for row in &rows {
             let Some(mower) = row
                 .try_get::<Option<Uuid>, _>("mower_id")
@@ -128,17 +159,94 @@ impl TelemetryBatch for PostgresBatch {
             else {
                 continue;
             };
-            let Some(snapshot) = snapshots.get_mut(&MowerId(mower)) else {
-                continue;
-            };
             let name: String = row.try_get("activity").map_err(corrupt)?;
-            snapshot.neighbourhood.insert_stored(StoredState {
-                observed_at: row.try_get("observed_at").map_err(corrupt)?,
-                activity: activity(&name)?,
-                blade_on: row.try_get("blade_on").map_err(corrupt)?,
-                lat: row.try_get("lat").map_err(corrupt)?,
-                lon: row.try_get("lon").map_err(corrupt)?,
-            });
+            found.states.push((
+                MowerId(mower),
+                StoredState {
+                    observed_at: row.try_get("observed_at").map_err(corrupt)?,
+                    activity: activity(&name)?,
+                    blade_on: row.try_get("blade_on").map_err(corrupt)?,
+                    lat: row.try_get("lat").map_err(corrupt)?,
+                    lon: row.try_get("lon").map_err(corrupt)?,
+                },
+            ));
+        }
+        Ok(found)
+    }
+}
+
+/// What one neighbours statement read: retention's floors and the stored states it found.
+struct Neighbours {
+    history_floor: Option<DateTime<Utc>>,
+    positions_floor: Option<DateTime<Utc>>,
+    /// The mowers it was asked about (the floors apply to them).
+    mowers: Vec<MowerId>,
+    states: Vec<(MowerId, StoredState)>,
+}
+
+impl Neighbours {
+    /// Whether a stored state of `mower` at or before `at`, and one after it, were found. Every
+    /// probe of a statement has the same bounds, so a state found by another late state's probe
+    /// lies within them too: finding any on a side means the nearest one on that side was found.
+    fn both_sides(&self, mower: MowerId, at: DateTime<Utc>) -> bool {
+        let times = self
+            .states
+            .iter()
+            .filter(|(m, _)| *m == mower)
+            .map(|(_, s)| s.observed_at);
+        let (mut before, mut after) = (false, false);
+        for t in times {
+            before |= t <= at;
+            after |= t > at;
+        }
+        before && after
+    }
+
+    fn apply(self, snapshots: &mut BTreeMap<MowerId, MowerSnapshot>) {
+        for mower in &self.mowers {
+            if let Some(snapshot) = snapshots.get_mut(mower) {
+                let near = &mut snapshot.neighbourhood;
+                if let Some(floor) = self.history_floor {
+                    near.raise_history_floor(floor);
+                }
+                if let Some(floor) = self.positions_floor {
+                    near.raise_positions_floor(floor);
+                }
+            }
+        }
+        for (mower, state) in self.states {
+            if let Some(snapshot) = snapshots.get_mut(&mower) {
+                snapshot.neighbourhood.insert_stored(state);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl TelemetryBatch for PostgresBatch {
+    async fn neighbours(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>)],
+        snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+    ) -> Result<(), StoreError> {
+        let (Some(first), Some(last)) = (
+            late.iter().map(|(_, at)| *at).min(),
+            late.iter().map(|(_, at)| *at).max(),
+        ) else {
+            return Ok(());
+        };
+        let window = (first - NEAR, last + NEAR);
+        let near = self.read(READ_NEAR_NEIGHBOURS, late, Some(window)).await?;
+        let unresolved: Vec<(MowerId, DateTime<Utc>)> = late
+            .iter()
+            .filter(|(mower, at)| !near.both_sides(*mower, *at))
+            .copied()
+            .collect();
+        near.apply(snapshots);
+        if !unresolved.is_empty() {
+            self.read(READ_NEIGHBOURS, &unresolved, None)
+                .await?
+                .apply(snapshots);
         }
         Ok(())
     }

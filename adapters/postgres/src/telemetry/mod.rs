@@ -2,10 +2,13 @@
 //!
 //! Per batch: `BEGIN`; one statement reading the directory entry and the health row of every mower
 //! of the batch, locked in mower id order; for a batch with late states, one statement reading
-//! their stored neighbours ([`READ_NEIGHBOURS`](batch::READ_NEIGHBOURS)); then one statement
-//! writing every table (one sub-statement per table, see [`WRITE_BATCH`](batch::WRITE_BATCH)), a
-//! constant text with array parameters (`UNNEST`), so that sqlx prepares it once per connection
-//! and the count of statements does not depend on the batch; `COMMIT`.
+//! their stored neighbours within a window around them
+//! ([`READ_NEAR_NEIGHBOURS`](batch::READ_NEAR_NEIGHBOURS)), and one more for those whose
+//! neighbours lie beyond it ([`READ_NEIGHBOURS`](batch::READ_NEIGHBOURS)); then one statement
+//! writing every table (one sub-statement per table, see [`WRITE_BATCH`](batch::WRITE_BATCH)).
+//! Each is a constant text with array parameters (`UNNEST`), so that the count of statements does
+//! not depend on the batch; sqlx prepares each once per connection, except the windowed read,
+//! which is planned with its window's values (decision 168).
 //!
 //! Why the lock is on `health_totals` and not on `mowers`: in READ COMMITTED, a statement that
 //! waits for a row lock re-reads the *locked* row once the lock is granted, but the rows it joins
