@@ -124,14 +124,17 @@ pub(super) struct PostgresBatch {
 }
 
 impl PostgresBatch {
-    /// One neighbours statement: [`READ_NEAR_NEIGHBOURS`] (unprepared) with its window, or
-    /// [`READ_NEIGHBOURS`] without.
+    /// One neighbours statement: [`READ_NEAR_NEIGHBOURS`] (unprepared) within a window, or
+    /// [`READ_NEIGHBOURS`] without one.
     async fn read(
         &mut self,
-        sql: &'static str,
         late: &[(MowerId, DateTime<Utc>)],
         window: Option<(DateTime<Utc>, DateTime<Utc>)>,
     ) -> Result<Neighbours, StoreError> {
+        let sql = match window {
+            Some(_) => READ_NEAR_NEIGHBOURS,
+            None => READ_NEIGHBOURS,
+        };
         let mut query = sqlx::query(sql)
             .bind(late.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
             .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>());
@@ -236,7 +239,7 @@ impl TelemetryBatch for PostgresBatch {
             return Ok(());
         };
         let window = (first - NEAR, last + NEAR);
-        let near = self.read(READ_NEAR_NEIGHBOURS, late, Some(window)).await?;
+        let near = self.read(late, Some(window)).await?;
         let unresolved: Vec<(MowerId, DateTime<Utc>)> = late
             .iter()
             .filter(|(mower, at)| !near.both_sides(*mower, *at))
@@ -244,9 +247,7 @@ impl TelemetryBatch for PostgresBatch {
             .collect();
         near.apply(snapshots);
         if !unresolved.is_empty() {
-            self.read(READ_NEIGHBOURS, &unresolved, None)
-                .await?
-                .apply(snapshots);
+            self.read(&unresolved, None).await?.apply(snapshots);
         }
         Ok(())
     }
