@@ -188,21 +188,31 @@ struct Neighbours {
 }
 
 impl Neighbours {
-    /// Whether a stored state of `mower` at or before `at`, and one after it, were found. Every
-    /// probe of a statement has the same bounds, so a state found by another late state's probe
-    /// lies within them too: finding any on a side means the nearest one on that side was found.
-    fn both_sides(&self, mower: MowerId, at: DateTime<Utc>) -> bool {
-        let times = self
-            .states
-            .iter()
-            .filter(|(m, _)| *m == mower)
-            .map(|(_, s)| s.observed_at);
-        let (mut before, mut after) = (false, false);
-        for t in times {
-            before |= t <= at;
-            after |= t > at;
+    /// For each mower, whether a stored state at or before each of `late`, and one after it,
+    /// were found: the late states left without one. Every probe of a statement has the same
+    /// bounds, so a state found by another late state's probe lies within them too: finding any
+    /// on a side means the nearest one on that side was found. So a mower's oldest and newest
+    /// found states decide for all its late states.
+    fn unresolved(&self, late: &[(MowerId, DateTime<Utc>)]) -> Vec<(MowerId, DateTime<Utc>)> {
+        let mut spans: BTreeMap<MowerId, (DateTime<Utc>, DateTime<Utc>)> = BTreeMap::new();
+        for (mower, state) in &self.states {
+            let t = state.observed_at;
+            spans
+                .entry(*mower)
+                .and_modify(|(oldest, newest)| {
+                    *oldest = (*oldest).min(t);
+                    *newest = (*newest).max(t);
+                })
+                .or_insert((t, t));
         }
-        before && after
+        late.iter()
+            .filter(|(mower, at)| {
+                !spans
+                    .get(mower)
+                    .is_some_and(|(oldest, newest)| oldest <= at && newest > at)
+            })
+            .copied()
+            .collect()
     }
 
     fn apply(self, snapshots: &mut BTreeMap<MowerId, MowerSnapshot>) {
@@ -240,11 +250,7 @@ impl TelemetryBatch for PostgresBatch {
         };
         let window = (first - NEAR, last + NEAR);
         let near = self.read(late, Some(window)).await?;
-        let unresolved: Vec<(MowerId, DateTime<Utc>)> = late
-            .iter()
-            .filter(|(mower, at)| !near.both_sides(*mower, *at))
-            .copied()
-            .collect();
+        let unresolved = near.unresolved(late);
         near.apply(snapshots);
         if !unresolved.is_empty() {
             self.read(&unresolved, None).await?.apply(snapshots);
