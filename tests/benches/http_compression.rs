@@ -29,7 +29,9 @@ use swath_tests::support::http::{add_token, wire_app};
 use tower::ServiceExt;
 
 mod args;
+mod stats;
 use args::Args;
+use stats::median;
 
 const TOKEN: &str = "bench-http-compression";
 const PATHS: [&str; 2] = ["/v1/mowers", "/v1/live/fleet"];
@@ -122,11 +124,6 @@ async fn rate(app: &Router, path: &str, headers: &[(&str, &str)], seconds: f64) 
         done += 16;
     }
     done as f64 / start.elapsed().as_secs_f64()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 #[tokio::main(flavor = "current_thread")]

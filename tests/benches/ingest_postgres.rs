@@ -18,7 +18,8 @@ use swath_tests::support::{seed_account_with_mowers, trace_start, RecordingBus};
 use swath_tests::traces::ingest_clock;
 
 mod common;
-use common::median;
+mod stats;
+use stats::median;
 
 mod args;
 use args::Args;

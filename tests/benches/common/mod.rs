@@ -1,5 +1,5 @@
-//! What the ingest benches (`ingest_memory`, `ingest_postgres`) share: the states they store
-//! and how they sum up their runs. A module of theirs (`mod common;`), not a bench.
+//! What the ingest benches (`ingest_memory`, `ingest_postgres`) share: the states they store. A
+//! module of theirs (`mod common;`), not a bench.
 
 use chrono::Duration;
 use serde_json::json;
@@ -25,10 +25,4 @@ pub fn mowing_payloads(account: AccountId, mowers: &[MowerId], states: usize) ->
             .unwrap()
         })
         .collect()
-}
-
-/// The median of the runs' figures.
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
