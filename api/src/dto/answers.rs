@@ -25,6 +25,28 @@ pub struct FeedRefused;
 #[response(status = 400, description = "The body is not valid JSON.")]
 pub struct NotJson;
 
+/// The `422` of a site's body (adding or changing a site).
+#[derive(IntoResponses)]
+#[response(
+    status = 422,
+    description = "The body does not fit the schema, or `time_zone` is not an IANA time zone name."
+)]
+pub struct SiteInvalid;
+
+/// The `422` of a mower's body (adding or changing a mower).
+#[derive(IntoResponses)]
+#[response(
+    status = 422,
+    description = "The body does not fit the schema, a value is out of range, or `site_id` names \
+        no site visible to this token."
+)]
+pub struct MowerInvalid;
+
+/// The `422` of a zone's body (adding or changing a zone).
+#[derive(IntoResponses)]
+#[response(status = 422, description = "The name or the polygon is not valid.")]
+pub struct ZoneInvalid;
+
 /// The `400` and `404` of an operation on the one resource its path's `P` names.
 pub struct ById<P>(PhantomData<P>);
 

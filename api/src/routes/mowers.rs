@@ -3,7 +3,7 @@
 
 use super::location;
 use crate::auth::{Reader, Writer};
-use crate::dto::answers::{ById, ByIdWithBody, NotJson, NotModified, PageRefused};
+use crate::dto::answers::{ById, ByIdWithBody, MowerInvalid, NotJson, NotModified, PageRefused};
 use crate::dto::directory::{
     blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
 };
@@ -85,8 +85,7 @@ pub async fn list_mowers(
         NotJson,
         (status = 409, description = "A mower with this id exists already (in this account or \
             another)."),
-        (status = 422, description = "The body does not fit the schema, a value is out of range, \
-            or `site_id` names no site visible to this token."),
+        MowerInvalid,
     ),
 )]
 pub async fn create_mower(
@@ -203,8 +202,7 @@ pub async fn get_mower(
     responses(
         (status = 200, description = "The changed mower with its latest state.", body = MowerSummary),
         ByIdWithBody<MowerPath>,
-        (status = 422, description = "The body does not fit the schema, a value is out of range, \
-            or `site_id` names no site visible to this token."),
+        MowerInvalid,
     ),
 )]
 pub async fn update_mower(

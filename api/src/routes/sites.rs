@@ -3,7 +3,7 @@
 
 use super::location;
 use crate::auth::{Reader, Writer};
-use crate::dto::answers::{ById, ByIdWithBody, NotJson, PageRefused};
+use crate::dto::answers::{ById, ByIdWithBody, NotJson, PageRefused, SiteInvalid};
 use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
 use crate::dto::params::{PageParams, SitePath};
 use crate::error::{ApiError, Resource};
@@ -63,8 +63,7 @@ pub async fn list_sites(
         (status = 201, description = "The site was added.", body = SiteDto,
             headers(("Location" = String, description = "The path of the new site."))),
         NotJson,
-        (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
-            IANA time zone name."),
+        SiteInvalid,
     ),
 )]
 pub async fn create_site(
@@ -130,8 +129,7 @@ pub async fn get_site(
     responses(
         (status = 200, description = "The changed site.", body = SiteDto),
         ByIdWithBody<SitePath>,
-        (status = 422, description = "The body does not fit the schema, or `time_zone` is not an \
-            IANA time zone name."),
+        SiteInvalid,
     ),
 )]
 pub async fn update_site(

@@ -2,7 +2,7 @@
 
 use super::TAG;
 use crate::auth::{Reader, Writer};
-use crate::dto::answers::{ById, ByIdWithBody};
+use crate::dto::answers::{ById, ByIdWithBody, ZoneInvalid};
 use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList};
 use crate::dto::params::MowerPath;
 use crate::error::{ApiError, Resource};
@@ -97,7 +97,7 @@ fn check_name(name: &str) -> Result<String, ApiError> {
             headers(("Location" = String, description = "The path of the mower's zones."))),
         ByIdWithBody<MowerPath>,
         (status = 409, description = "The mower has 64 zones already."),
-        (status = 422, description = "The name or the polygon is not valid."),
+        ZoneInvalid,
     ),
 )]
 pub async fn create_zone(
@@ -149,7 +149,7 @@ pub async fn create_zone(
         (status = 200, description = "The zone as stored.", body = ZoneDto),
         (status = 400, description = "An id is not a UUID, or the body is not valid JSON."),
         (status = 404, description = "No such mower is visible to this token, or it has no such zone."),
-        (status = 422, description = "The name or the polygon is not valid."),
+        ZoneInvalid,
     ),
 )]
 pub async fn update_zone(
