@@ -53,8 +53,8 @@ pub struct ById<P>(PhantomData<P>);
 impl<P: IdPath> IntoResponses for ById<P> {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
         refusals([
-            (400, "The id is not a UUID.".to_owned()),
-            (404, not_visible::<P>()),
+            (400, format!("{} is not a UUID.", P::ID)),
+            (404, P::NOT_VISIBLE.to_owned()),
         ])
     }
 }
@@ -67,9 +67,9 @@ impl<P: IdPath> IntoResponses for ByIdWithBody<P> {
         refusals([
             (
                 400,
-                "The id is not a UUID, or the body is not valid JSON.".to_owned(),
+                format!("{} is not a UUID, or the body is not valid JSON.", P::ID),
             ),
-            (404, not_visible::<P>()),
+            (404, P::NOT_VISIBLE.to_owned()),
         ])
     }
 }
@@ -99,10 +99,6 @@ pub enum WindowRefused {
     _Refused,
     #[response(status = 404, description = "No such mower is visible to this token.")]
     _NotFound,
-}
-
-fn not_visible<P: IdPath>() -> String {
-    format!("No such {} is visible to this token.", P::WHAT)
 }
 
 /// Answers of a status and a description each.

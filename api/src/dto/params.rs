@@ -1,5 +1,6 @@
-//! The parameters many operations share: a page's `limit` and `cursor`, `If-None-Match`, and the
-//! id in a path that names one resource.
+//! The parameters many operations share: a page's `limit` and `cursor`, `If-None-Match`, the id
+//! in a path that names one resource, and the second id of a path that names one zone or
+//! assignment of a mower.
 
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -30,11 +31,13 @@ pub struct Revalidation {
     pub if_none_match: Option<String>,
 }
 
-/// A path's `{id}` that names one resource: what its `404` calls the resource
+/// A path's ids that name one resource: what its `400` and `404` say
 /// (`crate::dto::answers::ById`).
 pub trait IdPath {
-    /// The resource, as in "No such site is visible to this token.".
-    const WHAT: &'static str;
+    /// The `404`, as in "No such site is visible to this token.".
+    const NOT_VISIBLE: &'static str;
+    /// How the `400` names the id that is not a UUID: "An id" where the path has more than one.
+    const ID: &'static str = "The id";
 }
 
 /// Declares the `{id}` parameter of the paths that name one `$what`, as the document states it
@@ -51,7 +54,8 @@ macro_rules! id_path {
         }
 
         impl IdPath for $name {
-            const WHAT: &'static str = $what;
+            const NOT_VISIBLE: &'static str =
+                concat!("No such ", $what, " is visible to this token.");
         }
     };
 }
@@ -91,3 +95,27 @@ id_path!(
     "import",
     "The import's id, from the `Location` of its `POST`."
 );
+
+/// The `{zone_id}` of the paths that name one zone of a mower, next to [`MowerPath`]'s `{id}`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ZonePath {
+    /// The zone's id.
+    pub zone_id: Uuid,
+}
+
+impl IdPath for ZonePath {
+    // A zone is found through its mower: either may be the one missing.
+    const NOT_VISIBLE: &'static str =
+        "No such mower is visible to this token, or it has no such zone.";
+    const ID: &'static str = "An id";
+}
+
+/// The `{assignment_id}` of the paths that name one operator assignment of a mower, next to
+/// [`MowerPath`]'s `{id}`.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct AssignmentPath {
+    /// The assignment's id.
+    pub assignment_id: Uuid,
+}

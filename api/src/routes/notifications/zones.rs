@@ -4,7 +4,7 @@ use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody, ZoneInvalid};
 use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList};
-use crate::dto::params::MowerPath;
+use crate::dto::params::{MowerPath, ZonePath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -140,15 +140,11 @@ pub async fn create_zone(
     description = "Replaces a zone's name and polygon. The mower's occupancy is re-evaluated \
         against the new polygon from its next position on.",
     security(("bearer" = ["write"])),
-    params(
-        MowerPath,
-        ("zone_id" = Uuid, Path, description = "The zone's id."),
-    ),
+    params(MowerPath, ZonePath),
     request_body(content = ZoneBody, description = "The zone's new name and area.", content_type = "application/json"),
     responses(
         (status = 200, description = "The zone as stored.", body = ZoneDto),
-        (status = 400, description = "An id is not a UUID, or the body is not valid JSON."),
-        (status = 404, description = "No such mower is visible to this token, or it has no such zone."),
+        ByIdWithBody<ZonePath>,
         ZoneInvalid,
     ),
 )]
@@ -184,14 +180,10 @@ pub async fn update_zone(
     description = "Removes a zone. It is dropped from the mower's occupancy at its next position, \
         without a `zone_left` event.",
     security(("bearer" = ["write"])),
-    params(
-        MowerPath,
-        ("zone_id" = Uuid, Path, description = "The zone's id."),
-    ),
+    params(MowerPath, ZonePath),
     responses(
         (status = 204, description = "The zone was removed."),
-        (status = 400, description = "An id is not a UUID."),
-        (status = 404, description = "No such mower is visible to this token, or it has no such zone."),
+        ById<ZonePath>,
     ),
 )]
 pub async fn delete_zone(

@@ -4,7 +4,7 @@ use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::ById;
 use crate::dto::assignments::{AssignmentBody, AssignmentDto, AssignmentList};
-use crate::dto::params::MowerPath;
+use crate::dto::params::{AssignmentPath, MowerPath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
 use crate::state::AppState;
@@ -112,10 +112,7 @@ pub async fn create_assignment(
     description = "Replaces the operator, priority and active flag of an assignment; its \
         `updated_at` becomes now.",
     security(("bearer" = ["write"])),
-    params(
-        MowerPath,
-        ("assignment_id" = Uuid, Path, description = "The assignment's id."),
-    ),
+    params(MowerPath, AssignmentPath),
     request_body = AssignmentBody,
     responses(
         (status = 200, description = "The assignment as stored.", body = AssignmentDto),
@@ -147,10 +144,7 @@ pub async fn update_assignment(
     description = "Deletes an operator assignment; if it was on duty, the next one in the ranking \
         takes over.",
     security(("bearer" = ["write"])),
-    params(
-        MowerPath,
-        ("assignment_id" = Uuid, Path, description = "The assignment's id."),
-    ),
+    params(MowerPath, AssignmentPath),
     responses(
         (status = 204, description = "The assignment was removed."),
         (status = 404, description = "No such mower or assignment is visible to this token."),
