@@ -7,6 +7,7 @@
 //! Durations are `_seconds`, lengths `_m`, angles `_deg` and shares `_percent`, as everywhere in
 //! the API (decision 120).
 
+use super::seconds;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_domain::watch::EventDetail;
@@ -216,11 +217,6 @@ pub enum EventDetails {
     ZoneLeft(ZoneLeftDetails),
     WentOffline(WentOfflineDetails),
     CameOnline(CameOnlineDetails),
-}
-
-/// Milliseconds as seconds.
-fn seconds(ms: i64) -> f64 {
-    ms as f64 / 1000.0
 }
 
 impl From<&EventDetail> for EventDetails {
