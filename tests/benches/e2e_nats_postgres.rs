@@ -32,7 +32,10 @@
 //! always`), `--states N` (the backlog of each; default 1 700 000 at a batch maximum up to 64,
 //! 3 300 000 above), `--mowers M` (200), `--warmup S` (5), `--window S` (60), `--steady` (a
 //! usual fleet, 10-minute activity runs, instead of states whose activity, battery and blade are
-//! drawn anew every time), `--verify`. Other `SWATH_*` settings of the service are passed
+//! drawn anew every time), `--verify`, `--perf DIR` (`perf record` of each process over the
+//! window, a file per process and configuration in `DIR`, and the symbols each spends most in
+//! printed after the configuration; sampling costs the processes a little, so the rates of a
+//! profiled run are not compared with those of another). Other `SWATH_*` settings of the service are passed
 //! through from the bench's environment. `SWATH_BIN` names the binary (default: `release/swath`
 //! of `CARGO_TARGET_DIR`, else of the workspace's `target`).
 
@@ -53,6 +56,7 @@ struct Args {
     deployments: Vec<Deployment>,
     verify: bool,
     steady: bool,
+    perf: Option<std::path::PathBuf>,
 }
 
 /// Where the stream lives.
@@ -109,6 +113,13 @@ impl Nats {
     }
 
     /// CPU time of every server process.
+    fn pids(&self) -> Vec<u32> {
+        match self {
+            Nats::Single(server) => vec![server.pid()],
+            Nats::Cluster(cluster) => cluster.pids(),
+        }
+    }
+
     fn cpu(&self) -> anyhow::Result<Duration> {
         match self {
             Nats::Single(server) => cpu_time(server.pid()),
@@ -138,6 +149,7 @@ fn args() -> Args {
         deployments: vec![Deployment::Single],
         verify: false,
         steady: false,
+        perf: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -159,6 +171,7 @@ fn args() -> Args {
             }
             "--verify" => args.verify = true,
             "--steady" => args.steady = true,
+            "--perf" => args.perf = Some(it.next().expect("--perf DIR").into()),
             _ => {} // `--bench` and the like, from cargo
         }
     }
@@ -231,6 +244,75 @@ async fn backends_cpu(pool: &sqlx::PgPool) -> std::collections::HashMap<u32, Dur
     pids.into_iter()
         .filter_map(|pid| Some((pid as u32, cpu_time(pid as u32).ok()?)))
         .collect()
+}
+
+/// A `perf record` of some processes over the window (`--perf`).
+struct Profile {
+    child: std::process::Child,
+    name: String,
+    path: std::path::PathBuf,
+}
+
+impl Profile {
+    /// Samples `pids` for `seconds` (a flat profile: where the time is spent, not who called).
+    fn start(
+        dir: &std::path::Path,
+        name: &str,
+        pids: &[u32],
+        seconds: u64,
+    ) -> anyhow::Result<Profile> {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(format!("{name}.data"));
+        let pids = pids
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let child = std::process::Command::new("perf")
+            .args(["record", "-q", "-F", "499", "-o"])
+            .arg(&path)
+            .args(["-p", &pids, "--", "sleep", &seconds.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("perf record did not start ({e}): is perf installed?"))?;
+        Ok(Profile {
+            child,
+            name: name.to_owned(),
+            path,
+        })
+    }
+
+    /// Waits for the record to end and prints the symbols with the most samples.
+    fn finish(mut self) -> anyhow::Result<()> {
+        self.child.wait()?;
+        let report = std::process::Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "-q",
+                "--no-children",
+                "--percent-limit",
+                "1.5",
+            ])
+            .args(["--sort", "dso,symbol", "-i"])
+            .arg(&self.path)
+            .output()?;
+        println!("  perf {} ({}):", self.name, self.path.display());
+        for line in String::from_utf8_lossy(&report.stdout)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(15)
+        {
+            // `  12.3%  dso  [.] symbol  …`: Go's generic symbols run to hundreds of characters.
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if let [overhead, dso, _, symbol @ ..] = fields.as_slice() {
+                let symbol: String = symbol.join(" ").chars().take(110).collect();
+                println!("    {overhead:>6}  {dso}  {symbol}");
+            }
+        }
+        Ok(())
+    }
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -367,6 +449,26 @@ async fn measure(
     let commits0 = service.metric("swath_postgres_commits_total").await?;
     let machine0 = machine_cpu();
     let pg0 = backends_cpu(store.pool()).await;
+    let profiles = match &args.perf {
+        Some(dir) => {
+            let label = format!(
+                "{:?}-p{}-b{}-s{}",
+                config.deployment, config.partitions, config.batch_max, plan.states
+            );
+            let processes = [
+                ("swath", vec![pid]),
+                ("postgres", pg0.keys().copied().collect()),
+                ("nats-server", nats.pids()),
+            ];
+            processes
+                .into_iter()
+                .map(|(name, pids)| {
+                    Profile::start(dir, &format!("{label}-{name}"), &pids, args.window)
+                })
+                .collect::<anyhow::Result<Vec<_>>>()?
+        }
+        None => Vec::new(),
+    };
     let mut ran_out = false;
     while t0.elapsed() < Duration::from_secs(args.window) {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -385,6 +487,9 @@ async fn measure(
     let commits1 = service.metric("swath_postgres_commits_total").await?;
     let machine1 = machine_cpu();
     let pg1 = backends_cpu(store.pool()).await;
+    for profile in profiles {
+        profile.finish()?;
+    }
     // Backends alive at both ends (the bench's own pool's are idle and cost nothing).
     let postgres: Duration = pg1
         .iter()
