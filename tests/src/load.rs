@@ -522,6 +522,24 @@ pub async fn stored_count(pool: &PgPool, mowers: &[MowerId]) -> anyhow::Result<u
     Ok(count as usize)
 }
 
+/// History rows of the plan's mowers outside the instants its states are observed at: rows of
+/// another run of the same seed (a plan starts two days before the day it runs), which a
+/// verification would count as differences.
+pub async fn rows_outside(pool: &PgPool, plan: &Plan) -> anyhow::Result<usize> {
+    let ids: Vec<Uuid> = plan.mower_ids().iter().map(|m| m.0).collect();
+    let ticks = plan.states.div_ceil(plan.mowers.max(1)) as i64;
+    let count: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM state_history WHERE mower_id = ANY($1) \
+         AND (observed_at < $2 OR observed_at >= $3)",
+    )
+    .bind(&ids)
+    .bind(plan.start)
+    .bind(plan.start + Duration::seconds(ticks))
+    .fetch_one(pool)
+    .await?;
+    Ok(count as usize)
+}
+
 /// Waits until PostgreSQL holds `expected` history rows of the plan's mowers, printing progress
 /// every `report_every` when given. Fails after `timeout` without progress.
 pub async fn wait_stored(

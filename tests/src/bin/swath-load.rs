@@ -9,7 +9,8 @@
 //!
 //! Steps: migrate the database (as the service does at start-up) and seed the plan's account,
 //! site and mowers through the PostgreSQL directory (fixed ids from the seed; existing ones are
-//! kept); publish the states on `telemetry.mower.<id>` with de-duplication ids (`--rate`
+//! kept), and with `--verify` refuse a database where those mowers hold rows of another run;
+//! publish the states on `telemetry.mower.<id>` with de-duplication ids (`--rate`
 //! states/s, or `max`); with `--verify`, wait until the store holds them all, export the
 //! mowers' rows and compare them with the same states stored one at a time through `Ingest` on a
 //! memory store: history, positions, latest, health and day totals. Exit status 1 on any
@@ -22,7 +23,7 @@ use std::time::Duration;
 use swath_application::ports::TelemetryStore;
 use swath_nats::{NatsBus, NatsBusSettings};
 use swath_postgres::PostgresStore;
-use swath_tests::load::{compare, summary, wait_stored, Checked, Plan};
+use swath_tests::load::{compare, rows_outside, summary, wait_stored, Checked, Plan};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -120,6 +121,16 @@ async fn run(args: Args) -> anyhow::Result<()> {
         .await
         .context("connecting to the database")?;
     plan.seed_directory(&store).await?;
+    if args.verify {
+        let foreign = rows_outside(store.pool(), &plan).await?;
+        anyhow::ensure!(
+            foreign == 0,
+            "the plan's mowers already hold {foreign} history rows outside its states' instants \
+             (an earlier run of seed {} on another day?): verification compares every row of \
+             its mowers, so verify against a fresh database or with another --seed",
+            plan.seed
+        );
+    }
     println!(
         "Plan: seed {}, account {}, {} mowers, {} states from {}.",
         plan.seed,
