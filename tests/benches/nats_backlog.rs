@@ -1,11 +1,14 @@
 //! Draining a JetStream backlog by partition, nats-server alone (no Swath, no database): the
-//! drain rate and nats-server's CPU per message for two stream layouts, at several backlog
+//! drain rate and nats-server's CPU per message for the stream layouts, at several backlog
 //! sizes, side by side in one run (issue 34: "the cost grows with the work").
 //!
 //! - `interleaved`: Swath's layout. One stream whose subject transform spreads `bl.mower.<id>`
 //!   over `bl.p.<N>.mower.<id>` (`partition(8,1)`, as `swath-nats` provisions it); one pull
 //!   consumer per partition, filtering `bl.p.<N>.mower.*`. The partitions are interleaved in
 //!   every message block.
+//! - `interleaved-4mib`: the same with 4 MiB message blocks instead of 8 MiB (a per-subject limit
+//!   no mower reaches: nats-server then sizes the blocks for a key-value stream), so that a
+//!   filtered consumer loads half as much to read what one block holds of its partition.
 //! - `per-partition`: one stream per partition, each capturing `bl.p.<N>.mower.*` (the publisher
 //!   names the partition here, as a server-side account mapping would); one consumer per stream,
 //!   no filter. Each consumer reads its stream's blocks from end to end.
@@ -40,6 +43,8 @@ const PARTITIONS: u32 = 8;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Layout {
     Interleaved,
+    /// [`Layout::Interleaved`] with 4 MiB message blocks instead of 8 MiB.
+    InterleavedSmallBlocks,
     PerPartition,
 }
 
@@ -47,6 +52,7 @@ impl Layout {
     fn name(self) -> &'static str {
         match self {
             Layout::Interleaved => "interleaved",
+            Layout::InterleavedSmallBlocks => "interleaved-4mib",
             Layout::PerPartition => "per-partition",
         }
     }
@@ -86,6 +92,7 @@ fn args() -> Args {
                     .split(',')
                     .filter_map(|v| match v {
                         "interleaved" => Some(Layout::Interleaved),
+                        "interleaved-4mib" => Some(Layout::InterleavedSmallBlocks),
                         "per-partition" => Some(Layout::PerPartition),
                         _ => None,
                     })
@@ -118,7 +125,15 @@ struct Figures {
 async fn provision(js: &jetstream::Context, layout: Layout) -> Vec<PullConsumer> {
     let mut consumers = Vec::new();
     match layout {
-        Layout::Interleaved => {
+        Layout::Interleaved | Layout::InterleavedSmallBlocks => {
+            // nats-server sizes the blocks of a stream without limits at 8 MiB, and at 4 MiB
+            // when the stream has a per-subject limit: one that no mower reaches gives the
+            // smaller blocks and nothing else.
+            let per_subject = if layout == Layout::InterleavedSmallBlocks {
+                i64::MAX
+            } else {
+                0
+            };
             let stream = js
                 .create_stream(stream::Config {
                     name: "BL".into(),
@@ -130,6 +145,7 @@ async fn provision(js: &jetstream::Context, layout: Layout) -> Vec<PullConsumer>
                         ),
                     }),
                     storage: stream::StorageType::File,
+                    max_messages_per_subject: per_subject,
                     ..Default::default()
                 })
                 .await
@@ -183,7 +199,9 @@ async fn publish(js: &jetstream::Context, layout: Layout, backlog: usize, mowers
     for i in 0..backlog {
         let mower = i % mowers;
         let subject = match layout {
-            Layout::Interleaved => format!("bl.mower.{mower:08}"),
+            Layout::Interleaved | Layout::InterleavedSmallBlocks => {
+                format!("bl.mower.{mower:08}")
+            }
             Layout::PerPartition => {
                 format!("bl.p.{}.mower.{mower:08}", mower as u32 % PARTITIONS)
             }
