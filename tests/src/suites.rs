@@ -72,6 +72,7 @@ macro_rules! contract_suite {
             import_stores_what_live_ingest_stores,
             import_backfill_counts_in_the_totals,
             late_states_with_far_neighbours_merge_as_in_time_order,
+            runs_of_late_states_over_stored_ones_merge_as_in_time_order,
             reads_say_where_the_kept_rows_begin,
         );
     };

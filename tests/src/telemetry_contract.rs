@@ -669,6 +669,63 @@ pub async fn late_states_with_far_neighbours_merge_as_in_time_order(factory: &dy
     );
 }
 
+/// Runs of late states laid over stored ones end with the rows of the same states stored in time
+/// order, one at a time. A store may read the stored rows between a mower's oldest and newest late
+/// state as one range and bound how many it reads (PostgreSQL does, decision 171): here mower 0's
+/// three late states span 60 stored states, far more than the bound, so the newest late state's
+/// neighbours lie beyond what the range read; mower 1's late states interleave with its stored
+/// ones, and mower 2's run lies before all of its stored states (a backfill next to a stored day).
+pub async fn runs_of_late_states_over_stored_ones_merge_as_in_time_order(
+    factory: &dyn StoreFactory,
+) {
+    use Activity::{Charging, Error, Mowing};
+    let late = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    let ordered = Harness::new(factory, DEFAULT_THRESHOLD).await;
+    // Activities change along the way, so that which neighbours a merge finds decides the counts.
+    let activity = |seconds: i64| match seconds % 9 {
+        0 => Charging,
+        4 => Error,
+        _ => Mowing,
+    };
+    let mut stored: Vec<(usize, i64)> = (0..=60).map(|i| (0, 2 * i)).collect();
+    stored.extend((0..20).map(|i| (1, 10 * i)));
+    stored.extend((0..30).map(|i| (2, 600 + i)));
+    let arriving: Vec<(usize, i64)> = [(0, 1), (0, 3), (0, 119)]
+        .into_iter()
+        .chain((0..19).map(|i| (1, 10 * i + 5)))
+        .chain((0..30).map(|i| (2, 300 + 2 * i)))
+        .collect();
+    let report_of =
+        |(mower, seconds): (usize, i64)| report(&late.fleet, mower, seconds, activity(seconds));
+
+    let first: Vec<Value> = stored.iter().map(|s| report_of(*s)).collect();
+    assert!(late
+        .ingest(&first)
+        .await
+        .iter()
+        .all(|o| *o == StateOutcome::Stored));
+    let second: Vec<Value> = arriving.iter().map(|s| report_of(*s)).collect();
+    let outcomes = late.ingest(&second).await;
+    assert!(
+        outcomes.iter().all(|o| *o == StateOutcome::Stored),
+        "{outcomes:?}"
+    );
+
+    let mut all = stored.clone();
+    all.extend(&arriving);
+    all.sort_by_key(|(mower, seconds)| (*seconds, *mower));
+    for state in all {
+        ordered.ingest(&[report_of(state)]).await;
+    }
+    let (got, want) = (late.rows().await, ordered.rows().await);
+    assert_eq!(got.history.len(), stored.len() + arriving.len());
+    assert_eq!(got.history, want.history, "history differs");
+    assert_eq!(got.positions, want.positions, "positions differ");
+    assert_eq!(got.latest, want.latest, "latest rows differ");
+    assert_eq!(got.health, want.health, "health totals differ");
+    assert_eq!(got.days, want.days, "day rows differ");
+}
+
 /// The history and track reads say where the kept rows begin once the store's bound on rows per
 /// mower removed older ones (`WindowRows::oldest_kept`), per table, on every page whatever the
 /// window; and `None` while the bound removed nothing. The bound is the factory's

@@ -230,13 +230,36 @@ mod on_postgres {
         );
         let in_order = record(vec![state(account, mowers[0], 500)]).await.unwrap();
         assert_eq!(in_order, vec![StateOutcome::Stored]);
+        let s6 = store.counters().statements();
+        assert_eq!(s6 - s5, 2, "no neighbours read without late states");
+        // A mower's late states are read as one range of its stored rows, bounded by the number
+        // of late states (decision 171). Mower 3 holds 13, 17, 21, ... 73: one stored row lies
+        // between 14 and 20; then fifteen between 15 and 72 (20 among them), more than the bound
+        // for two late states, so the newest one's neighbours are read again without the range.
+        let interleaved = record(vec![
+            state(account, mowers[3], 14),
+            state(account, mowers[3], 20),
+        ])
+        .await
+        .unwrap();
+        let s7 = store.counters().statements();
+        let spread = record(vec![
+            state(account, mowers[3], 15),
+            state(account, mowers[3], 72),
+        ])
+        .await
+        .unwrap();
+        assert!(interleaved
+            .iter()
+            .chain(&spread)
+            .all(|o| *o == StateOutcome::Stored));
         assert_eq!(
-            store.counters().statements() - s5,
-            2,
-            "no neighbours read without late states"
+            (s7 - s6, store.counters().statements() - s7),
+            (3, 4),
+            "a range read whole; a range cut by its bound, and the rest read anywhere"
         );
         let rows = store.export(&mowers).await.unwrap();
-        assert_eq!(rows.history.len(), 66 + 2 + 64 + 1 + 1);
+        assert_eq!(rows.history.len(), 66 + 2 + 64 + 1 + 1 + 4);
         assert_eq!(rows.latest.len(), 8);
     }
 

@@ -35,29 +35,47 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at";
 
-/// [`READ_NEIGHBOURS`] within `[$3, $4]`: every probe and position bounded by the batch's window
-/// ([`NEAR`] around its late states). Sent unprepared, so that PostgreSQL plans it with the
-/// bounds' values and keeps only the partitions the window touches (a prepared, generic plan
-/// would open them all, which costs more than the probes). A probe that finds nothing within the
-/// window proves nothing about the rows beyond it: those late states go to [`READ_NEIGHBOURS`].
+/// The neighbours of each mower's late states within `[$5, $6]` (the batch's window, [`NEAR`]
+/// around its late states), read as one range per mower rather than two probes per late state:
+/// for each `(mower, lo, hi, cap)` of `$1..$4` (the mower's oldest and newest late instants), the
+/// newest stored row at or before `lo` (part 0), the stored rows in `(lo, hi]` oldest first, at
+/// most `cap` of them (part 1, skipped when `lo = hi`), and the oldest stored row after `hi`
+/// (part 2). A backfill's run of late states next to stored days costs three probes per mower
+/// instead of two per state. Sent unprepared, so that PostgreSQL plans it with the bounds' values
+/// and keeps only the partitions the window touches (a prepared, generic plan would open them
+/// all, which costs more than the probes). What it cannot prove (nothing found on a side within
+/// the window, or a range cut by `cap`) goes to [`READ_NEIGHBOURS`].
 pub(super) const READ_NEAR_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, \
-    n.mower_id, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
+    n.mower_id, n.part, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
     FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
     AS history_floor, (SELECT done_until FROM retention_progress \
     WHERE name = 'positions_floor') AS positions_floor) f \
-    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
-    FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
-    CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
-    WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
-    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    LEFT JOIN (SELECT l.mower_id, s.part, s.observed_at, s.activity, s.blade_on \
+    FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int8[]) \
+    AS l(mower_id, lo, hi, cap) \
+    CROSS JOIN LATERAL ((SELECT 0 AS part, h.observed_at, h.activity, h.blade_on \
+    FROM state_history h WHERE h.mower_id = l.mower_id AND h.observed_at <= l.lo \
+    AND h.observed_at >= $5 AND h.observed_at <= $6 \
     ORDER BY h.observed_at DESC LIMIT 1) UNION ALL \
-    (SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
-    WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
-    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    (SELECT 1, h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE l.lo < l.hi AND h.mower_id = l.mower_id AND h.observed_at > l.lo \
+    AND h.observed_at <= l.hi AND h.observed_at >= $5 AND h.observed_at <= $6 \
+    ORDER BY h.observed_at LIMIT l.cap) UNION ALL \
+    (SELECT 2, h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at > l.hi \
+    AND h.observed_at >= $5 AND h.observed_at <= $6 \
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN LATERAL (SELECT p.lat, p.lon FROM positions p WHERE p.mower_id = n.mower_id \
-    AND p.observed_at = n.observed_at AND p.observed_at >= $3 AND p.observed_at <= $4 LIMIT 1) p \
+    AND p.observed_at = n.observed_at AND p.observed_at >= $5 AND p.observed_at <= $6 LIMIT 1) p \
     ON true";
+
+/// How many stored rows between a mower's oldest and newest late state [`READ_NEAR_NEIGHBOURS`]
+/// reads, for `late` late states of the mower: enough for late states interleaved with stored
+/// ones (a replica overtaken), bounded for a run of late states spread over a stored stretch,
+/// whose rest then goes to the per-state probes.
+fn range_cap(late: usize) -> i64 {
+    i64::try_from(late).map_or(i64::MAX, |n| n.saturating_mul(2).saturating_add(8))
+}
 
 /// How far before its first and after its last late state a batch looks for neighbours first.
 /// Wide enough that a fleet's late states (a gateway's buffer, a replica overtaken, a backfill
@@ -124,25 +142,92 @@ pub(super) struct PostgresBatch {
 }
 
 impl PostgresBatch {
-    /// One neighbours statement: [`READ_NEAR_NEIGHBOURS`] (unprepared) within a window, or
-    /// [`READ_NEIGHBOURS`] without one.
-    async fn read(
+    /// [`READ_NEAR_NEIGHBOURS`] within `window`: one range per mower.
+    async fn read_near(
         &mut self,
         late: &[(MowerId, DateTime<Utc>)],
-        window: Option<(DateTime<Utc>, DateTime<Utc>)>,
+        (from, until): (DateTime<Utc>, DateTime<Utc>),
     ) -> Result<Neighbours, StoreError> {
-        let sql = match window {
-            Some(_) => READ_NEAR_NEIGHBOURS,
-            None => READ_NEIGHBOURS,
-        };
-        let mut query = sqlx::query(sql)
-            .bind(late.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
-            .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>());
-        if let Some((from, until)) = window {
-            query = query.bind(from).bind(until).persistent(false);
+        let mut ranges: BTreeMap<MowerId, (DateTime<Utc>, DateTime<Utc>, usize)> = BTreeMap::new();
+        for (mower, at) in late {
+            ranges
+                .entry(*mower)
+                .and_modify(|(lo, hi, n)| {
+                    *lo = (*lo).min(*at);
+                    *hi = (*hi).max(*at);
+                    *n += 1;
+                })
+                .or_insert((*at, *at, 1));
         }
-        let rows = query.fetch_all(&mut *self.tx).await.map_err(unavailable)?;
+        let caps: Vec<i64> = ranges.values().map(|(_, _, n)| range_cap(*n)).collect();
+        let rows = sqlx::query(READ_NEAR_NEIGHBOURS)
+            .bind(ranges.keys().map(|m| m.0).collect::<Vec<_>>())
+            .bind(ranges.values().map(|(lo, _, _)| *lo).collect::<Vec<_>>())
+            .bind(ranges.values().map(|(_, hi, _)| *hi).collect::<Vec<_>>())
+            .bind(&caps)
+            .bind(from)
+            .bind(until)
+            .persistent(false)
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(unavailable)?;
         self.store.counters().statement();
+        let mut found = Neighbours::from_rows(&rows, late)?;
+        // A range that filled its cap is known only up to its last row.
+        let mut in_range: BTreeMap<MowerId, (usize, DateTime<Utc>)> = BTreeMap::new();
+        for row in &rows {
+            if row.try_get::<Option<i32>, _>("part").map_err(corrupt)? != Some(1) {
+                continue;
+            }
+            let mower = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+            let at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
+            let seen = in_range.entry(mower).or_insert((0, at));
+            seen.0 += 1;
+            seen.1 = seen.1.max(at);
+        }
+        for ((mower, _), cap) in ranges.iter().zip(&caps) {
+            if let Some((n, last)) = in_range.get(mower) {
+                if i64::try_from(*n).unwrap_or(i64::MAX) >= *cap {
+                    found.known_until.insert(*mower, *last);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// [`READ_NEIGHBOURS`]: two probes per late state, unbounded.
+    async fn read_far(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>)],
+    ) -> Result<Neighbours, StoreError> {
+        let rows = sqlx::query(READ_NEIGHBOURS)
+            .bind(late.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
+            .bind(late.iter().map(|(_, at)| *at).collect::<Vec<_>>())
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(unavailable)?;
+        self.store.counters().statement();
+        Neighbours::from_rows(&rows, late)
+    }
+}
+
+/// What one neighbours statement read: retention's floors and the stored states it found.
+struct Neighbours {
+    history_floor: Option<DateTime<Utc>>,
+    positions_floor: Option<DateTime<Utc>>,
+    /// The mowers it was asked about (the floors apply to them).
+    mowers: Vec<MowerId>,
+    states: Vec<(MowerId, StoredState)>,
+    /// Mowers whose stored rows between their late states were read only up to this instant
+    /// (the range's cap was reached).
+    known_until: BTreeMap<MowerId, DateTime<Utc>>,
+}
+
+impl Neighbours {
+    fn from_rows(
+        rows: &[sqlx::postgres::PgRow],
+        late: &[(MowerId, DateTime<Utc>)],
+    ) -> Result<Self, StoreError> {
         let floor = |name: &str| -> Result<Option<DateTime<Utc>>, StoreError> {
             match rows.first() {
                 Some(row) => row.try_get(name).map_err(corrupt),
@@ -154,8 +239,9 @@ impl PostgresBatch {
             positions_floor: floor("positions_floor")?,
             mowers: late.iter().map(|(m, _)| *m).collect(),
             states: Vec::with_capacity(rows.len()),
+            known_until: BTreeMap::new(),
         };
-        for row in &rows {
+        for row in rows {
             let Some(mower) = row
                 .try_get::<Option<Uuid>, _>("mower_id")
                 .map_err(corrupt)?
@@ -176,23 +262,13 @@ impl PostgresBatch {
         }
         Ok(found)
     }
-}
 
-/// What one neighbours statement read: retention's floors and the stored states it found.
-struct Neighbours {
-    history_floor: Option<DateTime<Utc>>,
-    positions_floor: Option<DateTime<Utc>>,
-    /// The mowers it was asked about (the floors apply to them).
-    mowers: Vec<MowerId>,
-    states: Vec<(MowerId, StoredState)>,
-}
-
-impl Neighbours {
     /// For each mower, whether a stored state at or before each of `late`, and one after it,
-    /// were found: the late states left without one. Every probe of a statement has the same
-    /// bounds, so a state found by another late state's probe lies within them too: finding any
-    /// on a side means the nearest one on that side was found. So a mower's oldest and newest
-    /// found states decide for all its late states.
+    /// were found: the late states left without one. Every row of a statement lies within the
+    /// same bounds, and what lies between a mower's oldest and newest late state was read whole
+    /// (up to `known_until` when the range was cut), so finding any state on a side means the
+    /// nearest one on that side was found: a mower's oldest and newest found states decide for
+    /// all its late states below the cut.
     fn unresolved(&self, late: &[(MowerId, DateTime<Utc>)]) -> Vec<(MowerId, DateTime<Utc>)> {
         let mut spans: BTreeMap<MowerId, (DateTime<Utc>, DateTime<Utc>)> = BTreeMap::new();
         for (mower, state) in &self.states {
@@ -207,9 +283,11 @@ impl Neighbours {
         }
         late.iter()
             .filter(|(mower, at)| {
-                !spans
+                let found = spans
                     .get(mower)
-                    .is_some_and(|(oldest, newest)| oldest <= at && newest > at)
+                    .is_some_and(|(oldest, newest)| oldest <= at && newest > at);
+                let below_cut = self.known_until.get(mower).is_none_or(|cut| at < cut);
+                !(found && below_cut)
             })
             .copied()
             .collect()
@@ -248,12 +326,11 @@ impl TelemetryBatch for PostgresBatch {
         ) else {
             return Ok(());
         };
-        let window = (first - NEAR, last + NEAR);
-        let near = self.read(late, Some(window)).await?;
+        let near = self.read_near(late, (first - NEAR, last + NEAR)).await?;
         let unresolved = near.unresolved(late);
         near.apply(snapshots);
         if !unresolved.is_empty() {
-            self.read(&unresolved, None).await?.apply(snapshots);
+            self.read_far(&unresolved).await?.apply(snapshots);
         }
         Ok(())
     }
