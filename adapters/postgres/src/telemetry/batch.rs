@@ -35,6 +35,32 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at";
 
+/// [`READ_NEIGHBOURS`] within `[$3, $4]`: every probe and position bounded by the batch's window
+/// ([`NEAR`] around its late states); the near read of a batch whose mowers have one late state
+/// each, where a probe per state is a probe per mower and [`READ_NEAR_NEIGHBOURS`]' range part
+/// would only cost its planning. Sent unprepared, so that PostgreSQL plans it with the
+/// bounds' values and keeps only the partitions the window touches (a prepared, generic plan
+/// would open them all, which costs more than the probes). A probe that finds nothing within the
+/// window proves nothing about the rows beyond it: those late states go to [`READ_NEIGHBOURS`].
+pub(super) const READ_NEAR_PROBES: &str = "SELECT f.history_floor, f.positions_floor, \
+    n.mower_id, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
+    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
+    AS history_floor, (SELECT done_until FROM retention_progress \
+    WHERE name = 'positions_floor') AS positions_floor) f \
+    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
+    FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
+    CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
+    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    ORDER BY h.observed_at DESC LIMIT 1) UNION ALL \
+    (SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
+    WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
+    AND h.observed_at >= $3 AND h.observed_at <= $4 \
+    ORDER BY h.observed_at LIMIT 1)) s) n ON true \
+    LEFT JOIN LATERAL (SELECT p.lat, p.lon FROM positions p WHERE p.mower_id = n.mower_id \
+    AND p.observed_at = n.observed_at AND p.observed_at >= $3 AND p.observed_at <= $4 LIMIT 1) p \
+    ON true";
+
 /// The neighbours of each mower's late states within `[$5, $6]` (the batch's window, [`NEAR`]
 /// around its late states), read as one range per mower rather than two probes per late state:
 /// for each `(mower, lo, hi, cap)` of `$1..$4` (the mower's oldest and newest late instants), the
@@ -142,7 +168,8 @@ pub(super) struct PostgresBatch {
 }
 
 impl PostgresBatch {
-    /// [`READ_NEAR_NEIGHBOURS`] within `window`: one range per mower.
+    /// The near read within `window`: [`READ_NEAR_NEIGHBOURS`], one range per mower, or
+    /// [`READ_NEAR_PROBES`] when no mower has more than one late state.
     async fn read_near(
         &mut self,
         late: &[(MowerId, DateTime<Utc>)],
@@ -160,11 +187,19 @@ impl PostgresBatch {
                 .or_insert((*at, *at, 1));
         }
         let caps: Vec<i64> = ranges.values().map(|(_, _, n)| range_cap(*n)).collect();
-        let rows = sqlx::query(READ_NEAR_NEIGHBOURS)
-            .bind(ranges.keys().map(|m| m.0).collect::<Vec<_>>())
-            .bind(ranges.values().map(|(lo, _, _)| *lo).collect::<Vec<_>>())
-            .bind(ranges.values().map(|(_, hi, _)| *hi).collect::<Vec<_>>())
-            .bind(&caps)
+        let ranged = ranges.values().any(|(lo, hi, _)| lo < hi);
+        let query = if ranged {
+            sqlx::query(READ_NEAR_NEIGHBOURS)
+                .bind(ranges.keys().map(|m| m.0).collect::<Vec<_>>())
+                .bind(ranges.values().map(|(lo, _, _)| *lo).collect::<Vec<_>>())
+                .bind(ranges.values().map(|(_, hi, _)| *hi).collect::<Vec<_>>())
+                .bind(&caps)
+        } else {
+            sqlx::query(READ_NEAR_PROBES)
+                .bind(ranges.keys().map(|m| m.0).collect::<Vec<_>>())
+                .bind(ranges.values().map(|(lo, _, _)| *lo).collect::<Vec<_>>())
+        };
+        let rows = query
             .bind(from)
             .bind(until)
             .persistent(false)
@@ -173,22 +208,24 @@ impl PostgresBatch {
             .map_err(unavailable)?;
         self.store.counters().statement();
         let mut found = Neighbours::from_rows(&rows, late)?;
-        // A range that filled its cap is known only up to its last row.
-        let mut in_range: BTreeMap<MowerId, (usize, DateTime<Utc>)> = BTreeMap::new();
-        for row in &rows {
-            if row.try_get::<Option<i32>, _>("part").map_err(corrupt)? != Some(1) {
-                continue;
+        if ranged {
+            // A range that filled its cap is known only up to its last row.
+            let mut in_range: BTreeMap<MowerId, (usize, DateTime<Utc>)> = BTreeMap::new();
+            for row in &rows {
+                if row.try_get::<Option<i32>, _>("part").map_err(corrupt)? != Some(1) {
+                    continue;
+                }
+                let mower = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+                let at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
+                let seen = in_range.entry(mower).or_insert((0, at));
+                seen.0 += 1;
+                seen.1 = seen.1.max(at);
             }
-            let mower = MowerId(row.try_get("mower_id").map_err(corrupt)?);
-            let at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
-            let seen = in_range.entry(mower).or_insert((0, at));
-            seen.0 += 1;
-            seen.1 = seen.1.max(at);
-        }
-        for ((mower, _), cap) in ranges.iter().zip(&caps) {
-            if let Some((n, last)) = in_range.get(mower) {
-                if i64::try_from(*n).unwrap_or(i64::MAX) >= *cap {
-                    found.known_until.insert(*mower, *last);
+            for ((mower, _), cap) in ranges.iter().zip(&caps) {
+                if let Some((n, last)) = in_range.get(mower) {
+                    if i64::try_from(*n).unwrap_or(i64::MAX) >= *cap {
+                        found.known_until.insert(*mower, *last);
+                    }
                 }
             }
         }
