@@ -125,11 +125,7 @@ pub async fn any_order_equals_time_order(
         ordered.ingest(std::slice::from_ref(report)).await;
     }
     let (got, want) = (shuffled.rows().await, ordered.rows().await);
-    assert_eq!(got.history, want.history, "history differs");
-    assert_eq!(got.positions, want.positions, "positions differ");
-    assert_eq!(got.latest, want.latest, "latest rows differ");
-    assert_eq!(got.health, want.health, "health totals differ");
-    assert_eq!(got.days, want.days, "day rows differ");
+    assert_same_rows(&got, &want);
     assert!(
         shuffled.bus.published().is_empty(),
         "no blade_due below the default threshold"
@@ -157,6 +153,24 @@ pub async fn stores_agree(
         a.rows().await,
         b.rows().await,
         "rows differ between the stores"
+    );
+}
+
+/// The same rows in both, table by table, so that a failure names the table.
+fn assert_same_rows(got: &TelemetryRows, want: &TelemetryRows) {
+    assert_eq!(got.history, want.history, "history differs");
+    assert_eq!(got.positions, want.positions, "positions differ");
+    assert_eq!(got.latest, want.latest, "latest rows differ");
+    assert_eq!(got.health, want.health, "health totals differ");
+    assert_eq!(got.days, want.days, "day rows differ");
+}
+
+/// Ingests one batch whose every state must be stored.
+async fn ingest_all_stored(h: &Harness, reports: &[Value]) {
+    let outcomes = h.ingest(reports).await;
+    assert!(
+        outcomes.iter().all(|o| *o == StateOutcome::Stored),
+        "{outcomes:?}"
     );
 }
 
@@ -631,18 +645,10 @@ pub async fn late_states_with_far_neighbours_merge_as_in_time_order(factory: &dy
         r
     };
     let first: Vec<Value> = stored.iter().map(|s| report_of(*s)).collect();
-    assert!(late
-        .ingest(&first)
-        .await
-        .iter()
-        .all(|o| *o == StateOutcome::Stored));
+    ingest_all_stored(&late, &first).await;
     for batch in arriving {
         let reports: Vec<Value> = batch.iter().map(|s| report_of(*s)).collect();
-        let outcomes = late.ingest(&reports).await;
-        assert!(
-            outcomes.iter().all(|o| *o == StateOutcome::Stored),
-            "{outcomes:?}"
-        );
+        ingest_all_stored(&late, &reports).await;
     }
 
     let mut all: Vec<(usize, i64, Activity)> = stored.to_vec();
@@ -652,11 +658,7 @@ pub async fn late_states_with_far_neighbours_merge_as_in_time_order(factory: &dy
         ordered.ingest(&[report_of(state)]).await;
     }
     let (got, want) = (late.rows().await, ordered.rows().await);
-    assert_eq!(got.history, want.history, "history differs");
-    assert_eq!(got.positions, want.positions, "positions differ");
-    assert_eq!(got.latest, want.latest, "latest rows differ");
-    assert_eq!(got.health, want.health, "health totals differ");
-    assert_eq!(got.days, want.days, "day rows differ");
+    assert_same_rows(&got, &want);
     let mower_0 = late
         .store
         .health(late.fleet.mowers[0])
@@ -699,17 +701,9 @@ pub async fn runs_of_late_states_over_stored_ones_merge_as_in_time_order(
         |(mower, seconds): (usize, i64)| report(&late.fleet, mower, seconds, activity(seconds));
 
     let first: Vec<Value> = stored.iter().map(|s| report_of(*s)).collect();
-    assert!(late
-        .ingest(&first)
-        .await
-        .iter()
-        .all(|o| *o == StateOutcome::Stored));
+    ingest_all_stored(&late, &first).await;
     let second: Vec<Value> = arriving.iter().map(|s| report_of(*s)).collect();
-    let outcomes = late.ingest(&second).await;
-    assert!(
-        outcomes.iter().all(|o| *o == StateOutcome::Stored),
-        "{outcomes:?}"
-    );
+    ingest_all_stored(&late, &second).await;
 
     let mut all = stored.clone();
     all.extend(&arriving);
@@ -719,11 +713,7 @@ pub async fn runs_of_late_states_over_stored_ones_merge_as_in_time_order(
     }
     let (got, want) = (late.rows().await, ordered.rows().await);
     assert_eq!(got.history.len(), stored.len() + arriving.len());
-    assert_eq!(got.history, want.history, "history differs");
-    assert_eq!(got.positions, want.positions, "positions differ");
-    assert_eq!(got.latest, want.latest, "latest rows differ");
-    assert_eq!(got.health, want.health, "health totals differ");
-    assert_eq!(got.days, want.days, "day rows differ");
+    assert_same_rows(&got, &want);
 }
 
 /// The history and track reads say where the kept rows begin once the store's bound on rows per
