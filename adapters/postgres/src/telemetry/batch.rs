@@ -17,9 +17,10 @@ use uuid::Uuid;
 /// floors (always one row, even when nothing is found). Each probe walks the primary key
 /// `(mower_id, observed_at)` of the partitions backwards or forwards and stops at the first row.
 ///
-/// Used for the late states that [`READ_NEAR_NEIGHBOURS`] left without a neighbour: its plan
-/// holds every monthly partition (the late instants are only known row by row, so none is pruned
-/// when the plan is made), and opening them all is what this statement costs.
+/// Used for the late states that the near read ([`READ_NEAR_PROBES`], [`READ_NEAR_NEIGHBOURS`])
+/// could not settle: its plan holds every monthly partition (the late instants are only known
+/// row by row, so none is pruned when the plan is made), and opening them all is what this
+/// statement costs.
 pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, n.mower_id, \
     n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
     FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
