@@ -2,13 +2,14 @@
 //!
 //! Per batch: `BEGIN`; one statement reading the directory entry and the health row of every mower
 //! of the batch, locked in mower id order; for a batch with late states, one statement reading
-//! their stored neighbours within a window around them
-//! ([`READ_NEAR_NEIGHBOURS`](batch::READ_NEAR_NEIGHBOURS)), and one more for those whose
+//! their stored neighbours within a window around them (two probes per late state,
+//! [`READ_NEAR_PROBES`](batch::READ_NEAR_PROBES), or one range per mower when a mower has several,
+//! [`READ_NEAR_NEIGHBOURS`](batch::READ_NEAR_NEIGHBOURS)), and one more for those whose
 //! neighbours lie beyond it ([`READ_NEIGHBOURS`](batch::READ_NEIGHBOURS)); then one statement
 //! writing every table (one sub-statement per table, see [`WRITE_BATCH`](batch::WRITE_BATCH)).
 //! Each is a constant text with array parameters (`UNNEST`), so that the count of statements does
 //! not depend on the batch; sqlx prepares each once per connection, except the windowed read,
-//! which is planned with its window's values (decision 168).
+//! which is planned with its window's values (decisions 168 and 171).
 //!
 //! Why the lock is on `health_totals` and not on `mowers`: in READ COMMITTED, a statement that
 //! waits for a row lock re-reads the *locked* row once the lock is granted, but the rows it joins
