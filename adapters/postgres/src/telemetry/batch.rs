@@ -211,7 +211,7 @@ impl PostgresBatch {
         let mut found = Neighbours::from_rows(&rows, late)?;
         if ranged {
             // A range that filled its cap is known only up to its last row.
-            let mut in_range: BTreeMap<MowerId, (usize, DateTime<Utc>)> = BTreeMap::new();
+            let mut in_range: BTreeMap<MowerId, (i64, DateTime<Utc>)> = BTreeMap::new();
             for row in &rows {
                 if row.try_get::<Option<i32>, _>("part").map_err(corrupt)? != Some(1) {
                     continue;
@@ -224,7 +224,7 @@ impl PostgresBatch {
             }
             for ((mower, _), cap) in ranges.iter().zip(&caps) {
                 if let Some((n, last)) = in_range.get(mower) {
-                    if i64::try_from(*n).unwrap_or(i64::MAX) >= *cap {
+                    if n >= cap {
                         found.known_until.insert(*mower, *last);
                     }
                 }
