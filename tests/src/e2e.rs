@@ -150,13 +150,7 @@ impl NatsServer {
 
     fn launch(&mut self) -> anyhow::Result<()> {
         let log = std::fs::File::create(self.dir.path().join("nats.log"))?;
-        let mut command = Command::new(nats_server_binary());
-        // EXPERIMENT (issue 34, item 2): a configuration file, for the server mapping that feeds
-        // one stream per partition.
-        if let Some(config) = std::env::var_os("SWATH_TEST_NATS_CONFIG") {
-            command.arg("-c").arg(config);
-        }
-        let child = command
+        let child = Command::new(nats_server_binary())
             .args([
                 "-a",
                 "127.0.0.1",

@@ -166,15 +166,7 @@ impl NatsBus {
         let started = std::time::Instant::now();
         for spec in &settings.streams {
             loop {
-                let provisioned = match provision::provision_stream(&js, spec, settings.replicas)
-                    .await
-                {
-                    Ok(()) => {
-                        provision::provision_partition_streams(&js, spec, settings.replicas).await
-                    }
-                    Err(e) => Err(e),
-                };
-                match provisioned {
+                match provision::provision_stream(&js, spec, settings.replicas).await {
                     Ok(()) => break,
                     Err(BusError::Unavailable(why)) if started.elapsed() < STARTUP_PATIENCE => {
                         tracing::warn!(stream = %spec.name, why = %chain(&*why), "JetStream is not answering yet; retrying.");
@@ -433,33 +425,9 @@ impl NatsBus {
             Some(partitioning) => provision::live_filter(&partitioning, subject)?,
             None => None,
         };
-        let mut sources = vec![(stream, stored.clone().unwrap_or_else(|| subject.to_owned()))];
-        if let (Some(filter), true) = (&stored, provision::partition_streams()) {
-            // EXPERIMENT: the partitions' streams hold the states; `a.p.<N|*>.b.<key|*>`.
-            let base = sources[0].0.cached_info().config.name.clone();
-            let token = filter.split('.').nth(2).unwrap_or("*").to_owned();
-            let partitioning = self
-                .partitioning_of(&sources[0].0)?
-                .ok_or_else(|| BusError::Refused(format!("stream {base} is not partitioned")))?;
-            let wanted: Vec<u32> = match token.parse::<u32>() {
-                Ok(n) => vec![n],
-                Err(_) => (0..partitioning.partitions()).collect(),
-            };
-            sources.clear();
-            for n in wanted {
-                let name = provision::partition_stream_name(&base, n);
-                let stream = self
-                    .inner
-                    .js
-                    .get_stream(&name)
-                    .await
-                    .map_err(|e| provision::unavailable("looking up stream", &name, e))?;
-                let one = filter.replacen(&format!(".p.{token}."), &format!(".p.{n}."), 1);
-                sources.push((stream, one));
-            }
-        }
         live::subscribe(
-            sources,
+            &stream,
+            stored.as_deref().unwrap_or(subject),
             stored.is_some(),
             settings.live_buffer,
             settings.idle_heartbeat,

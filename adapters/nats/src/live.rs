@@ -31,32 +31,12 @@ impl Drop for AbortOnDrop {
 }
 
 pub(crate) async fn subscribe(
-    sources: Vec<(jetstream::stream::Stream, String)>,
+    stream: &jetstream::stream::Stream,
+    filter: &str,
     partitioned: bool,
     buffer: usize,
     idle_heartbeat: Duration,
 ) -> Result<LiveSubscription, BusError> {
-    let (sender, receiver) = mpsc::channel(buffer.max(1));
-    let mut tasks = Vec::new();
-    for (stream, filter) in sources {
-        tasks.push(AbortOnDrop(
-            forward(&stream, filter, partitioned, idle_heartbeat, sender.clone()).await?,
-        ));
-    }
-    Ok(LiveSubscription {
-        messages: receiver,
-        guard: Some(Box::new(tasks)),
-    })
-}
-
-async fn forward(
-    stream: &jetstream::stream::Stream,
-    filter: String,
-    partitioned: bool,
-    idle_heartbeat: Duration,
-    sender: mpsc::Sender<Message>,
-) -> Result<JoinHandle<()>, BusError> {
-    let filter = filter.as_str();
     let consumer = stream
         .create_consumer(OrderedConfig {
             filter_subject: filter.to_owned(),
@@ -81,6 +61,7 @@ async fn forward(
             e,
         ))
     })?;
+    let (sender, receiver) = mpsc::channel(buffer.max(1));
     let filter = filter.to_owned();
     // async-nats 0.51's ordered stream can return `Pending` after a first missed heartbeat
     // without arming a wake-up, and would then sleep until a message arrives — which, after a
@@ -137,5 +118,8 @@ async fn forward(
         }
         tracing::debug!(%filter, "A live subscription ended.");
     });
-    Ok(task)
+    Ok(LiveSubscription {
+        messages: receiver,
+        guard: Some(Box::new(AbortOnDrop(task))),
+    })
 }

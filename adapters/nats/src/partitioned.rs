@@ -120,19 +120,8 @@ pub(crate) async fn subscribe(
             start,
             Sharing::Pinned { timeout },
         );
-        // EXPERIMENT (`provision::partition_streams`): partition n's consumer on its own stream.
-        let on = match pinned {
-            Pinned::Partitions(_) if provision::partition_streams() => {
-                let name = provision::partition_stream_name(&stream_name, n);
-                bus.js
-                    .get_stream(&name)
-                    .await
-                    .map_err(|e| provision::unavailable("looking up stream", &name, e))?
-            }
-            _ => stream.clone(),
-        };
-        let pull = provision_consumer(&on, wanted.clone()).await?;
-        partitions.push((name, wanted, pull, on));
+        let pull = provision_consumer(&stream, wanted.clone()).await?;
+        partitions.push((name, wanted, pull));
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let replica = bus
@@ -156,18 +145,18 @@ pub(crate) async fn subscribe(
         partitions
             .iter()
             .enumerate()
-            .map(|(n, (_, _, pull, _))| (n as u32, pull.clone()))
+            .map(|(n, (_, _, pull))| (n as u32, pull.clone()))
             .collect(),
         membership.members.clone(),
         stop_rx.clone(),
     ));
     let owned = Arc::new(AtomicUsize::new(0));
-    let make = |name: String, wanted, pull: PullConsumer, on: Stream| {
+    let make = |name: String, wanted, pull: PullConsumer| {
         Worker::new(
             bus.client,
             bus.js,
             bus.settings,
-            on,
+            stream.clone(),
             pull,
             wanted,
             name,
@@ -184,15 +173,15 @@ pub(crate) async fn subscribe(
             StartAt::New,
             Sharing::Shared,
         );
-        let mut worker = make(consumer.to_owned(), wanted, pull, stream.clone());
+        let mut worker = make(consumer.to_owned(), wanted, pull);
         worker.until_drained = true;
         worker
     });
     let workers: Vec<Worker> = partitions
         .into_iter()
         .enumerate()
-        .map(|(n, (name, wanted, pull, on))| {
-            let mut worker = make(name, wanted, pull, on);
+        .map(|(n, (name, wanted, pull))| {
+            let mut worker = make(name, wanted, pull);
             worker.pinning = Some(Pinning {
                 partition: n as u32,
                 partitions: pinned.partitions(),

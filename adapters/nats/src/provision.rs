@@ -81,40 +81,6 @@ pub(crate) fn published_subject(stored: &str) -> String {
     }
 }
 
-/// EXPERIMENT (issue 34, item 2; measured, not a product setting): one stream per partition,
-/// `<stream>-P<N>` on `a.p.<N>.b.*`, fed by a server mapping of the published subjects that the
-/// operator configures (`mappings` in nats-server's configuration). The partitioned stream is
-/// still provisioned, and receives nothing once the mapping is in place.
-pub(crate) fn partition_streams() -> bool {
-    std::env::var_os("SWATH_EXPERIMENT_PARTITION_STREAMS").is_some()
-}
-
-/// The name of partition `n`'s stream in the experiment above.
-pub(crate) fn partition_stream_name(stream: &str, n: u32) -> String {
-    format!("{stream}-P{n}")
-}
-
-/// Provisions the experiment's partition streams of `spec` (nothing unless it is on).
-pub(crate) async fn provision_partition_streams(
-    js: &jetstream::Context,
-    spec: &StreamSpec,
-    replicas: Option<usize>,
-) -> Result<(), BusError> {
-    let Some(partitioning) = spec.partitioning()?.filter(|_| partition_streams()) else {
-        return Ok(());
-    };
-    for n in 0..partitioning.partitions() {
-        let part = StreamSpec {
-            name: partition_stream_name(&spec.name, n),
-            subjects: vec![partition_filter(&partitioning, n)],
-            partitions: None,
-            ..spec.clone()
-        };
-        provision_stream(js, &part, replicas).await?;
-    }
-    Ok(())
-}
-
 /// The oldest NATS server Swath runs on: stream subject transforms (2.10) and priority groups
 /// with pinned clients (2.11).
 pub(crate) const MINIMUM_SERVER: (u64, u64) = (2, 11);
