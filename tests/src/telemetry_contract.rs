@@ -3,9 +3,9 @@
 //! `SWATH_TEST_DATABASE_URL` is set. Scenarios go through the `Ingest` use case, as production
 //! does, so the store is checked together with the rules it must apply.
 //!
-//! Layout: the scenarios of every batch here; those of late states and backfills (states older
-//! than a mower's stored ones) in `late`, re-exported, so that the suites name every scenario as
-//! `telemetry_contract::<scenario>`.
+//! Layout: the scenarios of late states and backfills (states older than a mower's stored ones)
+//! are in `late`, re-exported, so that the suites name every scenario
+//! `telemetry_contract::<scenario>`; the others are here.
 
 use crate::support::{
     first_rows, ingest_json, trace_start, Fleet, RecordingBus, StoreFactory, TestStore,
