@@ -11,6 +11,17 @@ use swath_application::ports::{StoreError, TelemetryBatch};
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use uuid::Uuid;
 
+/// What every neighbour read selects from first: retention's floors, as one row (`f`) that the
+/// probes are joined to, so that the answer has a row even when no neighbour is found. A macro,
+/// so that each read stays one constant text (`concat!`).
+macro_rules! retention_floors {
+    () => {
+        "FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
+        AS history_floor, (SELECT done_until FROM retention_progress \
+        WHERE name = 'positions_floor') AS positions_floor) f "
+    };
+}
+
 /// The batch's late states' neighbours, read after the lock (so from a snapshot that sees every
 /// batch committed before it): for each `(mower, observed_at)` of `$1, $2`, the newest stored
 /// history row at or before it and the oldest after it, each with its position, plus retention's
@@ -21,12 +32,11 @@ use uuid::Uuid;
 /// could not settle: its plan holds every monthly partition (the late instants are only known
 /// row by row, so none is pruned when the plan is made), and opening them all is what this
 /// statement costs.
-pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, n.mower_id, \
-    n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
-    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
-    AS history_floor, (SELECT done_until FROM retention_progress \
-    WHERE name = 'positions_floor') AS positions_floor) f \
-    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
+pub(super) const READ_NEIGHBOURS: &str = concat!(
+    "SELECT f.history_floor, f.positions_floor, n.mower_id, n.observed_at, n.activity, \
+    n.blade_on, p.lat, p.lon ",
+    retention_floors!(),
+    "LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
     FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
     CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
     WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
@@ -34,7 +44,8 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
     (SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
     WHERE h.mower_id = l.mower_id AND h.observed_at > l.observed_at \
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
-    LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at";
+    LEFT JOIN positions p ON p.mower_id = n.mower_id AND p.observed_at = n.observed_at"
+);
 
 /// [`READ_NEIGHBOURS`] within `[$3, $4]`: every probe and position bounded by the batch's window
 /// ([`NEAR`] around its late states); the near read of a batch whose mowers have one late state
@@ -43,12 +54,11 @@ pub(super) const READ_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_fl
 /// bounds' values and keeps only the partitions the window touches (a prepared, generic plan
 /// would open them all, which costs more than the probes). A probe that finds nothing within the
 /// window proves nothing about the rows beyond it: those late states go to [`READ_NEIGHBOURS`].
-pub(super) const READ_NEAR_PROBES: &str = "SELECT f.history_floor, f.positions_floor, \
-    n.mower_id, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
-    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
-    AS history_floor, (SELECT done_until FROM retention_progress \
-    WHERE name = 'positions_floor') AS positions_floor) f \
-    LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
+pub(super) const READ_NEAR_PROBES: &str = concat!(
+    "SELECT f.history_floor, f.positions_floor, n.mower_id, n.observed_at, n.activity, \
+    n.blade_on, p.lat, p.lon ",
+    retention_floors!(),
+    "LEFT JOIN (SELECT l.mower_id, s.observed_at, s.activity, s.blade_on \
     FROM UNNEST($1::uuid[], $2::timestamptz[]) AS l(mower_id, observed_at) \
     CROSS JOIN LATERAL ((SELECT h.observed_at, h.activity, h.blade_on FROM state_history h \
     WHERE h.mower_id = l.mower_id AND h.observed_at <= l.observed_at \
@@ -60,7 +70,8 @@ pub(super) const READ_NEAR_PROBES: &str = "SELECT f.history_floor, f.positions_f
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN LATERAL (SELECT p.lat, p.lon FROM positions p WHERE p.mower_id = n.mower_id \
     AND p.observed_at = n.observed_at AND p.observed_at >= $3 AND p.observed_at <= $4 LIMIT 1) p \
-    ON true";
+    ON true"
+);
 
 /// The neighbours of each mower's late states within `[$5, $6]` (the batch's window, [`NEAR`]
 /// around its late states), read as one range per mower rather than two probes per late state:
@@ -72,12 +83,11 @@ pub(super) const READ_NEAR_PROBES: &str = "SELECT f.history_floor, f.positions_f
 /// and keeps only the partitions the window touches (a prepared, generic plan would open them
 /// all, which costs more than the probes). What it cannot prove (nothing found on a side within
 /// the window, or a range cut by `cap`) goes to [`READ_NEIGHBOURS`].
-pub(super) const READ_NEAR_NEIGHBOURS: &str = "SELECT f.history_floor, f.positions_floor, \
-    n.mower_id, n.part, n.observed_at, n.activity, n.blade_on, p.lat, p.lon \
-    FROM (SELECT (SELECT done_until FROM retention_progress WHERE name = 'history_floor') \
-    AS history_floor, (SELECT done_until FROM retention_progress \
-    WHERE name = 'positions_floor') AS positions_floor) f \
-    LEFT JOIN (SELECT l.mower_id, s.part, s.observed_at, s.activity, s.blade_on \
+pub(super) const READ_NEAR_NEIGHBOURS: &str = concat!(
+    "SELECT f.history_floor, f.positions_floor, n.mower_id, n.part, n.observed_at, n.activity, \
+    n.blade_on, p.lat, p.lon ",
+    retention_floors!(),
+    "LEFT JOIN (SELECT l.mower_id, s.part, s.observed_at, s.activity, s.blade_on \
     FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[], $4::int8[]) \
     AS l(mower_id, lo, hi, cap) \
     CROSS JOIN LATERAL ((SELECT 0 AS part, h.observed_at, h.activity, h.blade_on \
@@ -94,7 +104,8 @@ pub(super) const READ_NEAR_NEIGHBOURS: &str = "SELECT f.history_floor, f.positio
     ORDER BY h.observed_at LIMIT 1)) s) n ON true \
     LEFT JOIN LATERAL (SELECT p.lat, p.lon FROM positions p WHERE p.mower_id = n.mower_id \
     AND p.observed_at = n.observed_at AND p.observed_at >= $5 AND p.observed_at <= $6 LIMIT 1) p \
-    ON true";
+    ON true"
+);
 
 /// How many stored rows between a mower's oldest and newest late state [`READ_NEAR_NEIGHBOURS`]
 /// reads, for `late` late states of the mower: enough for late states interleaved with stored
