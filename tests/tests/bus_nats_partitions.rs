@@ -1,7 +1,8 @@
 //! What the JetStream bus does with a partitioned stream (docs/rules.md §5, decisions 63–66):
 //! subjects stored under the partition the port computes, one pinned consumer per partition,
-//! a dead holder's partition moving to a standby with its redeliveries first and in order,
-//! replicas sharing partitions, the upgrade from an unpartitioned consumer, and a refused change
+//! a dead holder's partition moving to a standby with its redeliveries first and in order, a new
+//! holder reaching its live predecessor's deliveries behind its own redeliveries, replicas sharing
+//! partitions, the upgrade from an unpartitioned consumer, and a refused change
 //! of the partition count.
 //!
 //! Runs against the server of `SWATH_TEST_NATS_URL` (NATS 2.11 or newer: CI runs the pinned
@@ -479,5 +480,139 @@ async fn live_views_of_a_partitioned_stream_see_what_was_published() {
         .expect("open");
     assert_eq!(m.subject, one_subject);
     drop((all, one));
+    delete(&bus, &stream).await;
+}
+
+/// A new holder waits for what its predecessor was delivered before handling anything, taking
+/// the redeliveries as they come due (decision 88). After a NATS restart lost the progress notes,
+/// what the new holder holds itself comes due too, and is served first when older than what it
+/// waits for. Here the previous holder (a client of the test) is delivered 66 messages, hands the
+/// first 64 back, keeps two and gives the partition up; once the new holder has the 64 in hand
+/// and waits for the two, stale `-NAK`s of the previous holder put the 64 back in the redelivery
+/// queue ahead of the two, as such a restart does, without its timing. The two must still be
+/// handled before anything newer (decision 173).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(swath_no_nats, ignore = "needs NATS: set SWATH_TEST_NATS_URL")]
+async fn a_new_holder_reaches_what_it_waits_for_behind_its_own_redeliveries() {
+    let (stream, pattern, spec) = fresh(1);
+    let nats = quick(spec);
+    let bus = connect(&nats).await;
+    bus.subscribe_batch(&pattern, "behind", settings(64, 0), Recorder::acking())
+        .await
+        .unwrap()
+        .unsubscribe()
+        .await;
+    for n in 0..70 {
+        publish_seq(&bus, &pattern, "k", n).await;
+    }
+
+    // The previous holder: pinned by its pull, with the first 66 delivered.
+    let client = async_nats::connect(nats_url()).await.expect("connect");
+    let consumer = "behind-p0";
+    let inbox = client.new_inbox();
+    let mut inbox_sub = client.subscribe(inbox.clone()).await.unwrap();
+    let pull = serde_json::json!({ "batch": 66, "expires": 5_000_000_000u64, "group": "swath" });
+    client
+        .publish_with_reply(
+            format!("$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"),
+            inbox,
+            Bytes::from(pull.to_string()),
+        )
+        .await
+        .unwrap();
+    let mut held = Vec::new();
+    while held.len() < 66 {
+        let m = tokio::time::timeout(Duration::from_secs(10), inbox_sub.next())
+            .await
+            .expect("the previous holder's deliveries")
+            .expect("open");
+        assert!(m.status.is_none(), "{:?} {:?}", m.status, m.description);
+        held.push(m);
+    }
+    let nak = |m: &async_nats::Message| {
+        client.publish(
+            m.reply.clone().expect("a reply"),
+            Bytes::from_static(b"-NAK"),
+        )
+    };
+    for m in &held[..64] {
+        nak(m).await.unwrap();
+    }
+    client.flush().await.unwrap();
+
+    // The new holder on standby; the partition is handed over.
+    let next = Recorder::acking();
+    let standby = bus
+        .subscribe_batch(&pattern, "behind", settings(64, 0), next.clone())
+        .await
+        .unwrap();
+    let unpinned = client
+        .request(
+            format!("$JS.API.CONSUMER.UNPIN.{stream}.{consumer}"),
+            Bytes::from(serde_json::json!({ "group": "swath" }).to_string()),
+        )
+        .await
+        .expect("unpin");
+    assert!(
+        !String::from_utf8_lossy(&unpinned.payload).contains("error"),
+        "{unpinned:?}"
+    );
+    // It has the 64 in hand and a first newer message (its gathering ends there), and waits for
+    // the two.
+    let js = async_nats::jetstream::new(client.clone());
+    let mut info_of = js
+        .get_stream(&stream)
+        .await
+        .unwrap()
+        .get_consumer::<async_nats::jetstream::consumer::pull::Config>(consumer)
+        .await
+        .unwrap();
+    let start = std::time::Instant::now();
+    while info_of.info().await.unwrap().delivered.stream_sequence < 67 {
+        assert!(start.elapsed() < Duration::from_secs(10), "no handover");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(next.delivered().is_empty(), "handled before the two came");
+
+    // The 64 due again, ahead of the two; then the two are given back too.
+    for m in &held {
+        nak(m).await.unwrap();
+    }
+    client.flush().await.unwrap();
+
+    wait_long(
+        "the new holder handled all seventy",
+        Duration::from_secs(30),
+        || {
+            let acked = next.acked();
+            let numbers = per_key(&acked).remove("k").unwrap_or_default();
+            numbers
+                .into_iter()
+                .collect::<std::collections::BTreeSet<_>>()
+                .len()
+                == 70
+        },
+    )
+    .await;
+    let acked = next.acked();
+    let mut first_seen = Vec::new();
+    for n in &per_key(&acked)["k"] {
+        if !first_seen.contains(n) {
+            first_seen.push(*n);
+        }
+    }
+    assert_eq!(
+        first_seen,
+        (0..70).collect::<Vec<_>>(),
+        "handled out of order"
+    );
+    // The case under test happened: of the 64, what was still queued came a third time while it
+    // waited (the pin's renewals may have moved some behind the two: no matter).
+    assert!(
+        acked[..64].iter().any(|m| m.delivery >= 3),
+        "{:?}",
+        acked[..64].iter().map(|m| m.delivery).collect::<Vec<_>>()
+    );
+    standby.unsubscribe().await;
     delete(&bus, &stream).await;
 }

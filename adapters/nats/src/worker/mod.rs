@@ -62,7 +62,9 @@
 //! new pin handles nothing before the consumer has nothing unsettled but what it holds itself:
 //! the previous holder settles its batch (a settlement needs no pin), or, dead, its deliveries
 //! come due and are served to this worker before newer messages; everything in hand is then
-//! sorted by stream sequence (`await_predecessor`, decision 88).
+//! sorted by stream sequence (`await_predecessor`, decision 88). While it waits it pulls a batch
+//! at a time, again at once while redeliveries come: after a NATS restart, what it holds itself
+//! comes due too, and is served first when older than what it waits for (decision 173).
 //!
 //! # Order after a loss
 //!

@@ -76,35 +76,62 @@ impl Worker {
         }
         let started = Instant::now();
         let mut last_pull = Instant::now();
+        let mut pull_again = false;
         let mut reported = Instant::now();
         let mut logged = false;
         loop {
             let mine = distinct(batch.iter().chain(&self.held).map(stream_sequence));
-            let others = match self.consumer.info().await {
-                Ok(info) => info.num_ack_pending.saturating_sub(mine),
+            let (others, state) = match self.consumer.info().await {
+                Ok(info) => (
+                    info.num_ack_pending.saturating_sub(mine),
+                    Some(info.clone()),
+                ),
                 Err(e) => {
                     tracing::debug!(consumer = %self.name, error = %chain(&e), "Could not read the consumer's state; retrying.");
-                    1
+                    (1, None)
                 }
             };
             if others == 0 {
                 break;
             }
             if started.elapsed() >= self.timings.ack_wait * PREDECESSOR_PATIENCE {
-                tracing::warn!(consumer = %self.name, unsettled = others, "Deliveries of the partition made elsewhere (to its previous holder, or into a lost pull) are still unsettled; handling newer messages now, so their order may not hold.");
+                let in_hand = batch.iter().chain(&self.held).map(stream_sequence);
+                tracing::warn!(
+                    consumer = %self.name,
+                    unsettled = others,
+                    in_hand = mine,
+                    first_in_hand = in_hand.clone().min().unwrap_or(0),
+                    last_in_hand = in_hand.max().unwrap_or(0),
+                    ack_floor = state.as_ref().map(|s| s.ack_floor.stream_sequence),
+                    delivered = state.as_ref().map(|s| s.delivered.stream_sequence),
+                    redelivered = state.as_ref().map(|s| s.num_redelivered),
+                    "Deliveries of the partition made elsewhere (to its previous holder, or into a lost pull) are still unsettled; handling newer messages now, so their order may not hold."
+                );
                 break;
             }
             if !logged {
                 tracing::info!(consumer = %self.name, unsettled = others, "Deliveries of the partition made elsewhere (to its previous holder, or into a lost pull) are unsettled; waiting for them to be settled or due.");
                 logged = true;
             }
-            // Due redeliveries are served before newer messages: ask for as many as are
-            // missing, once they may be due (a pull sooner would bring newer messages only).
-            let room = MAX_IN_FLIGHT.saturating_sub(mine).min(others);
-            if room > 0 && last_pull.elapsed() >= self.timings.ack_wait {
+            // Due redeliveries are served before newer messages, lowest stream sequence first:
+            // pull once they may be due (a pull sooner would bring newer messages only), and
+            // again at once while a pull brings redeliveries. Those may be of messages this
+            // worker holds: a NATS restart loses the progress notes, so what it holds comes
+            // due too, ahead of the missing ones when older. Asking only for as many as were
+            // missing, once per `ack_wait`, brought those again and again and never reached the
+            // missing ones (decision 173).
+            let room = MAX_IN_FLIGHT.saturating_sub(mine).min(self.max_batch);
+            if room > 0 && (pull_again || last_pull.elapsed() >= self.timings.ack_wait) {
                 let mut more = Vec::new();
                 let end = self.pull(self.no_wait(room), &mut more).await;
                 last_pull = Instant::now();
+                pull_again = more.iter().any(|m| delivery_count(m) > 1);
+                tracing::debug!(
+                    consumer = %self.name,
+                    asked = room,
+                    came = ?more.iter().map(|m| (stream_sequence(m), delivery_count(m))).collect::<Vec<_>>(),
+                    "Pulled for the deliveries made elsewhere."
+                );
                 if !self.carry_on(end, &mut more).await {
                     self.give_back(batch).await;
                     return false;

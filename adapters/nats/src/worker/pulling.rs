@@ -140,6 +140,7 @@ impl Worker {
     /// newer ones.
     fn wait_after_a_loss(&mut self) {
         if self.recovering.swap(false, Ordering::Relaxed) {
+            tracing::debug!(consumer = %self.name, "After a loss, the next batch waits as under a new pin.");
             self.newly_pinned = true;
         }
     }
