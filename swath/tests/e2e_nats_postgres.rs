@@ -139,7 +139,10 @@ async fn a_nats_restart_during_ingestion_loses_nothing() {
     let server = e2e::services();
     let _serial = SERIAL.lock().await;
     let (plan, mut nats, db, store) = start_scenario(&server, 300, 200, 40_000).await;
-    let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ACK_WAIT)];
+    // `SWATH_E2E_ACK_WAIT` (seconds) lengthens it: a restart then takes less than `ack_wait`,
+    // and a partition's new holder waits for its predecessor's deliveries (docs/e2e.md).
+    let ack_wait = std::env::var("SWATH_E2E_ACK_WAIT").unwrap_or_else(|_| ACK_WAIT.to_owned());
+    let env = [("SWATH_NATS_ACK_WAIT_SECONDS", ack_wait.as_str())];
     let service = Service::start(SWATH, &db.url, &nats.url(), &env)
         .await
         .expect("swath starts");

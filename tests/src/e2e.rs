@@ -149,7 +149,10 @@ impl NatsServer {
     }
 
     fn launch(&mut self) -> anyhow::Result<()> {
-        let log = std::fs::File::create(self.dir.path().join("nats.log"))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("nats.log"))?;
         let child = Command::new(nats_server_binary())
             .args([
                 "-a",
@@ -206,6 +209,16 @@ impl NatsServer {
 impl Drop for NatsServer {
     fn drop(&mut self) {
         self.stop(true);
+        // `SWATH_E2E_KEEP_LOGS=<dir>` keeps the server's log beside the replicas' (named by its
+        // port), restarts included: the log file is appended to by every launch.
+        if let Some(dir) = std::env::var_os("SWATH_E2E_KEEP_LOGS") {
+            let dir = PathBuf::from(dir);
+            let _ = std::fs::create_dir_all(&dir);
+            let _ = std::fs::copy(
+                self.dir.path().join("nats.log"),
+                dir.join(format!("nats-{}.log", self.port)),
+            );
+        }
     }
 }
 

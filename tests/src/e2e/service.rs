@@ -51,7 +51,12 @@ impl Service {
             .env("SWATH_NATS_URL", nats_url)
             .env("SWATH_SIM_MOWERS", "0")
             .env("SWATH_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("SWATH_LOG", "info,sqlx=warn")
+            // `SWATH_E2E_LOG` sets the replicas' log filter (`swath_nats=debug` to read a
+            // partition's batches, say); the tail a failure prints stays short either way.
+            .env(
+                "SWATH_LOG",
+                std::env::var("SWATH_E2E_LOG").unwrap_or_else(|_| "info,sqlx=warn".to_owned()),
+            )
             // A start-up error's backtrace would push its message out of the log's tail that a
             // failing scenario prints; panics keep theirs.
             .env("RUST_LIB_BACKTRACE", "0")
