@@ -52,7 +52,8 @@ impl Service {
             .env("SWATH_SIM_MOWERS", "0")
             .env("SWATH_HTTP_ADDR", format!("127.0.0.1:{port}"))
             // `SWATH_E2E_LOG` sets the replicas' log filter (`swath_nats=debug` to read a
-            // partition's batches, say); the tail a failure prints stays short either way.
+            // partition's batches, say). A failure prints the log's last lines either way;
+            // `SWATH_E2E_KEEP_LOGS` keeps the whole of it.
             .env(
                 "SWATH_LOG",
                 std::env::var("SWATH_E2E_LOG").unwrap_or_else(|_| "info,sqlx=warn".to_owned()),
