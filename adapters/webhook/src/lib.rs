@@ -8,7 +8,8 @@
 //! when **any** of its addresses is not public ([`forbidden`]); the connection goes to the
 //! addresses it checked (reqwest connects to what the resolver answers: there is no second
 //! resolution). Redirects are never followed, so a public endpoint cannot bounce the request to
-//! a private one.
+//! a private one. Proxy variables (`HTTPS_PROXY`, `ALL_PROXY`, `HTTP_PROXY`, …) are ignored: a
+//! proxy resolves the name itself, out of the checking resolver's sight.
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -142,6 +143,9 @@ pub struct HttpSender {
 impl HttpSender {
     pub fn new(settings: SenderSettings) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
+            // Through a proxy, the proxy would resolve the name and connect: the guard would see
+            // only the proxy's address.
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.total_timeout)
