@@ -41,7 +41,7 @@ export async function webhooks(api: Api, mower: Schemas["MowerSummary"]): Promis
     422,
   );
 
-  const disabled: Schemas["WebhookDto"] = await ok(
+  const disabled: Schemas["Webhook"] = await ok(
     "update_webhook",
     api.PATCH("/v1/webhooks/{id}", {
       params: id,
@@ -50,7 +50,7 @@ export async function webhooks(api: Api, mower: Schemas["MowerSummary"]): Promis
   );
   eq([disabled.enabled, disabled.kinds, disabled.url], [false, ["error_raised"], hook.url], "update_webhook");
 
-  const test: Schemas["DeliveryDto"] = await ok("test_webhook", api.POST("/v1/webhooks/{id}/test", { params: id }), 202);
+  const test: Schemas["Delivery"] = await ok("test_webhook", api.POST("/v1/webhooks/{id}/test", { params: id }), 202);
   eq([test.event_type, test.outcome, test.attempts], ["webhook_test", "pending", 0], "test_webhook");
   const deliveries: Schemas["DeliveryPage"] = await ok(
     "list_deliveries",
@@ -65,7 +65,7 @@ export async function webhooks(api: Api, mower: Schemas["MowerSummary"]): Promis
     [test.id],
     "list_deliveries: the test message",
   );
-  const retried: Schemas["DeliveryDto"] = await ok(
+  const retried: Schemas["Delivery"] = await ok(
     "retry_delivery",
     api.POST("/v1/webhooks/{id}/deliveries/{delivery_id}/retry", {
       params: { path: { id: hook.id, delivery_id: test.id } },

@@ -13,7 +13,7 @@ event_kinds! {
     /// `alert_cleared` (an alert cleared without an event: a battery recharged, a geofence removed).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
     #[serde(rename_all = "snake_case")]
-    #[schema(example = "error_raised")]
+    #[schema(as = WebhookKind, example = "error_raised")]
     WebhookKindDto { AlertCleared }
 }
 
@@ -93,6 +93,7 @@ pub struct WebhookPatch {
 
 /// A webhook endpoint. Never its secrets: they are shown once, when created or rotated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Webhook)]
 pub struct WebhookDto {
     /// The endpoint's id.
     #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000e001")]
@@ -167,7 +168,7 @@ list_page! {
 /// Where a delivery is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-#[schema(example = "delivered")]
+#[schema(as = DeliveryOutcome, example = "delivered")]
 pub enum DeliveryOutcomeDto {
     /// Waiting for its first attempt or its next retry.
     Pending,
@@ -189,6 +190,7 @@ impl From<DeliveryOutcome> for DeliveryOutcomeDto {
 
 /// One message to one endpoint, with what its attempts did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Delivery)]
 pub struct DeliveryDto {
     /// The delivery's id: the `webhook-id` header of every attempt (the same across retries, so
     /// receivers de-duplicate by it).
