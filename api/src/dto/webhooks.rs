@@ -35,6 +35,10 @@ impl From<WebhookKind> for WebhookKindDto {
 pub struct NewWebhook {
     /// Where deliveries are POSTed: an `https` URL (plain `http` and private addresses only when
     /// the service runs with `SWATH_WEBHOOK_ALLOW_PRIVATE=true`), at most 2048 characters.
+    /// Refused with a space, a line break or another control character anywhere (percent-encode
+    /// them), a user name or password, or a fragment (`#…`, never sent). Stored and answered in
+    /// its normal form: scheme and host in lower case, an international host in punycode, the
+    /// default port dropped, `.` and `..` segments resolved.
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: String,
     /// What the endpoint receives; at least one kind.
@@ -72,7 +76,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookPatch {
-    /// A new URL (the same rules as at creation).
+    /// A new URL (the same rules and normal form as at creation).
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: Option<String>,
     /// New kinds; at least one.
@@ -98,7 +102,7 @@ pub struct WebhookDto {
     /// The endpoint's id.
     #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000e001")]
     pub id: Uuid,
-    /// Where deliveries are POSTed.
+    /// Where deliveries are POSTed, in its normal form (as the `url` of `NewWebhook` says).
     #[schema(example = "https://hooks.example.com/swath")]
     pub url: String,
     /// What the endpoint receives.
