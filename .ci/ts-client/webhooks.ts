@@ -1,8 +1,9 @@
 // The webhook operations through the typed client (issue 31): an endpoint created (its secret
 // shown once), read, listed, changed, a test message enqueued and found in its deliveries, that
 // delivery retried, the secret rotated (the previous one still signing for a while), and the
-// endpoint deleted. The endpoint is disabled before the test message, so nothing is sent from
-// the CI machine; the check is the API's, delivery is tests/webhooks/run.sh's.
+// endpoint deleted. The server runs with SWATH_WEBHOOK_DISPATCH=false (.ci/api-conformance), so
+// nothing is sent from the CI machine, to `hooks.example.com` or any other host: the check is the
+// API's, delivery is tests/webhooks/run.sh's.
 
 import { type Api, type Query, type Schemas, check, eq, log, noContent, ok, problem } from "./support.js";
 
