@@ -10,7 +10,7 @@ export type Api = Client<paths>;
 
 // The generated types are named after the document's schemas: a Rust type's suffix (`Dto`) or a
 // generator's made-up name (`Type0`) would be a type of this client (decision 112). tsc refuses
-// this line while one exists, and names it in its message.
+// this line while one exists (`Type 'true' is not assignable to type 'OddSchemaName'`).
 type OddSchemaName = Extract<keyof Schemas, `${string}Dto` | `${string}Type0${string}`>;
 export const schemaNamesAreNouns: [OddSchemaName] extends [never] ? true : OddSchemaName = true;
 
