@@ -3,7 +3,8 @@
 Lists the mowers, reads a page of the first mower's history that has one, then the same page of
 its track as JSON and as GeoJSON (its own operation, decision 111) and checks that the GeoJSON
 coordinates are the JSON positions; through the generated, typed functions only: if the
-document and the service disagree, the generated parsers fail here.
+document and the service disagree, the generated parsers fail here. First, no generated model may
+be named `…Dto` or `…Type0…` (decision 112).
 Usage: api_client_check.py BASE_URL TOKEN
 """
 
@@ -29,8 +30,19 @@ from swath_client.models import (
 )
 
 
+def check_model_names() -> None:
+    """The generated models are named after the document's schemas: none is a Rust type's name
+    (`…Dto`) or one the generator made up for an inline object (`…Type0…`), decision 112."""
+    import swath_client.models
+
+    odd = [n for n in dir(swath_client.models) if n.endswith("Dto") or "Type0" in n]
+    if odd:
+        sys.exit(f"generated models named after no noun of the API: {odd}")
+
+
 def main() -> None:
     base_url, token = sys.argv[1], sys.argv[2]
+    check_model_names()
     client = AuthenticatedClient(base_url=base_url, token=token, timeout=10.0)
 
     mowers = list_mowers.sync(client=client, limit=50)

@@ -21,6 +21,19 @@ fn the_committed_document_is_up_to_date() {
     );
 }
 
+/// Generated SDKs name their models after the schemas: a Rust type's suffix (`Dto`) or a name a
+/// generator makes up for an inline object (`Type0`) would be a client's type name (decision 112).
+#[test]
+fn schema_names_are_the_apis_nouns() {
+    let doc = serde_json::to_value(swath_api::openapi()).unwrap();
+    let schemas = doc["components"]["schemas"].as_object().unwrap();
+    let odd: Vec<&String> = schemas
+        .keys()
+        .filter(|name| name.ends_with("Dto") || name.contains("Type0"))
+        .collect();
+    assert!(odd.is_empty(), "schemas named after Rust types: {odd:?}");
+}
+
 #[test]
 fn the_document_is_openapi_3_1_with_a_bearer_scheme() {
     let doc = serde_json::to_value(swath_api::openapi()).unwrap();

@@ -148,6 +148,14 @@ pub struct WebhookArgs {
         value_name = "SWATH_WEBHOOK_CONCURRENCY", default_value_t = 16,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub concurrency: u32,
+    /// Whether this replica makes delivery attempts. `false`: endpoints are managed and
+    /// deliveries enqueued as usual, but this replica sends nothing (they wait for a replica that
+    /// delivers); for a replica without a way out, and for test runs that must never reach
+    /// beyond this machine.
+    #[arg(long = "webhook-dispatch", env = "SWATH_WEBHOOK_DISPATCH",
+        value_name = "SWATH_WEBHOOK_DISPATCH", default_value_t = true,
+        action = clap::ArgAction::Set)]
+    pub dispatch: bool,
 }
 
 #[derive(Debug, Args)]

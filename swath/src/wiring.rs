@@ -188,6 +188,7 @@ impl WebhookArgs {
     pub fn settings(&self) -> WebhookSettings {
         WebhookSettings {
             allow_private: self.allow_private,
+            dispatch: self.dispatch,
             timeout: self.timeout,
             delivery: DeliverySettings {
                 horizon: self.retry_horizon,
@@ -217,14 +218,27 @@ pub struct Settings {
 }
 
 /// How webhooks are delivered.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct WebhookSettings {
     /// Plain `http` and private addresses allowed (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
     pub allow_private: bool,
+    /// Whether this replica makes delivery attempts (`SWATH_WEBHOOK_DISPATCH`).
+    pub dispatch: bool,
     /// One attempt's total time-out (`SWATH_WEBHOOK_TIMEOUT_SECONDS`); zero: the sender's
     /// default.
     pub timeout: Duration,
     pub delivery: DeliverySettings,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            allow_private: false,
+            dispatch: true,
+            timeout: Duration::ZERO,
+            delivery: DeliverySettings::default(),
+        }
+    }
 }
 
 /// The use cases over one set of ports, and the API state that serves them.
@@ -339,7 +353,8 @@ pub struct Background {
     ingest: Subscription,
     watcher: Subscription,
     webhooks: Subscription,
-    dispatcher: JoinHandle<()>,
+    /// `None` when this replica makes no delivery attempt (`SWATH_WEBHOOK_DISPATCH=false`).
+    dispatcher: Option<JoinHandle<()>>,
     stop: watch::Sender<bool>,
     sweep: JoinHandle<()>,
     retention: Option<JoinHandle<()>>,
@@ -403,30 +418,36 @@ impl Wired {
             )
             .await
             .context("could not subscribe the webhook consumer")?;
-        let defaults = SenderSettings::default();
-        let sender = HttpSender::new(SenderSettings {
-            allow_private: self.webhook_settings.allow_private,
-            total_timeout: if self.webhook_settings.timeout.is_zero() {
-                defaults.total_timeout
-            } else {
-                self.webhook_settings.timeout
-            },
-            connect_timeout: defaults.connect_timeout.min(
-                self.webhook_settings
-                    .timeout
-                    .max(Duration::from_millis(100)),
-            ),
-        })
-        .context("could not build the webhook HTTP client")?;
-        let dispatcher = Arc::new(Dispatcher::new(
-            Arc::clone(&self.webhooks),
-            Arc::new(sender),
-            Arc::clone(bus),
-            Arc::clone(&self.clock),
-            self.webhook_settings.delivery,
-        ));
         let (stop, stopped) = watch::channel(false);
-        let dispatcher = tokio::spawn(dispatcher.run(stopped.clone()));
+        // Off, this replica sends nothing: no HTTP client exists to reach beyond this machine.
+        let dispatcher = if self.webhook_settings.dispatch {
+            let defaults = SenderSettings::default();
+            let sender = HttpSender::new(SenderSettings {
+                allow_private: self.webhook_settings.allow_private,
+                total_timeout: if self.webhook_settings.timeout.is_zero() {
+                    defaults.total_timeout
+                } else {
+                    self.webhook_settings.timeout
+                },
+                connect_timeout: defaults.connect_timeout.min(
+                    self.webhook_settings
+                        .timeout
+                        .max(Duration::from_millis(100)),
+                ),
+            })
+            .context("could not build the webhook HTTP client")?;
+            let dispatcher = Arc::new(Dispatcher::new(
+                Arc::clone(&self.webhooks),
+                Arc::new(sender),
+                Arc::clone(bus),
+                Arc::clone(&self.clock),
+                self.webhook_settings.delivery,
+            ));
+            Some(tokio::spawn(dispatcher.run(stopped.clone())))
+        } else {
+            tracing::warn!("Webhook delivery is off on this replica (SWATH_WEBHOOK_DISPATCH=false): deliveries wait for a replica that delivers.");
+            None
+        };
         tokio::spawn(report_webhook_backlog(
             Arc::clone(&self.webhooks),
             stopped.clone(),
@@ -477,7 +498,10 @@ impl Background {
         );
         let _ = self.stop.send(true);
         // An attempt cut short is made again (at least once): its endpoint's claim lapses.
-        if let Err(e) = self.dispatcher.await {
+        if let Some(Err(e)) = match self.dispatcher {
+            Some(task) => Some(task.await),
+            None => None,
+        } {
             tracing::error!(error = %e, "The webhook dispatcher ended abnormally.");
         }
         if let Err(e) = self.sweep.await {

@@ -131,6 +131,10 @@ const CASES: &[Case] = &[
         expected: "1..=1000",
     },
     Case {
+        env: &[("SWATH_WEBHOOK_DISPATCH", "off")],
+        expected: "true",
+    },
+    Case {
         env: &[("SWATH_STORE", "sqlite")],
         expected: "memory, postgres",
     },

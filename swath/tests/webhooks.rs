@@ -249,3 +249,49 @@ async fn a_test_message_is_logged_and_can_be_retried() {
         .await;
     assert_eq!(foreign.status, StatusCode::NOT_FOUND);
 }
+
+/// URLs are stored in their normal form, or refused (decision 174): a leading space, a line
+/// break, user information or a fragment is a 422, never stored as given.
+#[tokio::test]
+async fn urls_are_normalised_or_refused() {
+    let app = TestApp::spawn().await;
+    let created = app
+        .post(
+            "/v1/webhooks",
+            Some(TOKEN_A_ADMIN),
+            &json!({"url": "HTTPS://Hooks.Example.COM:443/a/../swath", "kinds": ["error_raised"]}),
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(
+        created.json()["webhook"]["url"],
+        "https://hooks.example.com/swath"
+    );
+    let id = created.json()["webhook"]["id"].as_str().unwrap().to_owned();
+    for url in [
+        " https://hooks.example.com/",
+        "https://hooks.example.com/\r\nx-injected: 1",
+        "https://user:pass@hooks.example.com/",
+        "https://hooks.example.com/#fragment",
+    ] {
+        let refused = app
+            .post(
+                "/v1/webhooks",
+                Some(TOKEN_A_ADMIN),
+                &json!({"url": url, "kinds": ["error_raised"]}),
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{url:?}");
+        let patched = app
+            .patch(
+                &format!("/v1/webhooks/{id}"),
+                Some(TOKEN_A_ADMIN),
+                &json!({"url": url}),
+            )
+            .await;
+        assert_eq!(patched.status, StatusCode::UNPROCESSABLE_ENTITY, "{url:?}");
+    }
+    let listed = app.get("/v1/webhooks", Some(TOKEN_A_ADMIN)).await.json();
+    assert_eq!(listed["items"].as_array().unwrap().len(), 1);
+    assert_eq!(listed["items"][0]["url"], "https://hooks.example.com/swath");
+}

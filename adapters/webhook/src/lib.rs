@@ -8,7 +8,8 @@
 //! when **any** of its addresses is not public ([`forbidden`]); the connection goes to the
 //! addresses it checked (reqwest connects to what the resolver answers: there is no second
 //! resolution). Redirects are never followed, so a public endpoint cannot bounce the request to
-//! a private one.
+//! a private one. Proxy variables (`HTTPS_PROXY`, `ALL_PROXY`, `HTTP_PROXY`, …) are ignored: a
+//! proxy resolves the name itself, out of the checking resolver's sight.
 
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -44,9 +45,8 @@ impl Default for SenderSettings {
     }
 }
 
-/// Whether deliveries may not reach `ip`: loopback, private, shared (CGNAT), link-local (and so
-/// the cloud metadata address 169.254.169.254), unique-local (and so `fd00:ec2::254`),
-/// multicast, broadcast, unspecified, reserved, or an IPv6 form of such an IPv4 address.
+/// Whether deliveries may not reach `ip`: every block of the IANA special-purpose registries that
+/// is not globally reachable, multicast, and IPv6 outside global unicast (decision 175).
 pub fn forbidden(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
@@ -54,46 +54,72 @@ pub fn forbidden(ip: IpAddr) -> bool {
     }
 }
 
+/// The IPv4 blocks deliveries may not reach, as (network, prefix length).
+const FORBIDDEN_V4: [(Ipv4Addr, u32); 15] = [
+    // "This network" (and so 0.0.0.0).
+    (Ipv4Addr::new(0, 0, 0, 0), 8),
+    // Private use.
+    (Ipv4Addr::new(10, 0, 0, 0), 8),
+    // Shared address space (carrier-grade NAT).
+    (Ipv4Addr::new(100, 64, 0, 0), 10),
+    (Ipv4Addr::new(127, 0, 0, 0), 8),
+    // Link-local, and so the cloud metadata address 169.254.169.254.
+    (Ipv4Addr::new(169, 254, 0, 0), 16),
+    (Ipv4Addr::new(172, 16, 0, 0), 12),
+    // IETF protocol assignments, whole: its two global anycast addresses are no receiver.
+    (Ipv4Addr::new(192, 0, 0, 0), 24),
+    // Documentation (TEST-NET-1).
+    (Ipv4Addr::new(192, 0, 2, 0), 24),
+    // The deprecated 6to4 relay anycast.
+    (Ipv4Addr::new(192, 88, 99, 0), 24),
+    (Ipv4Addr::new(192, 168, 0, 0), 16),
+    // Benchmarking.
+    (Ipv4Addr::new(198, 18, 0, 0), 15),
+    // Documentation (TEST-NET-2, TEST-NET-3).
+    (Ipv4Addr::new(198, 51, 100, 0), 24),
+    (Ipv4Addr::new(203, 0, 113, 0), 24),
+    // Multicast.
+    (Ipv4Addr::new(224, 0, 0, 0), 4),
+    // Reserved, and the limited broadcast 255.255.255.255.
+    (Ipv4Addr::new(240, 0, 0, 0), 4),
+];
+
 fn forbidden_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_multicast()
-        || ip.is_broadcast()
-        || ip.is_unspecified()
-        || ip.is_documentation()
-        || a == 0
-        // Shared address space (RFC 6598).
-        || (a == 100 && (64..128).contains(&b))
-        // IETF protocol assignments (RFC 6890).
-        || (a == 192 && b == 0 && c == 0)
-        // Reserved (240/4).
-        || a >= 240
+    let ip = u32::from(ip);
+    FORBIDDEN_V4
+        .iter()
+        .any(|(network, length)| ip >> (32 - length) == u32::from(*network) >> (32 - length))
+}
+
+/// The IPv4 address in bits 32..64 of `ip` (6to4's, after `2002::/16`) or in its last 32 bits.
+fn embedded_v4(high: u16, low: u16) -> Ipv4Addr {
+    Ipv4Addr::from((u32::from(high) << 16) | u32::from(low))
 }
 
 fn forbidden_v6(ip: Ipv6Addr) -> bool {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return forbidden_v4(v4);
+    let s = ip.segments();
+    // The NAT64 well-known prefix 64:ff9b::/96 reaches the IPv4 address it embeds.
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return forbidden_v4(embedded_v4(s[6], s[7]));
     }
-    let segments = ip.segments();
-    ip.is_loopback()
-        || ip.is_unspecified()
-        || ip.is_multicast()
-        // Unique-local fc00::/7.
-        || (segments[0] & 0xfe00) == 0xfc00
-        // Link-local fe80::/10 and the deprecated site-local fec0::/10.
-        || (segments[0] & 0xffc0) == 0xfe80
-        || (segments[0] & 0xffc0) == 0xfec0
-        // IPv4-compatible (deprecated) and NAT64 (64:ff9b::/96) forms of an IPv4 address.
-        || (segments[..6] == [0, 0, 0, 0, 0, 0])
-        || (segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
-            && forbidden_v4(Ipv4Addr::new(
-                (segments[6] >> 8) as u8,
-                segments[6] as u8,
-                (segments[7] >> 8) as u8,
-                segments[7] as u8,
-            )))
+    // Only 2000::/3 is global unicast. Outside it: the unspecified and loopback addresses, the
+    // IPv4-mapped, -compatible and -translated forms, 64:ff9b:1::/48, the discard block 100::/64,
+    // SRv6 SIDs 5f00::/16, unique-local fc00::/7, link-local fe80::/10, site-local fec0::/10 and
+    // multicast ff00::/8: none is a public host.
+    if s[0] & 0xe000 != 0x2000 {
+        return true;
+    }
+    match s {
+        // IETF protocol assignments 2001::/23, whole: Teredo, benchmarking, ORCHID, and anycast
+        // services that are no receiver.
+        [0x2001, b, ..] if b < 0x200 => true,
+        // Documentation.
+        [0x2001, 0xdb8, ..] => true,
+        [0x3fff, b, ..] if b < 0x1000 => true,
+        // 6to4 reaches the IPv4 address it embeds.
+        [0x2002, high, low, ..] => forbidden_v4(embedded_v4(high, low)),
+        _ => false,
+    }
 }
 
 /// Why a name was refused: said in the delivery's log line, never an address of the caller's.
@@ -142,6 +168,9 @@ pub struct HttpSender {
 impl HttpSender {
     pub fn new(settings: SenderSettings) -> Result<Self, reqwest::Error> {
         let mut builder = reqwest::Client::builder()
+            // Through a proxy, the proxy would resolve the name and connect: the guard would see
+            // only the proxy's address.
+            .no_proxy()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.total_timeout)

@@ -13,7 +13,7 @@ event_kinds! {
     /// `alert_cleared` (an alert cleared without an event: a battery recharged, a geofence removed).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
     #[serde(rename_all = "snake_case")]
-    #[schema(example = "error_raised")]
+    #[schema(as = WebhookKind, example = "error_raised")]
     WebhookKindDto { AlertCleared }
 }
 
@@ -35,6 +35,10 @@ impl From<WebhookKind> for WebhookKindDto {
 pub struct NewWebhook {
     /// Where deliveries are POSTed: an `https` URL (plain `http` and private addresses only when
     /// the service runs with `SWATH_WEBHOOK_ALLOW_PRIVATE=true`), at most 2048 characters.
+    /// Refused with a space, a line break or another control character anywhere (percent-encode
+    /// them), a user name or password, or a fragment (`#…`, never sent). Stored and answered in
+    /// its normal form: scheme and host in lower case, an international host in punycode, the
+    /// default port dropped, `.` and `..` segments resolved.
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: String,
     /// What the endpoint receives; at least one kind.
@@ -72,7 +76,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WebhookPatch {
-    /// A new URL (the same rules as at creation).
+    /// A new URL (the same rules and normal form as at creation).
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: Option<String>,
     /// New kinds; at least one.
@@ -93,11 +97,12 @@ pub struct WebhookPatch {
 
 /// A webhook endpoint. Never its secrets: they are shown once, when created or rotated.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Webhook)]
 pub struct WebhookDto {
     /// The endpoint's id.
     #[schema(example = "0190a2b4-5c3e-7d21-9f00-00000000e001")]
     pub id: Uuid,
-    /// Where deliveries are POSTed.
+    /// Where deliveries are POSTed, in its normal form (as the `url` of `NewWebhook` says).
     #[schema(example = "https://hooks.example.com/swath")]
     pub url: String,
     /// What the endpoint receives.
@@ -167,7 +172,7 @@ list_page! {
 /// Where a delivery is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-#[schema(example = "delivered")]
+#[schema(as = DeliveryOutcome, example = "delivered")]
 pub enum DeliveryOutcomeDto {
     /// Waiting for its first attempt or its next retry.
     Pending,
@@ -189,6 +194,7 @@ impl From<DeliveryOutcome> for DeliveryOutcomeDto {
 
 /// One message to one endpoint, with what its attempts did.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[schema(as = Delivery)]
 pub struct DeliveryDto {
     /// The delivery's id: the `webhook-id` header of every attempt (the same across retries, so
     /// receivers de-duplicate by it).

@@ -8,7 +8,10 @@
 //! the caller. Another account's endpoint, or one not visible, is answered as absent.
 
 pub mod delivery;
+mod endpoint_url;
 pub mod signing;
+
+pub use endpoint_url::{check_url, MAX_URL_CHARS};
 
 use crate::access::{Access, AccessError};
 use crate::ports::{Clock, Delivery, NewDelivery, WebhookError, WebhookStore};
@@ -20,9 +23,6 @@ use uuid::Uuid;
 
 /// How long a rotated-out secret still signs: receivers have this long to switch.
 pub const SECRET_GRACE: Duration = Duration::hours(24);
-
-/// The longest URL accepted.
-pub const MAX_URL_CHARS: usize = 2048;
 
 /// Why a webhook request was refused.
 #[derive(Debug, thiserror::Error)]
@@ -155,8 +155,9 @@ impl Webhooks {
         mut spec: EndpointSpec,
     ) -> Result<EndpointSpec, WebhooksError> {
         let mut problems = Vec::new();
-        if let Err(message) = check_url(&spec.url, self.allow_http) {
-            problems.push(("/url".to_owned(), message));
+        match check_url(&spec.url, self.allow_http) {
+            Ok(normal) => spec.url = normal,
+            Err(message) => problems.push(("/url".to_owned(), message)),
         }
         spec.kinds.sort();
         spec.kinds.dedup();
@@ -401,30 +402,4 @@ impl Webhooks {
             .await?
             .ok_or(WebhooksError::NotFound)
     }
-}
-
-/// A URL an endpoint may have: absolute, `https` (or `http` when `allow_http`), with a host, no
-/// user information, at most [`MAX_URL_CHARS`]. Whether its host is a public address is decided
-/// at every delivery (the name may resolve elsewhere later).
-pub fn check_url(url: &str, allow_http: bool) -> Result<(), String> {
-    if url.chars().count() > MAX_URL_CHARS {
-        return Err(format!("`/url` has more than {MAX_URL_CHARS} characters."));
-    }
-    let parsed = url::Url::parse(url).map_err(|e| format!("`/url` is not a URL: {e}."))?;
-    match parsed.scheme() {
-        "https" => {}
-        "http" if allow_http => {}
-        _ => {
-            return Err("`/url` must be an `https` URL (plain `http` only with \
-                 SWATH_WEBHOOK_ALLOW_PRIVATE=true)."
-                .to_owned())
-        }
-    }
-    if parsed.host().is_none() {
-        return Err("`/url` has no host.".to_owned());
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() {
-        return Err("`/url` must not carry a user name or password.".to_owned());
-    }
-    Ok(())
 }
