@@ -13,6 +13,9 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from .coordinator import SwathConfigEntry, SwathCoordinator
 from .entity import SwathEntity, add_entities_per_mower
 
+# Read-only entities updated by the coordinator: no limit on parallel updates.
+PARALLEL_UPDATES = 0
+
 
 async def async_setup_entry(
     hass: HomeAssistant,
