@@ -424,16 +424,26 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
             if self.stats.end_reason == "shutdown":
                 _LOGGER.debug("Swath ended the live stream for its shutdown; reconnecting now.")
                 continue
-            await self._async_wait_for_swath()
+            if await self._async_wait_for_swath():
+                _LOGGER.debug("Swath answers again; reopening the live stream now.")
+                continue
             _LOGGER.debug("Live stream down (%s); retrying in %s s.", self.stats.last_error, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, const.STREAM_RETRY_MAX_SECONDS)
 
-    async def _async_wait_for_swath(self) -> None:
-        """Probe `/healthz` on a short fixed interval until Swath's process answers."""
+    async def _async_wait_for_swath(self) -> bool:
+        """Probe `/healthz` on a short fixed interval until Swath's process answers.
+
+        True when it did not answer at first: Swath was down and is back, so the stream is
+        reopened at once; False when it answered at once (the stream was refused by a Swath that
+        is up, which the back-off is for).
+        """
+        was_down = False
         while not await self.client.healthz():
+            was_down = True
             self.stats.probes += 1
             await asyncio.sleep(const.HEALTH_PROBE_SECONDS)
+        return was_down
 
     def _stream_refused(self, err: SwathError) -> None:
         """A 429 is the user's to fix (too many streams on one token): say so in repairs."""

@@ -40,6 +40,11 @@ class SwathTracker(SwathEntity, TrackerEntity):
         super().__init__(coordinator, mower_id, "position")
         self._written: tuple[Any, ...] | None = None
 
+    async def async_added_to_hass(self) -> None:
+        """Remember what was written when the entity was added."""
+        await super().async_added_to_hass()
+        self._written = self._written_key()
+
     def _written_key(self) -> tuple[Any, ...]:
         return (self.available, self.latitude, self.longitude, self.location_accuracy)
 
