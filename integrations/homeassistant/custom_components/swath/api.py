@@ -6,7 +6,7 @@ answers, weak ETags with `If-None-Match`, and the Server-Sent Events of `GET /v1
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
@@ -65,7 +65,7 @@ class Conditional:
     """The answer to a conditional GET: `body` is None when Swath answered 304."""
 
     etag: str | None
-    body: Any | None
+    body: Any
 
     @property
     def modified(self) -> bool:
@@ -158,7 +158,8 @@ class SwathClient:
 
     async def me(self) -> dict[str, Any]:
         """`GET /v1/me`: the token's account, scopes and sites."""
-        return (await self._get("/v1/me")).body
+        body: dict[str, Any] = (await self._get("/v1/me")).body
+        return body
 
     async def sites(self) -> list[dict[str, Any]]:
         """`GET /v1/sites`: the sites the token sees."""
@@ -203,14 +204,15 @@ class SwathClient:
         params = {"limit": str(limit)}
         if cursor:
             params["cursor"] = cursor
-        return (await self._get("/v1/events", params)).body
+        body: dict[str, Any] = (await self._get("/v1/events", params)).body
+        return body
 
     async def stream(
         self,
         params: dict[str, str],
         last_event_id: str | None,
         on_open: Callable[[], None] | None = None,
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent]:
         """`GET /v1/live/stream`: its events, until the connection ends or fails.
 
         `on_open` is called once the stream answered 200. Raises SwathAuthError on 401/403 and

@@ -90,6 +90,8 @@ class StreamStats:
     last_error: str | None = None
     end_reason: str | None = None
     probes: int = 0
+    shutdowns: int = 0
+    """Streams Swath ended for its shutdown (`end`, `shutdown`)."""
 
 
 class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
@@ -219,24 +221,24 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                         )
                 result[summary["id"]] = mower
         for mower_id, answer in zip(ids, answers, strict=True):
-            mower = result.get(mower_id)
-            if mower is None:
+            held = result.get(mower_id)
+            if held is None:
                 continue
             if isinstance(answer, SwathNotFoundError):
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            mower.health_etag = answer.health_etag
+            held.health_etag = answer.health_etag
             if answer.health is not None:
-                mower.health = answer.health
-            mower.zones, mower.today = answer.zones, answer.today
+                held.health = answer.health
+            held.zones, held.today = answer.zones, answer.today
         self._check_api(result)
         for mower in result.values():
             mower.alerts = {}
         for alert in alerts:
-            mower = result.get(alert["mower_id"])
-            if mower is not None:
-                mower.alerts[alert["kind"]] = alert
+            alerted = result.get(alert["mower_id"])
+            if alerted is not None:
+                alerted.alerts[alert["kind"]] = alert
         self._mowers_etag = listing.etag
         return result
 
@@ -510,6 +512,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         elif event.event == "end":
             self.stats.end_reason = data.get("reason")
             if self.stats.end_reason == "shutdown":
+                self.stats.shutdowns += 1
                 _LOGGER.info("Swath is shutting down; reconnecting the live stream.")
             else:
                 _LOGGER.warning("Swath ended the live stream: %s.", self.stats.end_reason)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from homeassistant.components.device_tracker import SourceType, TrackerEntity
+from homeassistant.components.device_tracker.config_entry import TrackerEntity
+from homeassistant.components.device_tracker.const import SourceType
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
@@ -76,7 +77,8 @@ class SwathTracker(SwathEntity, TrackerEntity):
         return None if position is None else float(position["lon"])
 
     @property
-    def location_accuracy(self) -> float:
+    # Home Assistant 2025.4 types it `int`, newer releases `float`; mowers report decimetres.
+    def location_accuracy(self) -> float:  # type: ignore[override]
         """The reported accuracy radius in metres (0 when the mower does not know it)."""
         position = self._position()
         if position is None or position.get("accuracy_m") is None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from homeassistant.components.lawn_mower import (
-    LawnMowerActivity,
-    LawnMowerEntity,
-    LawnMowerEntityFeature,
-)
+from homeassistant.components.lawn_mower import LawnMowerEntity
+from homeassistant.components.lawn_mower.const import LawnMowerActivity, LawnMowerEntityFeature
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 

@@ -52,7 +52,8 @@ def _blade_remaining(mower: MowerData) -> float | None:
     health = mower.health
     if not health or "blade_threshold_seconds" not in health:
         return None
-    return max(0.0, health["blade_threshold_seconds"] - health["blade_since_reset_seconds"])
+    remaining = float(health["blade_threshold_seconds"]) - float(health["blade_since_reset_seconds"])
+    return max(0.0, remaining)
 
 
 def _zone(mower: MowerData) -> str:
