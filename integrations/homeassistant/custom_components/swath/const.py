@@ -17,7 +17,7 @@ REFRESH_INTERVAL: Final = timedelta(seconds=60)
 POLL_INTERVAL: Final = timedelta(seconds=30)
 POLL_INTERVAL_MAX: Final = timedelta(minutes=5)
 
-# Health reads of one refresh in flight at once.
+# Mowers whose per-mower reads (health, zones, days) of one refresh are in flight at once.
 HEALTH_READS_AT_ONCE: Final = 8
 
 # Waits between two attempts to open the stream while Swath answers /healthz: doubled after each
