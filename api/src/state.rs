@@ -66,6 +66,10 @@ pub struct AppState {
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
     /// process unless set with [`AppState::with_session_secret`]).
     pub sessions: crate::live_pages::session::SessionKey,
+    /// Becomes `true` when the process begins to shut down: each live stream then sends its
+    /// last event `end` (`shutdown`) and closes, before the HTTP grace period runs out. Set with
+    /// [`AppState::with_shutdown`]; never `true` otherwise.
+    pub shutdown: tokio::sync::watch::Receiver<bool>,
 }
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
@@ -105,7 +109,17 @@ impl AppState {
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
             sessions: crate::live_pages::session::SessionKey::random(),
+            // Its sender dropped at once: a state without `with_shutdown` never shuts streams.
+            shutdown: tokio::sync::watch::channel(false).1,
         }
+    }
+
+    /// Ends the live streams when `shutdown` becomes `true` (the start of `swath serve`'s
+    /// shutdown), so that clients reconnect elsewhere at once instead of being cut off when the
+    /// HTTP grace period ends.
+    pub fn with_shutdown(mut self, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.shutdown = shutdown;
+        self
     }
 
     /// Signs the live pages' sessions with `secret` (`SWATH_SESSION_SECRET`), so that every

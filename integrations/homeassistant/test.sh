@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The Home Assistant integration's tests against a real Swath: creates (or reuses) a virtual
 # environment under target/ with the pinned requirements, builds the release `swath` of this
-# repository (incremental when it is already built), then runs pytest. The tests start that
-# binary themselves, on free ports, and fail when it is missing. Extra arguments go to pytest
+# repository (incremental when it is already built), type-checks the component with
+# `mypy --strict`, then runs pytest with its coverage floors (95 % of the component, all of
+# config_flow.py). The tests start that binary themselves, on free ports, and fail when it is
+# missing. Extra arguments go to pytest, without the floors
 # (`integrations/homeassistant/test.sh -k stream -x`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,4 +47,15 @@ cargo build --release --bin swath
 export SWATH_BIN=$target/release/swath
 
 cd "$here"
-exec "$venv/bin/python" -m pytest tests "$@"
+echo "Type-checking the component (mypy --strict)."
+"$venv/bin/python" -m mypy --strict custom_components/swath
+if [[ $# -gt 0 ]]; then
+  # A chosen subset of the tests: no coverage floor.
+  exec "$venv/bin/python" -m pytest tests "$@"
+fi
+# The whole suite: at least 95 % of the component's lines, and every line of the config flow
+# (the quality scale's test-coverage and config-flow-test-coverage rules).
+"$venv/bin/python" -m pytest tests --cov=custom_components.swath --cov-report=term-missing \
+  --cov-fail-under=95
+"$venv/bin/python" -m coverage report --include='custom_components/swath/config_flow.py' \
+  --fail-under=100

@@ -1,7 +1,9 @@
 //! `swath serve`: start-up in dependency order, then shutdown in reverse. Up: the adapters and
 //! the use cases ([`crate::wiring`]), the consumers and periodic tasks, the demo fleet and its
-//! token and the simulator (only for a demo: [`crate::demo`]), HTTP. Down: HTTP first (no new requests), then the simulator (no new
-//! states), then the ingest and watcher consumers are drained and the periodic tasks stopped.
+//! token and the simulator (only for a demo: [`crate::demo`]), HTTP. Down: HTTP first (no new
+//! requests; the live streams get their last event `end` at once and close, the other requests
+//! get the grace period), then the simulator (no new states), then the ingest and watcher
+//! consumers are drained and the periodic tasks stopped.
 
 use crate::cli::Cli;
 use crate::config::ServeArgs;
@@ -130,7 +132,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             state
                 .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
                 .with_map_tile_url(&args.map_tile_url)
-                .with_http_limits(&args.http_limits),
+                .with_http_limits(&args.http_limits)
+                // A stream never finishes by itself: without this it would hold the grace period
+                // and then be cut mid-chunk.
+                .with_shutdown(shutdown_rx.clone()),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),

@@ -1,7 +1,8 @@
 //! The demo and the command line as a new user meets them, through the `swath` binary: a seed gives
 //! the same mower ids on every run, the banner says what is served, logs written to a pipe carry no
 //! colour codes, a host name is a valid listening address, subcommands print only their answer,
-//! and a refused database connection is said at once, with the URL's password redacted.
+//! a refused database connection is said at once, with the URL's password redacted, and a live
+//! stream open at shutdown ends with its `end` event instead of being cut.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -202,6 +203,61 @@ fn a_host_name_is_a_listening_address() {
         ("SWATH_HTTP_ADDR", "localhost:0"),
     ]);
     assert_eq!(served.get("/healthz").0, 200);
+}
+
+/// A live stream open when SIGTERM comes gets its last event `end` (`shutdown`) and the clean end
+/// of a chunked body, and the process exits cleanly: before, the stream held the HTTP grace
+/// period and was then cut mid-body (no last chunk), which clients report as a transfer error.
+#[test]
+fn shutdown_ends_an_open_live_stream_with_its_end_event() {
+    let mut served = Served::start(&[("SWATH_SIM_MOWERS", "0")]);
+    let authority = served.base.trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&authority).expect("connect");
+    // A hang guard, not a figure.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /v1/live/stream HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut head = String::new();
+    while !head.ends_with("\r\n\r\n") {
+        assert_ne!(
+            reader.read_line(&mut head).expect("read the head"),
+            0,
+            "{head}"
+        );
+    }
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+
+    let terminated = Command::new("kill")
+        .arg("-TERM")
+        .arg(served.child.id().to_string())
+        .status()
+        .expect("run kill");
+    assert!(terminated.success());
+    let mut body = String::new();
+    reader
+        .read_to_string(&mut body)
+        .expect("read the stream to its end");
+    assert!(
+        body.contains("event: end\ndata: {\"reason\":\"shutdown\"}\n\n"),
+        "no end event: {body:?}"
+    );
+    assert!(
+        body.ends_with("\r\n0\r\n\r\n"),
+        "the body was cut, not ended: {body:?}"
+    );
+    assert!(served.child.wait().expect("wait for swath").success());
 }
 
 /// Runs a subcommand to its end (a hang guard of 60 s, not a figure): status, stdout, stderr.

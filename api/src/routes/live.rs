@@ -65,8 +65,18 @@ pub const RESET_EVENT: &str = "reset";
 
 /// The SSE event name of the last event of a stream that Swath ends: its `data` is
 /// `{"reason": "token_revoked"}` when the token was revoked (or lost the `read` scope or the
-/// mowers it was given).
+/// mowers it was given), `{"reason": "shutdown"}` when the process is shutting down (reconnect
+/// at once, with `Last-Event-ID`: another replica, or the restarted process, answers).
 pub const END_EVENT: &str = "end";
+
+/// Why Swath ended a stream: the `reason` of its `end` event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EndReason {
+    /// The token was revoked, or lost the `read` scope or the mowers it was given.
+    TokenRevoked,
+    /// The process began to shut down.
+    Shutdown,
+}
 
 /// How often a connection checks that its token is still valid (at the same time as it resolves
 /// its mowers again); a revocation in the same process is noticed at once.
@@ -99,7 +109,12 @@ pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
         are streamed, and only those of its sites when the token is limited to some; the list \
         is read at connect and refreshed every 30 s. The stream ends when its token is revoked: \
         at once when it is revoked through this replica, within 30 s otherwise, with a last \
-        event `end` whose `data` is `{\"reason\": \"token_revoked\"}`. A comment line \
+        event `end` whose `data` is `{\"reason\": \"token_revoked\"}`; do not reconnect with \
+        that token. It also ends when the process begins to shut down, at once and before open \
+        requests are cut, with a last event `end` whose `data` is \
+        `{\"reason\": \"shutdown\"}`: reconnect at once with `Last-Event-ID` (another replica, \
+        or the restarted process, answers; expect `reset` from a replica that did not give the \
+        id). A comment line \
         (`: keep-alive`) is sent every 15 s while nothing else is. A client that reads too \
         slowly catches up from the window, or gets `reset`; it never slows the service. \
         A token keeps at most 16 streams open at once (`SWATH_STREAMS_PER_TOKEN`); one more is \
@@ -113,7 +128,8 @@ pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
     responses(
         (status = 200, description = "The stream: events `state` (a state document as `data`), \
             `event` (a `StreamEvent` as `data`), `alert` (a `StreamAlertCleared` as `data`), \
-            `reset`, and a last event `end` when the token is revoked.", body = MowerState, content_type = "text/event-stream"),
+            `reset`, and a last event `end` when the token is revoked (`token_revoked`) or the \
+            process shuts down (`shutdown`).", body = MowerState, content_type = "text/event-stream"),
         (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
             unknown kind."),
         (status = 429, description = "The token has as many streams open as one token may \
@@ -160,6 +176,7 @@ pub async fn live_stream(
     let live = Live {
         _slot: slot,
         view: StreamView::new(principal.account_id, visible, filter),
+        shutdown: state.shutdown.clone(),
         state,
         principal,
         token,
@@ -175,6 +192,13 @@ pub async fn live_stream(
         Some((Ok(event), live))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+}
+
+/// Resolves once `shutdown` is `true`; an error when its sender is gone without it.
+async fn shutdown_began(
+    shutdown: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), tokio::sync::watch::error::RecvError> {
+    shutdown.wait_for(|stop| *stop).await.map(drop)
 }
 
 /// The filters of the query, checked: a malformed id or an unknown kind is a `400`.
@@ -250,6 +274,8 @@ struct Live {
     token: TokenHash,
     /// Changes when a token is revoked in this process.
     revocations: tokio::sync::watch::Receiver<u64>,
+    /// `true` once the process shuts down (see [`AppState::shutdown`]).
+    shutdown: tokio::sync::watch::Receiver<bool>,
     /// The `end` event was sent: the stream is over.
     ended: bool,
     feed: LiveFeed,
@@ -262,7 +288,7 @@ struct Live {
 
 impl Live {
     /// The next item the principal may see (or a `reset`); the `end` event once its token is no
-    /// longer valid; `None` after that, or once the feed ended.
+    /// longer valid or the process shuts down; `None` after that, or once the feed ended.
     async fn next_event(&mut self) -> Option<Event> {
         if self.ended {
             return None;
@@ -271,15 +297,20 @@ impl Live {
             // A refresh that is due runs before the next item is looked at.
             let delivery = tokio::select! {
                 biased;
+                // First: nothing more is sent once shutdown began. A state that never shuts
+                // down has dropped its sender, which disables this branch.
+                Ok(()) = shutdown_began(&mut self.shutdown) => {
+                    return Some(self.end(EndReason::Shutdown));
+                }
                 Ok(()) = self.revocations.changed() => {
                     if !self.token_valid().await {
-                        return Some(self.end());
+                        return Some(self.end(EndReason::TokenRevoked));
                     }
                     continue;
                 }
                 () = tokio::time::sleep_until(self.refresh_at) => {
                     if !self.token_valid().await {
-                        return Some(self.end());
+                        return Some(self.end(EndReason::TokenRevoked));
                     }
                     self.refresh().await;
                     continue;
@@ -351,16 +382,26 @@ impl Live {
         }
     }
 
-    /// The last event: the token is no longer valid.
-    fn end(&mut self) -> Event {
+    /// The last event: the token is no longer valid, or the process shuts down.
+    fn end(&mut self, reason: EndReason) -> Event {
         self.ended = true;
-        tracing::info!(
-            account_id = %self.principal.account_id,
-            "Ended a live stream: its token was revoked."
-        );
-        Event::default()
-            .event(END_EVENT)
-            .data(r#"{"reason":"token_revoked"}"#)
+        let data = match reason {
+            EndReason::TokenRevoked => {
+                tracing::info!(
+                    account_id = %self.principal.account_id,
+                    "Ended a live stream: its token was revoked."
+                );
+                r#"{"reason":"token_revoked"}"#
+            }
+            EndReason::Shutdown => {
+                tracing::debug!(
+                    account_id = %self.principal.account_id,
+                    "Ended a live stream: the process is shutting down."
+                );
+                r#"{"reason":"shutdown"}"#
+            }
+        };
+        Event::default().event(END_EVENT).data(data)
     }
 
     /// Resolves the principal's mowers again; on failure keeps the previous list (and logs).

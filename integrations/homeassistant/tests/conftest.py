@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
+from aiohttp import web
 import pytest
 
 from custom_components.swath.const import DOMAIN
@@ -13,7 +14,7 @@ from homeassistant.const import CONF_API_TOKEN, CONF_URL
 from homeassistant.core import HomeAssistant
 from pytest_homeassistant_custom_component.common import MockConfigEntry
 
-from .swath import SwathApi, SwathServer
+from .swath import SwathApi, SwathServer, free_port
 
 
 @pytest.fixture(autouse=True)
@@ -85,3 +86,31 @@ async def setup_entry(hass: HomeAssistant, entry: MockConfigEntry) -> None:
     entry.add_to_hass(hass)
     assert await hass.config_entries.async_setup(entry.entry_id)
     await hass.async_block_till_done()
+
+
+class OtherServer:
+    """A web server that is not Swath: it answers `GET /v1/me` as a test tells it to."""
+
+    def __init__(self) -> None:
+        """Nothing listens yet; `answer` is what `/v1/me` answers."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.answer: web.Response = web.Response(text="<html>a router's page</html>")
+
+    async def me(self, request: web.Request) -> web.Response:
+        """Whatever the test set."""
+        return self.answer
+
+
+@pytest.fixture
+async def other_server() -> AsyncIterator[OtherServer]:
+    """A web server that is not Swath, on a free port."""
+    server = OtherServer()
+    app = web.Application()
+    app.router.add_get("/v1/me", server.me)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", server.port)
+    await site.start()
+    yield server
+    await runner.cleanup()

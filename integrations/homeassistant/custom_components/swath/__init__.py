@@ -8,11 +8,12 @@ from homeassistant.helpers import device_registry as dr
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
 
 from .api import SwathClient
-from .const import DOMAIN
+from .const import CONF_SITES, DOMAIN
 from .coordinator import SwathConfigEntry, SwathCoordinator
 
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
+    Platform.BUTTON,
     Platform.DEVICE_TRACKER,
     Platform.EVENT,
     Platform.LAWN_MOWER,
@@ -43,7 +44,9 @@ async def async_unload_entry(hass: HomeAssistant, entry: SwathConfigEntry) -> bo
 
 
 async def _async_options_updated(hass: HomeAssistant, entry: SwathConfigEntry) -> None:
-    await hass.config_entries.async_reload(entry.entry_id)
+    """Reload when the sites changed; re-auth and reconfigure reload the entry themselves."""
+    if set(entry.options.get(CONF_SITES) or []) != (entry.runtime_data.sites or set()):
+        await hass.config_entries.async_reload(entry.entry_id)
 
 
 async def async_remove_config_entry_device(

@@ -6,8 +6,9 @@ answers, weak ETags with `If-None-Match`, and the Server-Sent Events of `GET /v1
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,6 +36,18 @@ class SwathNotFoundError(SwathError):
     """The resource is gone (404), such as a mower deleted meanwhile."""
 
 
+class SwathForbiddenError(SwathAuthError):
+    """The token is valid but may not do this (403), such as a `read` token resetting a blade."""
+
+
+class SwathNotSwathError(SwathError):
+    """Something answered that is not Swath's API: not JSON, or no such route."""
+
+
+class SwathRateLimitedError(SwathError):
+    """Swath answered 429: the token holds as many live streams as it may, or asks too often."""
+
+
 def normalize_url(url: str) -> str:
     """The base URL as entries keep it: scheme and host in lower case, no trailing slash.
 
@@ -52,7 +65,7 @@ class Conditional:
     """The answer to a conditional GET: `body` is None when Swath answered 304."""
 
     etag: str | None
-    body: Any | None
+    body: Any
 
     @property
     def modified(self) -> bool:
@@ -105,9 +118,31 @@ class SwathClient:
                 new_etag = resp.headers.get("ETag")
                 if resp.status == 304:
                     return Conditional(new_etag or etag, None)
-                return Conditional(new_etag, await resp.json())
+                return Conditional(new_etag, await _json(resp))
         except (aiohttp.ClientError, TimeoutError) as err:
             raise SwathConnectionError(f"GET {path}: {err!r}") from err
+
+    async def healthz(self) -> bool:
+        """`GET /healthz` (no token, no store read): whether Swath's process answers at all."""
+        try:
+            async with self._session.get(
+                f"{self.url}/healthz", timeout=aiohttp.ClientTimeout(total=5)
+            ) as resp:
+                return resp.status == 200
+        except (aiohttp.ClientError, TimeoutError):
+            return False
+
+    async def blade_reset(self, mower_id: str) -> None:
+        """`POST /v1/mowers/{id}/blade-reset`: the blade was replaced (needs `write`)."""
+        try:
+            async with self._session.post(
+                f"{self.url}/v1/mowers/{mower_id}/blade-reset",
+                headers=self._headers(),
+                timeout=REST_TIMEOUT,
+            ) as resp:
+                _raise_for_status(resp)
+        except (aiohttp.ClientError, TimeoutError) as err:
+            raise SwathConnectionError(f"POST blade-reset: {err!r}") from err
 
     async def _pages(self, path: str, params: dict[str, str] | None = None) -> list[Any]:
         """Every item of a paged list (`items`, `next_cursor`)."""
@@ -123,7 +158,8 @@ class SwathClient:
 
     async def me(self) -> dict[str, Any]:
         """`GET /v1/me`: the token's account, scopes and sites."""
-        return (await self._get("/v1/me")).body
+        body: dict[str, Any] = (await self._get("/v1/me")).body
+        return body
 
     async def sites(self) -> list[dict[str, Any]]:
         """`GET /v1/sites`: the sites the token sees."""
@@ -152,19 +188,31 @@ class SwathClient:
         """`GET /v1/alerts`: every open alert the token sees."""
         return await self._pages("/v1/alerts")
 
+    async def zones(self, mower_id: str) -> list[dict[str, Any]]:
+        """`GET /v1/mowers/{id}/zones`: the mower's zones, each with whether it is in it now."""
+        body: dict[str, Any] = (await self._get(f"/v1/mowers/{mower_id}/zones")).body
+        return list(body["items"])
+
+    async def days(self, mower_id: str, first: date, last: date) -> dict[str, Any]:
+        """`GET /v1/mowers/{id}/days`: the mower's totals per local day of its site."""
+        params = {"from": first.isoformat(), "to": last.isoformat()}
+        body: dict[str, Any] = (await self._get(f"/v1/mowers/{mower_id}/days", params)).body
+        return body
+
     async def events(self, cursor: str | None = None, limit: int = 100) -> dict[str, Any]:
         """`GET /v1/events`: a page of derived events, newest first."""
         params = {"limit": str(limit)}
         if cursor:
             params["cursor"] = cursor
-        return (await self._get("/v1/events", params)).body
+        body: dict[str, Any] = (await self._get("/v1/events", params)).body
+        return body
 
     async def stream(
         self,
         params: dict[str, str],
         last_event_id: str | None,
         on_open: Callable[[], None] | None = None,
-    ) -> AsyncIterator[SseEvent]:
+    ) -> AsyncGenerator[SseEvent]:
         """`GET /v1/live/stream`: its events, until the connection ends or fails.
 
         `on_open` is called once the stream answered 200. Raises SwathAuthError on 401/403 and
@@ -196,11 +244,23 @@ class SwathClient:
             raise SwathConnectionError(f"live stream: {err!r}") from err
 
 
+async def _json(resp: aiohttp.ClientResponse) -> Any:
+    """The JSON body; SwathNotSwathError when it is not JSON (a web server that is not Swath)."""
+    try:
+        return await resp.json()
+    except (aiohttp.ContentTypeError, ValueError) as err:
+        raise SwathNotSwathError(f"{resp.url.path} answered {resp.content_type}") from err
+
+
 def _raise_for_status(resp: aiohttp.ClientResponse) -> None:
-    if resp.status in (401, 403):
+    if resp.status == 401:
         raise SwathAuthError(f"{resp.status} {resp.reason}")
+    if resp.status == 403:
+        raise SwathForbiddenError(f"{resp.status} {resp.reason}")
     if resp.status == 404:
         raise SwathNotFoundError(f"{resp.status} {resp.url.path}")
+    if resp.status == 429:
+        raise SwathRateLimitedError(f"{resp.status} {resp.reason}")
     if resp.status >= 500:
         raise SwathConnectionError(f"{resp.status} {resp.reason}")
     if resp.status >= 400:

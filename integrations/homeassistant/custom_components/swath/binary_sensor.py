@@ -1,4 +1,4 @@
-"""Binary sensors: a problem (error, open alerts, blade due) and Swath's availability."""
+"""Binary sensors: a problem, charging, busy, and Swath's availability of the mower."""
 
 from __future__ import annotations
 
@@ -15,8 +15,16 @@ from homeassistant.const import EntityCategory
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
+from .const import BUSY_ACTIVITIES
 from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
 from .entity import SwathEntity, add_entities_per_mower
+
+# Read-only entities updated by the coordinator: no limit on parallel updates.
+PARALLEL_UPDATES = 0
+
+
+def _activity(mower: MowerData) -> str | None:
+    return (mower.state or {}).get("activity")
 
 
 def has_problem(mower: MowerData) -> bool:
@@ -50,7 +58,8 @@ class SwathBinarySensorDescription(BinarySensorEntityDescription):
     """A binary sensor, its value and its attributes."""
 
     is_on: Callable[[MowerData], bool]
-    attributes: Callable[[MowerData], dict[str, Any]]
+    attributes: Callable[[MowerData], dict[str, Any]] | None = None
+    follows_mower_availability: bool = False
 
 
 BINARY_SENSORS: tuple[SwathBinarySensorDescription, ...] = (
@@ -66,6 +75,20 @@ BINARY_SENSORS: tuple[SwathBinarySensorDescription, ...] = (
         entity_category=EntityCategory.DIAGNOSTIC,
         is_on=lambda mower: mower.online,
         attributes=_connectivity_attributes,
+    ),
+    SwathBinarySensorDescription(
+        key="charging",
+        device_class=BinarySensorDeviceClass.BATTERY_CHARGING,
+        is_on=lambda mower: _activity(mower) == "charging",
+        follows_mower_availability=True,
+    ),
+    SwathBinarySensorDescription(
+        key="busy",
+        translation_key="busy",
+        # The scheduler's view (`GET /v1/mowers/{id}/busy`), rarely wanted on a dashboard.
+        entity_registry_enabled_default=False,
+        is_on=lambda mower: _activity(mower) in BUSY_ACTIVITIES,
+        follows_mower_availability=True,
     ),
 )
 
@@ -87,7 +110,7 @@ async def async_setup_entry(
 
 
 class SwathBinarySensor(SwathEntity, BinarySensorEntity):
-    """A yes-or-no of a mower; available while Swath is, whatever the mower's availability."""
+    """A yes-or-no of a mower; those of its activity follow the mower's availability."""
 
     entity_description: SwathBinarySensorDescription
 
@@ -100,6 +123,7 @@ class SwathBinarySensor(SwathEntity, BinarySensorEntity):
         """A binary sensor of this mower."""
         super().__init__(coordinator, mower_id, description.key)
         self.entity_description = description
+        self.follows_mower_availability = description.follows_mower_availability
 
     @property
     def is_on(self) -> bool | None:
@@ -111,4 +135,5 @@ class SwathBinarySensor(SwathEntity, BinarySensorEntity):
     def extra_state_attributes(self) -> dict[str, Any] | None:
         """What the value rests on."""
         mower = self.mower
-        return None if mower is None else self.entity_description.attributes(mower)
+        attributes = self.entity_description.attributes
+        return None if mower is None or attributes is None else attributes(mower)

@@ -17,12 +17,29 @@ from homeassistant.const import CONF_API_TOKEN, CONF_URL
 from homeassistant.core import HomeAssistant, callback
 from homeassistant.helpers import config_validation as cv
 from homeassistant.helpers.aiohttp_client import async_get_clientsession
+from homeassistant.helpers.selector import (
+    TextSelector,
+    TextSelectorConfig,
+    TextSelectorType,
+)
 
-from .api import SwathAuthError, SwathClient, SwathConnectionError, SwathError, normalize_url
+from .api import (
+    SwathAuthError,
+    SwathClient,
+    SwathConnectionError,
+    SwathError,
+    SwathNotFoundError,
+    SwathNotSwathError,
+    normalize_url,
+)
 from .const import CONF_SITES, DOMAIN
 from .coordinator import SwathConfigEntry
 
 _LOGGER = logging.getLogger(__name__)
+
+# The token is typed, never shown again: not even after an error, when the form comes back.
+TOKEN_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.PASSWORD))
+URL_SELECTOR = TextSelector(TextSelectorConfig(type=TextSelectorType.URL))
 
 
 def unique_id(account_id: str, url: str) -> str:
@@ -30,7 +47,7 @@ def unique_id(account_id: str, url: str) -> str:
     return f"{account_id}@{url}"
 
 
-async def _who(hass: HomeAssistant, url: str, token: str) -> tuple[str, dict[str, Any] | None]:
+async def _who(hass: HomeAssistant, url: str, token: str) -> tuple[str, dict[str, Any]]:
     """Normalised URL and `GET /v1/me`, or an error key in place of the answer."""
     try:
         url = normalize_url(url)
@@ -42,9 +59,15 @@ async def _who(hass: HomeAssistant, url: str, token: str) -> tuple[str, dict[str
         return url, {"error": "invalid_auth"}
     except SwathConnectionError:
         return url, {"error": "cannot_connect"}
-    except SwathError:
-        _LOGGER.exception("Swath answered GET /v1/me unexpectedly")
+    except (SwathNotSwathError, SwathNotFoundError) as err:
+        _LOGGER.debug("%s does not answer as Swath: %s.", url, err)
+        return url, {"error": "not_swath"}
+    except SwathError as err:
+        _LOGGER.warning("Swath at %s answered GET /v1/me unexpectedly: %s.", url, err)
         return url, {"error": "unknown"}
+    if not isinstance(me, dict) or not isinstance(me.get("account"), dict):
+        _LOGGER.debug("%s answered GET /v1/me with JSON that is not Swath's.", url)
+        return url, {"error": "not_swath"}
     return url, me
 
 
@@ -73,9 +96,13 @@ class SwathConfigFlow(ConfigFlow, domain=DOMAIN):
             step_id="user",
             data_schema=self.add_suggested_values_to_schema(
                 vol.Schema(
-                    {vol.Required(CONF_URL): str, vol.Required(CONF_API_TOKEN): str}
+                    {
+                        vol.Required(CONF_URL): URL_SELECTOR,
+                        vol.Required(CONF_API_TOKEN): TOKEN_SELECTOR,
+                    }
                 ),
-                user_input,
+                # The URL comes back after an error; the token never does.
+                {CONF_URL: user_input[CONF_URL]} if user_input else None,
             ),
             errors=errors,
         )
@@ -106,7 +133,7 @@ class SwathConfigFlow(ConfigFlow, domain=DOMAIN):
                 )
         return self.async_show_form(
             step_id="reauth_confirm",
-            data_schema=vol.Schema({vol.Required(CONF_API_TOKEN): str}),
+            data_schema=vol.Schema({vol.Required(CONF_API_TOKEN): TOKEN_SELECTOR}),
             description_placeholders={"url": entry.data[CONF_URL], "title": entry.title},
             errors=errors,
         )
@@ -134,7 +161,7 @@ class SwathConfigFlow(ConfigFlow, domain=DOMAIN):
         return self.async_show_form(
             step_id="reconfigure",
             data_schema=self.add_suggested_values_to_schema(
-                vol.Schema({vol.Required(CONF_URL): str}),
+                vol.Schema({vol.Required(CONF_URL): URL_SELECTOR}),
                 user_input or {CONF_URL: entry.data[CONF_URL]},
             ),
             errors=errors,

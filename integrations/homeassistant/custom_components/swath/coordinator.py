@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 import json
 import logging
 from typing import Any
@@ -28,13 +28,20 @@ from typing import Any
 from homeassistant.config_entries import ConfigEntry
 from homeassistant.core import CALLBACK_TYPE, HomeAssistant, callback
 from homeassistant.exceptions import ConfigEntryAuthFailed
-from homeassistant.helpers import device_registry as dr
+from homeassistant.helpers import device_registry as dr, issue_registry as ir
 from homeassistant.helpers.update_coordinator import DataUpdateCoordinator, UpdateFailed
 from homeassistant.util import dt as dt_util
 
 from . import const
-from .api import SseEvent, SwathAuthError, SwathClient, SwathError, SwathNotFoundError
-from .const import CONF_SITES, DOMAIN
+from .api import (
+    SseEvent,
+    SwathAuthError,
+    SwathClient,
+    SwathError,
+    SwathNotFoundError,
+    SwathRateLimitedError,
+)
+from .const import CONF_SITES, DOMAIN, KEPT_STATE_FIELDS, REQUIRED_HEALTH_FIELDS
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -54,6 +61,15 @@ class MowerData:
     health_etag: str | None = None
     alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Its open alerts by kind (one per kind)."""
+    zones: list[dict[str, Any]] = field(default_factory=list)
+    """Its zones (`GET /v1/mowers/{id}/zones`), each with `occupied`."""
+    today: dict[str, Any] | None = None
+    """Its totals of the current local day of its site (`GET /v1/mowers/{id}/days`)."""
+
+    @property
+    def zone(self) -> str | None:
+        """The name of the zone it is in, None when it is in none."""
+        return next((z["name"] for z in self.zones if z.get("occupied")), None)
 
     @property
     def online(self) -> bool:
@@ -73,6 +89,9 @@ class StreamStats:
     events_fired: int = 0
     last_error: str | None = None
     end_reason: str | None = None
+    probes: int = 0
+    shutdowns: int = 0
+    """Streams Swath ended for its shutdown (`end`, `shutdown`)."""
 
 
 class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
@@ -101,17 +120,27 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         self._catch_up_mark: str | None = None
         self._mower_listeners: dict[str, list[CALLBACK_TYPE]] = {}
         self._event_listeners: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
+        self.scopes: frozenset[str] = frozenset()
+        """The token's scopes (`GET /v1/me`): `write` shows the blade-reset buttons."""
 
     # REST ------------------------------------------------------------------------------------
 
     async def _async_setup(self) -> None:
-        """Remember the newest events, so that what happened before set-up is never fired."""
+        """Learn the token's scopes; remember the newest events, so that none before is fired."""
         try:
+            me = await self.client.me()
             page = await self.client.events()
         except SwathAuthError as err:
-            raise ConfigEntryAuthFailed(str(err)) from err
+            raise ConfigEntryAuthFailed(
+                translation_domain=DOMAIN, translation_key="invalid_auth"
+            ) from err
         except SwathError as err:
-            raise UpdateFailed(str(err)) from err
+            raise UpdateFailed(
+                translation_domain=DOMAIN,
+                translation_key="cannot_connect",
+                translation_placeholders={"url": self.client.url, "error": str(err)},
+            ) from err
+        self.scopes = frozenset(me.get("scopes") or [])
         for event in page["items"]:
             self._remember(event["id"])
         if page["items"]:
@@ -124,13 +153,19 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
             if not self.stats.connected:
                 await self._catch_up_events(data)
         except SwathAuthError as err:
-            raise ConfigEntryAuthFailed(str(err)) from err
+            raise ConfigEntryAuthFailed(
+                translation_domain=DOMAIN, translation_key="invalid_auth"
+            ) from err
         except SwathError as err:
             if not self.stats.connected:
                 self._poll_failures += 1
                 backoff = const.POLL_INTERVAL * (2 ** min(self._poll_failures, 8))
                 self.update_interval = min(backoff, const.POLL_INTERVAL_MAX)
-            raise UpdateFailed(str(err)) from err
+            raise UpdateFailed(
+                translation_domain=DOMAIN,
+                translation_key="cannot_connect",
+                translation_placeholders={"url": self.client.url, "error": str(err)},
+            ) from err
         self._poll_failures = 0
         self.update_interval = (
             const.REFRESH_INTERVAL if self.stats.connected else const.POLL_INTERVAL
@@ -154,11 +189,11 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         # A few at a time: a large fleet must not open a connection per mower at once.
         limit = asyncio.Semaphore(const.HEALTH_READS_AT_ONCE)
 
-        async def health(mower_id: str) -> tuple[str | None, dict[str, Any] | None]:
+        async def per_mower(mower_id: str) -> _PerMower:
             async with limit:
-                return await self._health(mower_id)
+                return await self._per_mower(mower_id)
 
-        healths = await asyncio.gather(*(health(i) for i in ids), return_exceptions=True)
+        answers = await asyncio.gather(*(per_mower(i) for i in ids), return_exceptions=True)
         alerts = await self.client.alerts()
 
         current = self.data or {}
@@ -173,6 +208,8 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 mower = MowerData(summary=summary, state=state)
                 if old is not None:
                     mower.health, mower.health_etag = old.health, old.health_etag
+                    mower.zones, mower.today = old.zones, old.today
+                    _keep_last_known(old.state, mower.state)
                     if _newer(old.state, state):
                         # The stream brought a state after this answer was made.
                         mower.state = old.state
@@ -183,31 +220,68 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                             last_seen_at=old.summary.get("last_seen_at"),
                         )
                 result[summary["id"]] = mower
-        for mower_id, answer in zip(ids, healths, strict=True):
-            mower = result.get(mower_id)
-            if mower is None:
+        for mower_id, answer in zip(ids, answers, strict=True):
+            held = result.get(mower_id)
+            if held is None:
                 continue
             if isinstance(answer, SwathNotFoundError):
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            etag, body = answer
-            mower.health_etag = etag
-            if body is not None:
-                mower.health = body
+            held.health_etag = answer.health_etag
+            if answer.health is not None:
+                held.health = answer.health
+            held.zones, held.today = answer.zones, answer.today
+        self._check_api(result)
         for mower in result.values():
             mower.alerts = {}
         for alert in alerts:
-            mower = result.get(alert["mower_id"])
-            if mower is not None:
-                mower.alerts[alert["kind"]] = alert
+            alerted = result.get(alert["mower_id"])
+            if alerted is not None:
+                alerted.alerts[alert["kind"]] = alert
         self._mowers_etag = listing.etag
         return result
 
-    async def _health(self, mower_id: str) -> tuple[str | None, dict[str, Any] | None]:
+    async def _per_mower(self, mower_id: str) -> _PerMower:
+        """The mower's health (conditional), zones and totals of its site's current day."""
         old = (self.data or {}).get(mower_id)
-        answer = await self.client.health(mower_id, old.health_etag if old else None)
-        return answer.etag, answer.body
+        health = await self.client.health(mower_id, old.health_etag if old else None)
+        zones = await self.client.zones(mower_id)
+        # The site's day is not known before the answer names its time zone: a range around
+        # Home Assistant's own day always holds it.
+        now = dt_util.utcnow()
+        days = await self.client.days(
+            mower_id, (now - timedelta(days=1)).date(), (now + timedelta(days=1)).date()
+        )
+        zone = dt_util.get_time_zone(days["time_zone"]) or dt_util.UTC
+        today = now.astimezone(zone).date().isoformat()
+        current = next((d for d in days["items"] if d["day"] == today), None)
+        return _PerMower(health.etag, health.body, zones, current or {"day": today})
+
+    def _check_api(self, data: dict[str, MowerData]) -> None:
+        """Raise a repair issue while Swath's health answers lack what this version reads."""
+        issue = f"api_too_old_{self.config_entry.entry_id}"
+        missing = sorted(
+            {
+                f
+                for mower in data.values()
+                if mower.health is not None
+                for f in REQUIRED_HEALTH_FIELDS
+                if f not in mower.health
+            }
+        )
+        if missing:
+            ir.async_create_issue(
+                self.hass,
+                DOMAIN,
+                issue,
+                is_fixable=False,
+                severity=ir.IssueSeverity.WARNING,
+                translation_key="api_too_old",
+                translation_placeholders={"url": self.client.url, "missing": ", ".join(missing)},
+            )
+        else:
+            ir.async_delete_issue(self.hass, DOMAIN, issue)
 
     async def _catch_up_events(self, data: dict[str, MowerData]) -> None:
         """Fire the events listed since the last look that were not fired yet, oldest first."""
@@ -253,7 +327,11 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 continue
             mower = self.data.get(ids[0])
             if mower is None:
-                _LOGGER.info("Mower %s is gone from Swath; removing its device", ids[0])
+                _LOGGER.info(
+                    "Mower %s is no longer shown (deleted in Swath, or outside the entry's "
+                    "sites); removing its device.",
+                    ids[0],
+                )
                 registry.async_update_device(
                     device.id, remove_config_entry_id=self.config_entry.entry_id
                 )
@@ -314,33 +392,77 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         return params
 
     async def async_run_stream(self) -> None:
-        """Follow the live stream until the entry unloads or the token is refused."""
+        """Follow the live stream until the entry unloads or the token is refused.
+
+        After the stream is lost: at once when Swath ended it for its shutdown (another replica,
+        or the restarted process, answers); otherwise `/healthz` is probed every
+        HEALTH_PROBE_SECONDS while Swath does not answer, and the stream is opened as soon as it
+        does. A stream refused by a Swath that answers is retried with a doubling back-off.
+        """
         delay = const.STREAM_RETRY_MIN_SECONDS
         while True:
             opened_before = self.stats.opened
+            self.stats.end_reason = None
             try:
                 async with aclosing(
                     self.client.stream(self.stream_params(), self.last_event_id, self._on_open)
                 ) as events:
                     async for event in events:
                         if not self._on_stream_event(event):
-                            self._stream_down(f"the stream ended: {self.stats.end_reason}")
-                            return
-                self._stream_down("the stream ended")
+                            break
+                self._stream_down(f"the stream ended: {self.stats.end_reason or 'closed'}")
+                if self.stats.end_reason == "token_revoked":
+                    self.config_entry.async_start_reauth(self.hass)
+                    return
             except SwathAuthError as err:
                 self._stream_down(str(err))
                 self.config_entry.async_start_reauth(self.hass)
                 return
             except SwathError as err:
                 self._stream_down(str(err))
+                self._stream_refused(err)
             if self.stats.opened > opened_before:
                 delay = const.STREAM_RETRY_MIN_SECONDS
-            _LOGGER.debug("Live stream down (%s); retrying in %s s", self.stats.last_error, delay)
+            if self.stats.end_reason == "shutdown":
+                _LOGGER.debug("Swath ended the live stream for its shutdown; reconnecting now.")
+                continue
+            if await self._async_wait_for_swath():
+                _LOGGER.debug("Swath answers again; reopening the live stream now.")
+                continue
+            _LOGGER.debug("Live stream down (%s); retrying in %s s.", self.stats.last_error, delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, const.STREAM_RETRY_MAX_SECONDS)
 
+    async def _async_wait_for_swath(self) -> bool:
+        """Probe `/healthz` on a short fixed interval until Swath's process answers.
+
+        True when it did not answer at first: Swath was down and is back, so the stream is
+        reopened at once; False when it answered at once (the stream was refused by a Swath that
+        is up, which the back-off is for).
+        """
+        was_down = False
+        while not await self.client.healthz():
+            was_down = True
+            self.stats.probes += 1
+            await asyncio.sleep(const.HEALTH_PROBE_SECONDS)
+        return was_down
+
+    def _stream_refused(self, err: SwathError) -> None:
+        """A 429 is the user's to fix (too many streams on one token): say so in repairs."""
+        if isinstance(err, SwathRateLimitedError):
+            ir.async_create_issue(
+                self.hass,
+                DOMAIN,
+                f"stream_refused_{self.config_entry.entry_id}",
+                is_fixable=False,
+                severity=ir.IssueSeverity.WARNING,
+                translation_key="stream_refused",
+                translation_placeholders={"url": self.client.url},
+            )
+
     @callback
     def _on_open(self) -> None:
+        ir.async_delete_issue(self.hass, DOMAIN, f"stream_refused_{self.config_entry.entry_id}")
         self.stats.connected = True
         self.stats.opened += 1
         self.stats.last_error = None
@@ -389,8 +511,11 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
             )
         elif event.event == "end":
             self.stats.end_reason = data.get("reason")
-            _LOGGER.warning("The live stream ended: %s", self.stats.end_reason)
-            self.config_entry.async_start_reauth(self.hass)
+            if self.stats.end_reason == "shutdown":
+                self.stats.shutdowns += 1
+                _LOGGER.info("Swath is shutting down; reconnecting the live stream.")
+            else:
+                _LOGGER.warning("Swath ended the live stream: %s.", self.stats.end_reason)
             return False
         return True
 
@@ -413,6 +538,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
             return
         if _newer(mower.state, state):
             return
+        _keep_last_known(mower.state, state)
         mower.state = state
         self.stats.states += 1
         mower.summary.update(
@@ -447,6 +573,8 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 mower.summary.update(online=True, offline_reason=None, offline_since=None)
             elif kind == "blade_due" and mower.health is not None:
                 mower.health["blade_due"] = True
+            elif kind in ("zone_entered", "zone_left"):
+                _occupy(mower, event["details"], kind == "zone_entered")
             self._notify(event["mower_id"])
         self._fire(event)
 
@@ -458,6 +586,32 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         if cleared["kind"] == "blade_due" and mower.health is not None:
             mower.health["blade_due"] = False
         self._notify(cleared["mower_id"])
+
+
+@dataclass(slots=True)
+class _PerMower:
+    """The per-mower reads of one refresh."""
+
+    health_etag: str | None
+    health: dict[str, Any] | None
+    zones: list[dict[str, Any]]
+    today: dict[str, Any]
+
+
+def _keep_last_known(held: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+    """A report without position or battery keeps the last known ones (users expect them)."""
+    if held is None or new is None:
+        return
+    for key in KEPT_STATE_FIELDS:
+        if new.get(key) is None and held.get(key) is not None:
+            new[key] = held[key]
+
+
+def _occupy(mower: MowerData, details: dict[str, Any], inside: bool) -> None:
+    """A zone event: the zone it names is occupied (entered) or not (left)."""
+    for zone in mower.zones:
+        if zone["id"] == details.get("zone_id"):
+            zone["occupied"] = inside
 
 
 def _newer(held: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:

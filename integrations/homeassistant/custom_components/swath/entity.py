@@ -33,6 +33,8 @@ class SwathEntity(CoordinatorEntity[SwathCoordinator]):
             model=summary["model"],
             serial_number=summary["serial"],
             suggested_area=summary.get("site_name"),
+            # Swath's live fleet page, where the mower is on the map.
+            configuration_url=f"{coordinator.client.url}/live/fleet",
         )
 
     @property

@@ -13,6 +13,9 @@ from .const import EVENT_KINDS
 from .coordinator import SwathConfigEntry, SwathCoordinator
 from .entity import SwathEntity, add_entities_per_mower
 
+# Read-only entities updated by the coordinator: no limit on parallel updates.
+PARALLEL_UPDATES = 0
+
 _LOGGER = logging.getLogger(__name__)
 
 

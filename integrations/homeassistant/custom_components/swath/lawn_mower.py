@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from homeassistant.components.lawn_mower import (
-    LawnMowerActivity,
-    LawnMowerEntity,
-    LawnMowerEntityFeature,
-)
+from homeassistant.components.lawn_mower import LawnMowerEntity
+from homeassistant.components.lawn_mower.const import LawnMowerActivity, LawnMowerEntityFeature
 from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .coordinator import SwathConfigEntry, SwathCoordinator
 from .entity import SwathEntity, add_entities_per_mower
+
+# Read-only entities updated by the coordinator: no limit on parallel updates.
+PARALLEL_UPDATES = 0
 
 
 async def async_setup_entry(

@@ -1,4 +1,4 @@
-"""Sensors: battery, health totals, error code and last seen."""
+"""Sensors: battery, activity, health totals, blade, zone, today's totals, error, last seen."""
 
 from __future__ import annotations
 
@@ -18,8 +18,12 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import dt as dt_util
 
+from .const import ACTIVITIES, NO_ZONE
 from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
 from .entity import SwathEntity, add_entities_per_mower
+
+# Read-only entities updated by the coordinator: no limit on parallel updates.
+PARALLEL_UPDATES = 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +32,8 @@ class SwathSensorDescription(SensorEntityDescription):
 
     value: Callable[[MowerData], Any]
     follows_mower_availability: bool = False
+    options_of: Callable[[MowerData], list[str]] | None = None
+    """The options of an enum sensor whose options depend on the mower (its zones)."""
 
 
 def _state(key: str) -> Callable[[MowerData], Any]:
@@ -36,6 +42,26 @@ def _state(key: str) -> Callable[[MowerData], Any]:
 
 def _health(key: str) -> Callable[[MowerData], Any]:
     return lambda mower: mower.health.get(key) if mower.health else None
+
+
+def _today(key: str) -> Callable[[MowerData], Any]:
+    return lambda mower: (mower.today or {}).get(key, 0) if mower.today is not None else None
+
+
+def _blade_remaining(mower: MowerData) -> float | None:
+    health = mower.health
+    if not health or "blade_threshold_seconds" not in health:
+        return None
+    remaining = float(health["blade_threshold_seconds"]) - float(health["blade_since_reset_seconds"])
+    return max(0.0, remaining)
+
+
+def _zone(mower: MowerData) -> str:
+    return mower.zone or NO_ZONE
+
+
+def _zone_options(mower: MowerData) -> list[str]:
+    return [NO_ZONE, *sorted({z["name"] for z in mower.zones})]
 
 
 def _last_seen(mower: MowerData) -> datetime | None:
@@ -58,6 +84,7 @@ SENSORS: tuple[SwathSensorDescription, ...] = (
         device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=1,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value=_health("mowing_seconds"),
     ),
@@ -67,6 +94,7 @@ SENSORS: tuple[SwathSensorDescription, ...] = (
         device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=1,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value=_health("blade_seconds"),
     ),
@@ -76,6 +104,7 @@ SENSORS: tuple[SwathSensorDescription, ...] = (
         device_class=SensorDeviceClass.DURATION,
         native_unit_of_measurement=UnitOfTime.SECONDS,
         suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=1,
         # Falls to zero when the blade is replaced: a new cycle of a total.
         state_class=SensorStateClass.TOTAL_INCREASING,
         value=_health("blade_since_reset_seconds"),
@@ -86,8 +115,81 @@ SENSORS: tuple[SwathSensorDescription, ...] = (
         device_class=SensorDeviceClass.DISTANCE,
         native_unit_of_measurement=UnitOfLength.METERS,
         suggested_unit_of_measurement=UnitOfLength.KILOMETERS,
+        suggested_display_precision=2,
         state_class=SensorStateClass.TOTAL_INCREASING,
         value=_health("distance_m"),
+    ),
+    SwathSensorDescription(
+        key="activity",
+        translation_key="activity",
+        device_class=SensorDeviceClass.ENUM,
+        options=ACTIVITIES,
+        value=_state("activity"),
+        follows_mower_availability=True,
+    ),
+    SwathSensorDescription(
+        key="charging_cycles",
+        translation_key="charging_cycles",
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        value=_health("charge_count"),
+    ),
+    SwathSensorDescription(
+        key="error_count",
+        translation_key="error_count",
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
+        value=_health("error_count"),
+    ),
+    SwathSensorDescription(
+        key="blade_remaining",
+        translation_key="blade_remaining",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=1,
+        state_class=SensorStateClass.MEASUREMENT,
+        value=_blade_remaining,
+    ),
+    SwathSensorDescription(
+        key="blade_threshold",
+        translation_key="blade_threshold",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=0,
+        entity_category=EntityCategory.DIAGNOSTIC,
+        entity_registry_enabled_default=False,
+        value=_health("blade_threshold_seconds"),
+    ),
+    SwathSensorDescription(
+        key="zone",
+        translation_key="zone",
+        device_class=SensorDeviceClass.ENUM,
+        value=_zone,
+        options_of=_zone_options,
+    ),
+    SwathSensorDescription(
+        key="today_mowing_time",
+        translation_key="today_mowing_time",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.HOURS,
+        suggested_display_precision=1,
+        # Starts again from zero each local day of the site.
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_today("mowing_seconds"),
+    ),
+    SwathSensorDescription(
+        key="today_distance",
+        translation_key="today_distance",
+        device_class=SensorDeviceClass.DISTANCE,
+        native_unit_of_measurement=UnitOfLength.METERS,
+        suggested_unit_of_measurement=UnitOfLength.KILOMETERS,
+        suggested_display_precision=2,
+        state_class=SensorStateClass.TOTAL_INCREASING,
+        value=_today("distance_m"),
     ),
     SwathSensorDescription(
         key="error_code",
@@ -113,7 +215,9 @@ async def async_setup_entry(
     add_entities_per_mower(
         entry,
         async_add_entities,
-        lambda coordinator, mower_id: (SwathSensor(coordinator, mower_id, description) for description in SENSORS),
+        lambda coordinator, mower_id: (
+            SwathSensor(coordinator, mower_id, description) for description in SENSORS
+        ),
     )
 
 
@@ -138,3 +242,12 @@ class SwathSensor(SwathEntity, SensorEntity):
         """The value as Swath answered it."""
         mower = self.mower
         return None if mower is None else self.entity_description.value(mower)
+
+    @property
+    def options(self) -> list[str] | None:
+        """An enum sensor's options: fixed, or the mower's own (its zones' names)."""
+        options_of = self.entity_description.options_of
+        mower = self.mower
+        if options_of is not None and mower is not None:
+            return options_of(mower)
+        return super().options
