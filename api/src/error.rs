@@ -553,6 +553,18 @@ impl From<WebhooksError> for ApiError {
                     .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
                     .collect(),
             ),
+            WebhooksError::TooManyEndpoints(at_most) => ApiError::Conflict(format!(
+                "The account has {at_most} webhook endpoints, the most it may have: delete one \
+                 before creating another."
+            )),
+            WebhooksError::TooManyTests {
+                retry_after_seconds,
+            } => ApiError::TooManyRequests {
+                detail: "This webhook was sent as many test messages as it may be in a minute; \
+                    `Retry-After` says when the next is allowed."
+                    .to_owned(),
+                retry_after: retry_after_seconds,
+            },
             WebhooksError::Access(e) => e.into(),
             WebhooksError::Store(WebhookError::Unavailable(_)) => {
                 ApiError::Unavailable(chain(&e).to_string())
