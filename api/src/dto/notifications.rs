@@ -242,9 +242,7 @@ pub struct PolygonGeometry {
     #[serde(rename = "type")]
     #[schema(example = "Polygon")]
     pub type_: String,
-    /// The exterior ring, then any holes; each ring at least four `[lon, lat]` positions, the last
-    /// equal to the first. At most 1000 positions, spanning at most one degree (so at most 250
-    /// rings; a position has at most three numbers, the third an altitude that is ignored).
+    /// The exterior ring, then any holes (the rules: [`polygon_coordinates`], its schema).
     #[schema(schema_with = polygon_coordinates)]
     pub coordinates: Vec<Vec<Vec<f64>>>,
 }
