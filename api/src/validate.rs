@@ -10,7 +10,7 @@
 //!
 //! The answer stays small whatever the body (issue 42): an array longer than its `maxItems` is
 //! one problem (its items are not walked), and an array's items name their problems for the
-//! first [`NAMED_IDS`] items that have any, then count the others.
+//! first [`NAMED_IDS`] items that have any, then count the others (decision 180).
 
 use crate::error::FieldProblem;
 use serde_json::{Map, Value};

@@ -1,6 +1,6 @@
 //! The webhooks use case ([`swath_application::Webhooks`]) over each store: which endpoints a
 //! principal sees (the sites and the mowers they name, also after a mower moved) and the cap on
-//! an account's endpoints, exact also when endpoints are created at once (decision 179, 180).
+//! an account's endpoints, exact also when endpoints are created at once (decision 179).
 
 use crate::postgres::PostgresFactory;
 use crate::support::{add_account, add_mower, add_site, mower, site};

@@ -8,7 +8,7 @@
 //! endpoints); every mower and site an endpoint names must be visible to the caller. Another
 //! account's endpoint, or one not visible, is answered as absent. An account has at most
 //! [`WebhookLimits::per_account`] endpoints, and an endpoint gets at most
-//! [`WebhookLimits::tests_per_minute`] test messages a minute (decision 180).
+//! [`WebhookLimits::tests_per_minute`] test messages a minute (decision 179).
 
 pub mod delivery;
 pub mod signing;
@@ -29,7 +29,7 @@ pub const SECRET_GRACE: Duration = Duration::hours(24);
 /// The longest URL accepted.
 pub const MAX_URL_CHARS: usize = 2048;
 
-/// How much of the service an account's endpoints may take (decision 180).
+/// How much of the service an account's endpoints may take (decision 179).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WebhookLimits {
     /// The most endpoints an account has (`SWATH_WEBHOOKS_PER_ACCOUNT`).
