@@ -170,6 +170,11 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
     if collection == Some("imports") {
         return import_problem_example(operation_id, status);
     }
+    if collection == Some("webhooks") {
+        if let Some(example) = webhook_problem_example(status) {
+            return Some(example);
+        }
+    }
     let resource = match collection {
         Some("sites") => Resource::Site,
         Some("tokens") => Resource::Token,
@@ -213,6 +218,21 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
 
 /// The problem the import routes answer with this status (their scope, media type and limit
 /// are their own).
+/// The refusals of the webhook routes that differ from the other routes' (the rest are theirs).
+fn webhook_problem_example(status: &str) -> Option<Value> {
+    use swath_application::{WebhookLimits, WebhooksError};
+    let error = match status {
+        "404" => ApiError::NotFound(Resource::Webhook),
+        "409" => WebhooksError::TooManyEndpoints(WebhookLimits::default().per_account).into(),
+        "429" => WebhooksError::TooManyTests {
+            retry_after_seconds: 42,
+        }
+        .into(),
+        _ => return None,
+    };
+    serde_json::to_value(error.problem()).ok()
+}
+
 fn import_problem_example(operation_id: &str, status: &str) -> Option<Value> {
     use crate::routes::imports;
     let error = match (operation_id, status) {

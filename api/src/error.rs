@@ -201,6 +201,16 @@ impl ApiError {
         ApiError::Validation(vec![FieldProblem::new(pointer, detail)])
     }
 
+    /// A `422` for the `(pointer, detail)` problems the use cases answer.
+    pub fn problems(problems: Vec<(String, String)>) -> Self {
+        ApiError::Validation(
+            problems
+                .into_iter()
+                .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
+                .collect(),
+        )
+    }
+
     /// The status, the `type` slug and the title of each variant.
     fn kind(&self) -> (StatusCode, &'static str, &'static str) {
         match self {
@@ -547,12 +557,19 @@ impl From<WebhooksError> for ApiError {
         match e {
             WebhooksError::Forbidden(why) => ApiError::Forbidden(why),
             WebhooksError::NotFound => ApiError::NotFound(Resource::Webhook),
-            WebhooksError::Invalid(problems) => ApiError::Validation(
-                problems
-                    .into_iter()
-                    .map(|(pointer, detail)| FieldProblem::new(pointer, detail))
-                    .collect(),
-            ),
+            WebhooksError::Invalid(problems) => ApiError::problems(problems),
+            WebhooksError::TooManyEndpoints(at_most) => ApiError::Conflict(format!(
+                "The account has {at_most} webhook endpoints, the most it may have: delete one \
+                 before creating another."
+            )),
+            WebhooksError::TooManyTests {
+                retry_after_seconds,
+            } => ApiError::TooManyRequests {
+                detail: "This webhook was sent as many test messages as it may be in a minute; \
+                    `Retry-After` says when the next is allowed."
+                    .to_owned(),
+                retry_after: retry_after_seconds,
+            },
             WebhooksError::Access(e) => e.into(),
             WebhooksError::Store(WebhookError::Unavailable(_)) => {
                 ApiError::Unavailable(chain(&e).to_string())

@@ -248,7 +248,26 @@ fn api_routes() -> OpenApiRouter<AppState> {
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let mut doc = api_routes().into_openapi();
     describe_nullable_refs(&mut doc);
+    bound_state_batch(&mut doc);
     document::complete(doc)
+}
+
+/// The body of `POST /v1/states` is an array of at most [`routes::states::MAX_REPORTS`] reports:
+/// its `maxItems`, which `request_body(content = Vec<…>)` has no syntax for (every array of a
+/// request body states its bound, issue 42).
+fn bound_state_batch(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{RefOr, Schema};
+    let body = doc
+        .paths
+        .paths
+        .get_mut("/v1/states")
+        .and_then(|item| item.post.as_mut())
+        .and_then(|op| op.request_body.as_mut())
+        .and_then(|body| body.content.get_mut("application/json"))
+        .and_then(|content| content.schema.as_mut());
+    if let Some(RefOr::T(Schema::Array(batch))) = body {
+        batch.max_items = Some(routes::states::MAX_REPORTS);
+    }
 }
 
 /// utoipa writes a nullable reference (`Option<Dto>`) as `oneOf: [null, {$ref, description}]`,

@@ -171,6 +171,13 @@ impl AppState {
         self
     }
 
+    /// Other limits for the webhooks use case (`SWATH_WEBHOOKS_PER_ACCOUNT`,
+    /// `SWATH_WEBHOOK_TESTS_PER_MINUTE`); nothing without one.
+    pub fn with_webhook_limits(mut self, limits: swath_application::WebhookLimits) -> Self {
+        self.webhooks = self.webhooks.take().map(|w| w.with_limits(limits));
+        self
+    }
+
     /// Adds the notification side's ports to the use cases that read and set a mower's
     /// notification data.
     pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {

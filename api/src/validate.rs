@@ -7,10 +7,15 @@
 //! `minLength`/`maxLength`, the pattern `\S`, `minimum`/`maximum`, `oneOf`/`anyOf`/`allOf` and
 //! `$ref`); a test fails when the document starts using another. Query parameters are checked
 //! against their parameters' schemas the same way, as the strings they are.
+//!
+//! The answer stays small whatever the body (issue 42): an array longer than its `maxItems` is
+//! one problem (its items are not walked), and an array's items name their problems for the
+//! first [`NAMED_IDS`] items that have any, then count the others (decision 180).
 
 use crate::error::FieldProblem;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
+use swath_application::access::NAMED_IDS;
 
 /// The document's schemas, by name.
 fn schemas() -> &'static Map<String, Value> {
@@ -254,15 +259,40 @@ fn check_array(items: &[Value], schema: &Value, pointer: &str, out: &mut Vec<Fie
         ));
     }
     if let Some(max) = schema["maxItems"].as_u64().filter(|&m| n > m) {
+        // Its items are not walked: a list far too long answers one problem, not one per item.
         out.push(FieldProblem::new(
             pointer,
-            format!("{} must have at most {max} items.", subject(pointer)),
+            format!(
+                "{} has {n} items; it must have at most {max}.",
+                subject(pointer)
+            ),
         ));
+        return;
     }
-    if let Some(item) = schema.get("items").filter(|i| i.is_object()) {
-        for (i, value) in items.iter().enumerate() {
-            check(value, item, &format!("{pointer}/{i}"), out);
+    let Some(item) = schema.get("items").filter(|i| i.is_object()) else {
+        return;
+    };
+    // The problems of the first few items that have any, then how many more have some.
+    let mut bad = 0;
+    for (i, value) in items.iter().enumerate() {
+        let mut found = Vec::new();
+        check(value, item, &format!("{pointer}/{i}"), &mut found);
+        if !found.is_empty() {
+            bad += 1;
+            if bad <= NAMED_IDS {
+                out.extend(found);
+            }
         }
+    }
+    if bad > NAMED_IDS {
+        out.push(FieldProblem::new(
+            pointer,
+            format!(
+                "{} has {} more items with problems (only the first {NAMED_IDS} are listed).",
+                subject(pointer),
+                bad - NAMED_IDS
+            ),
+        ));
     }
 }
 
@@ -460,6 +490,73 @@ mod tests {
             }
         }
         assert!(visited.len() >= 5, "{visited:?}");
+    }
+
+    /// Every array a request body may hold, at every depth, states how many items it takes.
+    #[test]
+    fn every_array_of_a_request_body_has_max_items() {
+        let doc = serde_json::to_value(crate::openapi()).unwrap();
+        let mut seen = Vec::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                if let Some(schema) = op["requestBody"]["content"]["application/json"].get("schema")
+                {
+                    seen.push((format!("{method} {path}"), schema.clone()));
+                }
+            }
+        }
+        let mut arrays = 0;
+        let mut visited = std::collections::BTreeSet::new();
+        while let Some((at, schema)) = seen.pop() {
+            if let Some(name) = schema["$ref"].as_str() {
+                if !visited.insert(name.to_owned()) {
+                    continue;
+                }
+            }
+            let schema = resolve(&schema).clone();
+            if types(&schema).contains(&"array") {
+                arrays += 1;
+                assert!(schema["maxItems"].is_u64(), "{at} has no maxItems");
+            }
+            for (name, p) in schema["properties"].as_object().into_iter().flatten() {
+                seen.push((format!("{at}/{name}"), p.clone()));
+            }
+            for key in ["oneOf", "anyOf", "allOf"] {
+                for branch in schema[key].as_array().into_iter().flatten() {
+                    seen.push((at.clone(), branch.clone()));
+                }
+            }
+            if schema["items"].is_object() {
+                seen.push((format!("{at}/*"), schema["items"].clone()));
+            }
+        }
+        assert!(arrays >= 12, "{arrays} arrays");
+    }
+
+    #[test]
+    fn a_list_past_its_bound_is_one_problem_and_bad_items_are_named_ten_at_most() {
+        let ids = |n: usize, id: &str| vec![json!(id); n];
+        let long = json!({"url": "https://a.example", "kinds": ["error_raised"], "mowers": ids(50_000, "x")});
+        assert_eq!(
+            body_problems(&long, "NewWebhook").unwrap(),
+            [FieldProblem::new(
+                "/mowers",
+                "`/mowers` has 50000 items; it must have at most 1000."
+            )]
+        );
+        let bad = json!({"url": "https://a.example", "kinds": ["error_raised"], "mowers": ids(1000, "x")});
+        let problems = body_problems(&bad, "NewWebhook").unwrap();
+        assert_eq!(problems.len(), NAMED_IDS + 1);
+        assert_eq!(problems[9].pointer, "/mowers/9");
+        assert_eq!(
+            problems[10],
+            FieldProblem::new(
+                "/mowers",
+                "`/mowers` has 990 more items with problems (only the first 10 are listed)."
+            )
+        );
+        let at_the_bound = json!({"url": "https://a.example", "kinds": ["error_raised"], "mowers": ids(1000, &uuid::Uuid::nil().to_string())});
+        assert_eq!(body_problems(&at_the_bound, "NewWebhook").unwrap(), []);
     }
 
     #[test]

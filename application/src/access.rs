@@ -277,6 +277,45 @@ impl Access {
         })
     }
 
+    /// The positions in `ids` of the mowers `principal` may not see (unknown, another account's
+    /// or on a hidden site), in order: one directory read for the whole list, never one per id.
+    pub async fn invisible_mowers(
+        &self,
+        principal: &Principal,
+        ids: &[MowerId],
+    ) -> Result<Vec<usize>, AccessError> {
+        let mut unique = ids.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        let visible: HashSet<MowerId> = self
+            .directory
+            .mowers_by_id(&unique)
+            .await?
+            .into_iter()
+            .filter(|m| sees(principal, m.account_id, m.site_id))
+            .map(|m| m.id)
+            .collect();
+        Ok(positions_outside(ids, &visible))
+    }
+
+    /// The positions in `ids` of the sites `principal` may not see, in order: one read of the
+    /// account's sites for the whole list.
+    pub async fn invisible_sites(
+        &self,
+        principal: &Principal,
+        ids: &[SiteId],
+    ) -> Result<Vec<usize>, AccessError> {
+        let visible: HashSet<SiteId> = self
+            .directory
+            .sites(principal.account_id)
+            .await?
+            .into_iter()
+            .filter(|s| sees(principal, s.account_id, s.id))
+            .map(|s| s.id)
+            .collect();
+        Ok(positions_outside(ids, &visible))
+    }
+
     /// Every mower of the principal's account that it may see.
     async fn seen_mowers(&self, principal: &Principal) -> Result<Vec<Mower>, AccessError> {
         let mut mowers = self.directory.mowers(principal.account_id).await?;
@@ -415,6 +454,51 @@ of_account!(
     swath_domain::LatestRow,
     swath_domain::HealthTotals,
 );
+
+/// The positions of the `ids` that are not in `visible`, in order.
+fn positions_outside<T: Eq + std::hash::Hash>(ids: &[T], visible: &HashSet<T>) -> Vec<usize> {
+    (0..ids.len())
+        .filter(|&i| !visible.contains(&ids[i]))
+        .collect()
+}
+
+/// The most ids of one list a refusal names one by one; the others are counted (issue 42: a
+/// request naming many ids that are not visible got an answer many times its size).
+pub const NAMED_IDS: usize = 10;
+
+/// The problems of a list of ids at `pointer` whose `bad` positions name no `what` visible to
+/// the token, as `(JSON pointer, message)`: the first [`NAMED_IDS`] one by one, then one
+/// problem at `pointer` that counts the others.
+pub fn invisible_ids<T: fmt::Display>(
+    pointer: &str,
+    ids: &[T],
+    bad: &[usize],
+    what: &str,
+) -> Vec<(String, String)> {
+    let mut problems: Vec<(String, String)> = bad
+        .iter()
+        .take(NAMED_IDS)
+        .map(|&i| {
+            (
+                format!("{pointer}/{i}"),
+                format!(
+                    "`{pointer}/{i}` is {}, which is no {what} visible to this token.",
+                    ids[i]
+                ),
+            )
+        })
+        .collect();
+    if let Some(more) = bad.len().checked_sub(NAMED_IDS).filter(|&n| n > 0) {
+        problems.push((
+            pointer.to_owned(),
+            format!(
+                "`{pointer}` names {more} more that are no {what}s visible to this token (only \
+                 the first {NAMED_IDS} are listed)."
+            ),
+        ));
+    }
+    problems
+}
 
 /// Whether `principal` sees a resource of `account` on `site`.
 fn sees(principal: &Principal, account: AccountId, site: SiteId) -> bool {

@@ -156,6 +156,17 @@ pub struct WebhookArgs {
         value_name = "SWATH_WEBHOOK_DISPATCH", default_value_t = true,
         action = clap::ArgAction::Set)]
     pub dispatch: bool,
+    /// The most webhook endpoints an account may have; creating one more answers `409`.
+    #[arg(long = "webhooks-per-account", env = "SWATH_WEBHOOKS_PER_ACCOUNT",
+        value_name = "SWATH_WEBHOOKS_PER_ACCOUNT", default_value_t = 50,
+        value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub per_account: u32,
+    /// The most test messages (`POST /v1/webhooks/{id}/test`) an endpoint is sent per minute by
+    /// one replica; one more answers `429` with `Retry-After`.
+    #[arg(long = "webhook-tests-per-minute", env = "SWATH_WEBHOOK_TESTS_PER_MINUTE",
+        value_name = "SWATH_WEBHOOK_TESTS_PER_MINUTE", default_value_t = 5,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub tests_per_minute: u32,
 }
 
 #[derive(Debug, Args)]

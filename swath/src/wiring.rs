@@ -29,6 +29,7 @@ use swath_application::ticks::Ticks;
 use swath_application::webhooks::delivery::{
     DeliverySettings, Dispatcher, Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS,
 };
+use swath_application::webhooks::WebhookLimits;
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
 };
@@ -190,6 +191,10 @@ impl WebhookArgs {
             allow_private: self.allow_private,
             dispatch: self.dispatch,
             timeout: self.timeout,
+            limits: WebhookLimits {
+                per_account: self.per_account as usize,
+                tests_per_minute: self.tests_per_minute as usize,
+            },
             delivery: DeliverySettings {
                 horizon: self.retry_horizon,
                 first_backoff: self.first_retry,
@@ -227,6 +232,9 @@ pub struct WebhookSettings {
     /// One attempt's total time-out (`SWATH_WEBHOOK_TIMEOUT_SECONDS`); zero: the sender's
     /// default.
     pub timeout: Duration,
+    /// Endpoints per account and test messages per endpoint (`SWATH_WEBHOOKS_PER_ACCOUNT`,
+    /// `SWATH_WEBHOOK_TESTS_PER_MINUTE`).
+    pub limits: WebhookLimits,
     pub delivery: DeliverySettings,
 }
 
@@ -316,7 +324,8 @@ pub fn wire(
     )
     .with_notifications(notifications)
     .with_projections(Projections::new(projections), assignments)
-    .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private);
+    .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private)
+    .with_webhook_limits(settings.webhooks.limits);
     Wired {
         webhooks,
         webhook_settings: settings.webhooks,

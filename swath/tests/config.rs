@@ -135,6 +135,14 @@ const CASES: &[Case] = &[
         expected: "true",
     },
     Case {
+        env: &[("SWATH_WEBHOOKS_PER_ACCOUNT", "0")],
+        expected: "1..=10000",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_TESTS_PER_MINUTE", "0")],
+        expected: "1..=1000",
+    },
+    Case {
         env: &[("SWATH_STORE", "sqlite")],
         expected: "memory, postgres",
     },

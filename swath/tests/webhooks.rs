@@ -295,3 +295,164 @@ async fn urls_are_normalised_or_refused() {
     assert_eq!(listed["items"].as_array().unwrap().len(), 1);
     assert_eq!(listed["items"][0]["url"], "https://hooks.example.com/swath");
 }
+
+/// Creates an endpoint of `token`'s account with `body`'s fields over a plain one.
+async fn create(app: &TestApp, token: &str, extra: Value) -> helpers::TestResponse {
+    let mut body = json!({"url": "https://hooks.example.com/", "kinds": ["error_raised"]});
+    body.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    app.post("/v1/webhooks", Some(token), &body).await
+}
+
+/// 50 000 ids are refused in a few hundred bytes (the list is past its bound: one problem); a
+/// list at the bound, 1000 mowers the token sees, is accepted.
+#[tokio::test]
+async fn an_id_list_past_its_bound_is_refused_in_a_small_answer_and_one_at_it_is_accepted() {
+    let app = TestApp::spawn().await;
+    let many: Vec<String> = (0..50_000)
+        .map(|_| uuid::Uuid::new_v4().to_string())
+        .collect();
+    let refused = create(&app, TOKEN_A_ADMIN, json!({"mowers": many})).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(refused.body.len() < 1024, "{} bytes", refused.body.len());
+    assert_eq!(refused.problem().errors.len(), 1);
+    assert_eq!(refused.problem().errors[0].pointer, "/mowers");
+
+    let north = app.a.sites[0];
+    let mut fleet = Vec::new();
+    for n in 0..1000 {
+        let id = swath_domain::MowerId::new();
+        let m = swath_tests::support::mower(id, app.a.account_id, north, format!("Extra {n}"), n);
+        swath_tests::support::add_mower(&app.store, m).await;
+        fleet.push(id);
+    }
+    let accepted = create(&app, TOKEN_A_ADMIN, json!({"mowers": fleet})).await;
+    assert_eq!(accepted.status, StatusCode::CREATED);
+    assert_eq!(
+        accepted.json()["webhook"]["mowers"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1000
+    );
+}
+
+/// Mowers the token cannot see are named ten at most, then counted; the same for a new token's
+/// sites.
+#[tokio::test]
+async fn ids_not_visible_are_named_ten_at_most() {
+    let app = TestApp::spawn().await;
+    let foreign: Vec<String> = (0..25)
+        .map(|n| {
+            if n == 3 {
+                app.b.mowers[0].to_string()
+            } else {
+                uuid::Uuid::new_v4().to_string()
+            }
+        })
+        .collect();
+    let refused = create(&app, TOKEN_A_ADMIN, json!({"mowers": foreign})).await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let errors = refused.problem().errors;
+    assert_eq!(errors.len(), 11);
+    assert_eq!(errors[3].pointer, "/mowers/3");
+    assert_eq!(errors[9].pointer, "/mowers/9");
+    assert_eq!(
+        errors[10].detail,
+        "`/mowers` names 15 more that are no mowers visible to this token (only the first 10 \
+         are listed)."
+    );
+
+    let sites: Vec<String> = (0..12).map(|_| uuid::Uuid::new_v4().to_string()).collect();
+    let token = app
+        .post(
+            "/v1/tokens",
+            Some(TOKEN_A_ADMIN),
+            &json!({"scopes": ["read"], "sites": sites}),
+        )
+        .await;
+    assert_eq!(token.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let errors = token.problem().errors;
+    assert_eq!(errors.len(), 11);
+    assert_eq!(errors[10].pointer, "/sites");
+}
+
+/// An account has at most 50 endpoints (the default): the 51st is a `409`, another account's
+/// first is created, and deleting one makes room.
+#[tokio::test]
+async fn the_endpoints_of_an_account_are_capped() {
+    let app = TestApp::spawn().await;
+    let mut ids = Vec::new();
+    let mut refusals = 0;
+    for _ in 0..53 {
+        let answer = create(&app, TOKEN_A_ADMIN, json!({})).await;
+        match answer.status {
+            StatusCode::CREATED => ids.push(answer.json()["webhook"]["id"].clone()),
+            StatusCode::CONFLICT => {
+                assert_eq!(answer.problem_type(), "conflict");
+                refusals += 1;
+            }
+            other => panic!("{other}"),
+        }
+    }
+    assert_eq!((ids.len(), refusals), (50, 3));
+    assert_eq!(
+        create(&app, TOKEN_B, json!({})).await.status,
+        StatusCode::CREATED
+    );
+    let first = ids[0].as_str().unwrap();
+    app.delete(&format!("/v1/webhooks/{first}"), Some(TOKEN_A_ADMIN))
+        .await;
+    assert_eq!(
+        create(&app, TOKEN_A_ADMIN, json!({})).await.status,
+        StatusCode::CREATED
+    );
+}
+
+/// An endpoint is sent 5 test messages a minute (the default): the others answer `429` with
+/// `Retry-After`, enqueue nothing, and a minute later the next is accepted.
+#[tokio::test]
+async fn test_messages_are_rate_limited_per_endpoint() {
+    let app = TestApp::spawn().await;
+    let id = create(&app, TOKEN_A_ADMIN, json!({})).await.json()["webhook"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let test = || async {
+        app.post(
+            &format!("/v1/webhooks/{id}/test"),
+            Some(TOKEN_A_ADMIN),
+            &json!({}),
+        )
+        .await
+    };
+    let mut statuses = Vec::new();
+    let mut waits = Vec::new();
+    for _ in 0..20 {
+        let answer = test().await;
+        statuses.push(answer.status);
+        waits.extend(answer.header("retry-after").map(str::to_owned));
+    }
+    let accepted = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::ACCEPTED)
+        .count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((accepted, refused), (5, 15));
+    assert_eq!(waits, vec!["60"; 15]);
+    let logged = app
+        .get(
+            &format!("/v1/webhooks/{id}/deliveries"),
+            Some(TOKEN_A_ADMIN),
+        )
+        .await
+        .json();
+    assert_eq!(logged["items"].as_array().unwrap().len(), 5);
+
+    app.clock.advance(chrono::Duration::seconds(60));
+    assert_eq!(test().await.status, StatusCode::ACCEPTED);
+}

@@ -65,5 +65,6 @@ pub mod support;
 pub mod telemetry_contract;
 pub mod traces;
 pub mod watch_contract;
+pub mod webhook_access;
 pub mod webhook_contract;
 pub mod zone_contract;

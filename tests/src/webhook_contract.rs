@@ -111,13 +111,16 @@ pub async fn endpoints_are_kept_to_their_account(factory: &dyn WebhookFactory) {
     let mut ours = Vec::new();
     for i in 0..3 {
         let e = endpoint(a, &format!("https://a.example/{i}"));
-        store.create_endpoint(e.clone()).await.unwrap();
+        store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
         ours.push(e);
     }
     let theirs = endpoint(b, "https://b.example/");
-    store.create_endpoint(theirs.clone()).await.unwrap();
+    store
+        .create_endpoint(theirs.clone(), usize::MAX)
+        .await
+        .unwrap();
     assert!(matches!(
-        store.create_endpoint(theirs.clone()).await,
+        store.create_endpoint(theirs.clone(), usize::MAX).await,
         Err(WebhookError::Conflict)
     ));
     assert_eq!(
@@ -162,7 +165,7 @@ pub async fn enqueue_is_idempotent(factory: &dyn WebhookFactory) {
     let (directory, store) = factory.fresh().await;
     let a = account(&*directory).await;
     let e = endpoint(a, "https://a.example/");
-    store.create_endpoint(e.clone()).await.unwrap();
+    store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     let gone = WebhookId::new();
     let batch = vec![
         message(e.id, 1, 0),
@@ -202,8 +205,8 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         endpoint(a, "https://one.example/"),
         endpoint(a, "https://two.example/"),
     );
-    store.create_endpoint(e1.clone()).await.unwrap();
-    store.create_endpoint(e2.clone()).await.unwrap();
+    store.create_endpoint(e1.clone(), usize::MAX).await.unwrap();
+    store.create_endpoint(e2.clone(), usize::MAX).await.unwrap();
     store
         .enqueue(vec![
             message(e1.id, 1, 0),
@@ -277,7 +280,7 @@ pub async fn concurrent_claims_never_share_an_endpoint(factory: &dyn WebhookFact
     let mut all = Vec::new();
     for i in 0..12 {
         let e = endpoint(a, &format!("https://{i}.example/"));
-        store.create_endpoint(e.clone()).await.unwrap();
+        store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
         store.enqueue(vec![message(e.id, 1, 0)]).await.unwrap();
         all.push(e.id);
     }
@@ -304,7 +307,7 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     let (directory, store) = factory.fresh().await;
     let a = account(&*directory).await;
     let e = endpoint(a, "https://a.example/");
-    store.create_endpoint(e.clone()).await.unwrap();
+    store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     store
         .enqueue(vec![message(e.id, 1, 0), message(e.id, 2, 0)])
         .await

@@ -124,7 +124,10 @@ impl Setup {
             .lock()
             .unwrap()
             .insert(name.to_owned(), Arc::new(script));
-        self.store.create_endpoint(e.clone()).await.unwrap();
+        self.store
+            .create_endpoint(e.clone(), usize::MAX)
+            .await
+            .unwrap();
         let now = chrono::Utc::now();
         let batch = (0..count)
             .map(|n| {
@@ -347,7 +350,7 @@ async fn published_notifications_become_deliveries_of_matching_endpoints() {
         e
     };
     for e in [&everything, &only_second_mower, &other_site] {
-        store.create_endpoint(e.clone()).await.unwrap();
+        store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     }
     let bus = Arc::new(MemoryBus::default());
     let enqueuer = Enqueuer::new(store.clone(), Arc::new(directory), Arc::new(SystemClock));

@@ -41,8 +41,21 @@ impl MemoryWebhooks {
 
 #[async_trait]
 impl WebhookStore for MemoryWebhooks {
-    async fn create_endpoint(&self, endpoint: Endpoint) -> Result<(), WebhookError> {
+    async fn create_endpoint(
+        &self,
+        endpoint: Endpoint,
+        at_most: usize,
+    ) -> Result<(), WebhookError> {
         let mut data = self.lock();
+        // In PostgreSQL's order: the account's count, then the id.
+        let held = data
+            .endpoints
+            .values()
+            .filter(|h| h.endpoint.account_id == endpoint.account_id)
+            .count();
+        if held >= at_most {
+            return Err(WebhookError::AccountFull);
+        }
         if data.endpoints.contains_key(&endpoint.id) {
             return Err(WebhookError::Conflict);
         }

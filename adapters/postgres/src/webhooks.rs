@@ -113,7 +113,29 @@ fn kinds(endpoint: &Endpoint) -> Vec<String> {
 
 #[async_trait]
 impl WebhookStore for PostgresStore {
-    async fn create_endpoint(&self, e: Endpoint) -> Result<(), WebhookError> {
+    async fn create_endpoint(&self, e: Endpoint, at_most: usize) -> Result<(), WebhookError> {
+        // The account's row locked first, so that concurrent creations for one account count
+        // one after the other (each count a statement of its own, after the lock: a snapshot
+        // that sees the creations committed before). `NO KEY`: the foreign keys that reference
+        // the account still take their shared locks meanwhile.
+        let mut tx = self.pool().begin().await.map_err(unavailable)?;
+        let account = sqlx::query("SELECT id FROM accounts WHERE id = $1 FOR NO KEY UPDATE")
+            .bind(e.account_id.0)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        if account.is_none() {
+            return Err(WebhookError::UnknownAccount(e.account_id));
+        }
+        let held: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM webhook_endpoints WHERE account_id = $1")
+                .bind(e.account_id.0)
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(unavailable)?;
+        if usize::try_from(held).unwrap_or(usize::MAX) >= at_most {
+            return Err(WebhookError::AccountFull);
+        }
         let done = sqlx::query(
             "INSERT INTO webhook_endpoints (id, account_id, url, kinds, mowers, sites, enabled, \
              disabled_reason, secrets, created_at, updated_at) \
@@ -130,10 +152,10 @@ impl WebhookStore for PostgresStore {
         .bind(secrets_json(&e.secrets))
         .bind(e.created_at)
         .bind(e.updated_at)
-        .execute(self.pool())
+        .execute(&mut *tx)
         .await;
         match done {
-            Ok(_) => Ok(()),
+            Ok(_) => tx.commit().await.map_err(unavailable),
             Err(sqlx::Error::Database(d)) if d.is_unique_violation() => Err(WebhookError::Conflict),
             Err(sqlx::Error::Database(d)) if d.is_foreign_key_violation() => {
                 Err(WebhookError::UnknownAccount(e.account_id))

@@ -395,12 +395,12 @@ pub struct NewTokenRequest {
     #[serde(default)]
     #[schema(example = "Home Assistant", max_length = 100)]
     pub name: String,
-    /// What the token may do; at least one scope.
-    #[schema(example = json!(["read"]), min_items = 1)]
+    /// What the token may do; at least one scope, at most 100 (each is kept once).
+    #[schema(example = json!(["read"]), min_items = 1, max_items = 100)]
     pub scopes: Vec<Scope>,
-    /// Limit the token to these sites of the account (at least one); absent or `null`: every
-    /// site.
-    #[schema(example = json!(null), min_items = 1)]
+    /// Limit the token to these sites of the account (at least one, at most 1000); absent or
+    /// `null`: every site.
+    #[schema(example = json!(null), min_items = 1, max_items = 1000)]
     pub sites: Option<Vec<Uuid>>,
 }
 

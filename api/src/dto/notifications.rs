@@ -242,9 +242,34 @@ pub struct PolygonGeometry {
     #[serde(rename = "type")]
     #[schema(example = "Polygon")]
     pub type_: String,
-    /// The exterior ring, then any holes; each ring at least four `[lon, lat]` positions, the last
-    /// equal to the first. At most 1000 positions, spanning at most one degree.
+    /// The exterior ring, then any holes (the rules: [`polygon_coordinates`], its schema).
+    #[schema(schema_with = polygon_coordinates)]
     pub coordinates: Vec<Vec<Vec<f64>>>,
+}
+
+/// The schema of [`PolygonGeometry::coordinates`]: utoipa's derive bounds only the outer array,
+/// and every level of a request's arrays has its `maxItems` (issue 42).
+fn polygon_coordinates() -> utoipa::openapi::schema::Array {
+    use swath_domain::watch::geometry::MAX_VERTICES;
+    use utoipa::openapi::schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type};
+    let number = ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Double)));
+    let position = ArrayBuilder::new().items(number).max_items(Some(3));
+    let ring = ArrayBuilder::new()
+        .items(position)
+        .max_items(Some(MAX_VERTICES));
+    ArrayBuilder::new()
+        .items(ring)
+        // A ring has at least four positions.
+        .max_items(Some(MAX_VERTICES / 4))
+        .description(Some(
+            "The exterior ring, then any holes; each ring at least four `[lon, lat]` positions, \
+             the last equal to the first. At most 1000 positions, spanning at most one degree (so \
+             at most 250 rings; a position has at most three numbers, the third an altitude that \
+             is ignored).",
+        ))
+        .build()
 }
 
 impl PolygonGeometry {

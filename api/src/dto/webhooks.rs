@@ -41,16 +41,17 @@ pub struct NewWebhook {
     /// default port dropped, `.` and `..` segments resolved.
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: String,
-    /// What the endpoint receives; at least one kind.
-    #[schema(example = json!(["error_raised", "geofence_left"]), min_items = 1)]
+    /// What the endpoint receives; at least one kind, at most 100 (each is kept once).
+    #[schema(example = json!(["error_raised", "geofence_left"]), min_items = 1, max_items = 100)]
     pub kinds: Vec<WebhookKindDto>,
-    /// Only these mowers' messages (at least one, each visible to the token); absent or `null`:
-    /// every mower.
-    #[schema(example = json!(null), min_items = 1)]
+    /// Only these mowers' messages (at least one, at most 1000, each visible to the token);
+    /// absent or `null`: every mower.
+    #[schema(example = json!(null), min_items = 1, max_items = 1000)]
     pub mowers: Option<Vec<Uuid>>,
-    /// Only messages of mowers on these sites (at least one, each visible to the token); absent
-    /// or `null`: every site. A token limited to sites must name some of its sites.
-    #[schema(example = json!(null), min_items = 1)]
+    /// Only messages of mowers on these sites (at least one, at most 1000, each visible to the
+    /// token); absent or `null`: every site. A token limited to sites must name some of its
+    /// sites.
+    #[schema(example = json!(null), min_items = 1, max_items = 1000)]
     pub sites: Option<Vec<Uuid>>,
     /// Whether deliveries are made (default `true`).
     #[serde(default = "enabled_by_default")]
@@ -79,16 +80,16 @@ pub struct WebhookPatch {
     /// A new URL (the same rules and normal form as at creation).
     #[schema(example = "https://hooks.example.com/swath", max_length = 2048)]
     pub url: Option<String>,
-    /// New kinds; at least one.
-    #[schema(example = json!(["error_raised"]), min_items = 1)]
+    /// New kinds; at least one, at most 100.
+    #[schema(example = json!(["error_raised"]), min_items = 1, max_items = 100)]
     pub kinds: Option<Vec<WebhookKindDto>>,
-    /// New mowers; `null`: every mower from now on.
+    /// New mowers (at least one, at most 1000); `null`: every mower from now on.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<Uuid>>, example = json!(null), min_items = 1)]
+    #[schema(value_type = Option<Vec<Uuid>>, example = json!(null), min_items = 1, max_items = 1000)]
     pub mowers: Option<Option<Vec<Uuid>>>,
-    /// New sites; `null`: every site from now on.
+    /// New sites (at least one, at most 1000); `null`: every site from now on.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<Uuid>>, example = json!(null), min_items = 1)]
+    #[schema(value_type = Option<Vec<Uuid>>, example = json!(null), min_items = 1, max_items = 1000)]
     pub sites: Option<Option<Vec<Uuid>>>,
     /// Enable or disable deliveries.
     #[schema(example = false)]

@@ -12,7 +12,7 @@ use crate::dto::directory::{
     scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
 };
 use crate::dto::params::{PageParams, TokenPath};
-use crate::error::{ApiError, FieldProblem, Resource};
+use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::state::AppState;
@@ -20,8 +20,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use swath_application::access::invisible_ids;
 use swath_application::ports::{TokenId, TokenInfo};
-use swath_application::AccessError;
 use swath_domain::{Principal, Scope, SiteId};
 use uuid::Uuid;
 
@@ -105,25 +105,19 @@ pub async fn create_token(
                 "`/sites` must name at least one site, or be absent for every site.",
             ))
         }
-        Some(mut ids) => {
-            // Every site the token may not see is named, not only the first.
-            let mut problems = Vec::new();
-            for (i, id) in ids.iter().enumerate() {
-                match state.access.referenced_site(&principal, SiteId(*id)).await {
-                    Ok(_) => {}
-                    Err(AccessError::NotVisible(_)) => problems.push(FieldProblem::new(
-                        format!("/sites/{i}"),
-                        format!("`/sites/{i}` is {id}, which is no site visible to this token."),
-                    )),
-                    Err(other) => return Err(other.into()),
-                }
+        Some(ids) => {
+            // The sites the token may not see are named (the first few, then counted), not only
+            // the first.
+            let mut sites: Vec<SiteId> = ids.into_iter().map(SiteId).collect();
+            let bad = state.access.invisible_sites(&principal, &sites).await?;
+            if !bad.is_empty() {
+                return Err(ApiError::problems(invisible_ids(
+                    "/sites", &sites, &bad, "site",
+                )));
             }
-            if !problems.is_empty() {
-                return Err(ApiError::Validation(problems));
-            }
-            ids.sort();
-            ids.dedup();
-            Some(ids.into_iter().map(SiteId).collect())
+            sites.sort();
+            sites.dedup();
+            Some(sites)
         }
     };
     let new = Principal {

@@ -85,8 +85,11 @@ pub async fn list_webhooks(
             body = WebhookWithSecret,
             headers(("Location" = String, description = "The path of the new endpoint."))),
         NotJson,
-        (status = 422, description = "The URL is not an `https` URL, no kind is named, or a \
-            mower or site is not visible to this token."),
+        (status = 409, description = "The account has as many endpoints as it may have (50 \
+            unless the service is configured otherwise): delete one first."),
+        (status = 422, description = "The URL is not an `https` URL, no kind is named, a list \
+            is longer than its bound, or a mower or site is not visible to this token (the \
+            first 10 such ids are named, the others counted)."),
     ),
 )]
 pub async fn create_webhook(
@@ -286,12 +289,17 @@ pub async fn retry_delivery(
     path = "/v1/webhooks/{id}/test",
     tag = TAG,
     description = "Enqueues a `webhook_test` message for the endpoint, delivered, signed and \
-        retried like any other; follow it in the endpoint's deliveries.",
+        retried like any other; follow it in the endpoint's deliveries. An endpoint is sent a \
+        few test messages a minute at most (5 unless the service is configured otherwise).",
     security(("bearer" = ["admin"])),
     params(EndpointPath),
     responses(
         (status = 202, description = "The test delivery is enqueued.", body = DeliveryDto),
         ById<EndpointPath>,
+        (status = 429, description = "The endpoint was sent as many test messages as it may be \
+            in the last minute; nothing was enqueued.",
+            headers(("Retry-After" = u64, description = "Seconds until the next test message \
+                is allowed."))),
     ),
 )]
 pub async fn test_webhook(

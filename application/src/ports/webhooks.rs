@@ -89,6 +89,9 @@ pub enum WebhookError {
     /// foreign key, refuses the endpoint).
     #[error("account {0} does not exist")]
     UnknownAccount(AccountId),
+    /// The account has as many endpoints as `create_endpoint` was told it may have.
+    #[error("the account has as many webhook endpoints as it may have")]
+    AccountFull,
     #[error("webhook store unavailable: {0}")]
     Unavailable(#[source] Cause),
 }
@@ -97,7 +100,9 @@ pub enum WebhookError {
 ///
 /// An implementation MUST:
 /// - `create_endpoint`: store the endpoint as given; refuse an id stored already with
-///   [`WebhookError::Conflict`];
+///   [`WebhookError::Conflict`], and refuse with [`WebhookError::AccountFull`] when its account
+///   has `at_most` endpoints already, exactly also under concurrent creations (the check and the
+///   insert are one step per account);
 /// - `endpoint`: answer the endpoint with this id whatever its account (callers decide
 ///   visibility), secrets included;
 /// - `endpoints`: the account's endpoints in id order, strictly after `after`, at most `limit`;
@@ -129,7 +134,8 @@ pub enum WebhookError {
 /// - return [`WebhookError::Unavailable`] when its backing store fails.
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
-    async fn create_endpoint(&self, endpoint: Endpoint) -> Result<(), WebhookError>;
+    async fn create_endpoint(&self, endpoint: Endpoint, at_most: usize)
+        -> Result<(), WebhookError>;
     async fn endpoint(&self, id: WebhookId) -> Result<Option<Endpoint>, WebhookError>;
     async fn endpoints(
         &self,

@@ -2,10 +2,13 @@
 //! signing secrets, and the log of deliveries; the delivery itself is in [`delivery`].
 //!
 //! The rules every route goes through: the caller needs the `admin` scope; an endpoint belongs to
-//! the caller's account and is visible only to principals of that account that see every site it
-//! is limited to (a principal limited to sites sees only endpoints limited to some of its sites,
-//! and creates only such endpoints); every mower and site an endpoint names must be visible to
-//! the caller. Another account's endpoint, or one not visible, is answered as absent.
+//! the caller's account and is visible only to principals of that account that see every site
+//! and every mower it names (a principal limited to sites sees only endpoints limited to some of
+//! its sites whose mowers are all on its sites, also after a mower moved, and creates only such
+//! endpoints); every mower and site an endpoint names must be visible to the caller. Another
+//! account's endpoint, or one not visible, is answered as absent. An account has at most
+//! [`WebhookLimits::per_account`] endpoints, and an endpoint gets at most
+//! [`WebhookLimits::tests_per_minute`] test messages a minute (decision 179).
 
 pub mod delivery;
 mod endpoint_url;
@@ -13,9 +16,11 @@ pub mod signing;
 
 pub use endpoint_url::{check_url, MAX_URL_CHARS};
 
-use crate::access::{Access, AccessError};
+use crate::access::{invisible_ids, Access, AccessError};
 use crate::ports::{Clock, Delivery, NewDelivery, WebhookError, WebhookStore};
+use crate::rate_limit::RateLimit;
 use chrono::Duration;
+use std::collections::HashSet;
 use std::sync::Arc;
 use swath_domain::webhook::{delivery_id, Endpoint, Secret, WebhookId, WebhookKind};
 use swath_domain::{MowerId, Principal, Scope, SiteId};
@@ -23,6 +28,25 @@ use uuid::Uuid;
 
 /// How long a rotated-out secret still signs: receivers have this long to switch.
 pub const SECRET_GRACE: Duration = Duration::hours(24);
+
+/// How much of the service an account's endpoints may take (decision 179).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WebhookLimits {
+    /// The most endpoints an account has (`SWATH_WEBHOOKS_PER_ACCOUNT`).
+    pub per_account: usize,
+    /// The most test messages an endpoint is sent per minute, on each replica
+    /// (`SWATH_WEBHOOK_TESTS_PER_MINUTE`).
+    pub tests_per_minute: usize,
+}
+
+impl Default for WebhookLimits {
+    fn default() -> Self {
+        Self {
+            per_account: 50,
+            tests_per_minute: 5,
+        }
+    }
+}
 
 /// Why a webhook request was refused.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +60,13 @@ pub enum WebhooksError {
     /// The request names something invalid: `(JSON pointer, message)` for each problem.
     #[error("invalid webhook: {0:?}")]
     Invalid(Vec<(String, String)>),
+    /// The account has this many endpoints already, the most it may have.
+    #[error("the account has {0} webhook endpoints, the most it may have")]
+    TooManyEndpoints(usize),
+    /// The endpoint was sent as many test messages as it may be in the last minute; the next
+    /// is allowed after this many seconds.
+    #[error("too many test messages for this webhook; the next in {retry_after_seconds} s")]
+    TooManyTests { retry_after_seconds: u64 },
     #[error(transparent)]
     Access(#[from] AccessError),
     #[error(transparent)]
@@ -70,6 +101,9 @@ pub struct Webhooks {
     clock: Arc<dyn Clock>,
     /// Whether plain `http` URLs are accepted (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
     allow_http: bool,
+    limits: WebhookLimits,
+    /// The test messages of each endpoint in the last minute.
+    tests: Arc<RateLimit<WebhookId>>,
 }
 
 /// A new signing secret: [`swath_domain::webhook::SECRET_PREFIX`] and the base64 of 24 random
@@ -86,6 +120,11 @@ pub fn generate_secret() -> String {
     )
 }
 
+/// The limit of test messages of `limits`: per endpoint, per minute.
+fn test_limit(limits: WebhookLimits) -> RateLimit<WebhookId> {
+    RateLimit::new(limits.tests_per_minute, Duration::minutes(1))
+}
+
 impl Webhooks {
     pub fn new(
         store: Arc<dyn WebhookStore>,
@@ -93,12 +132,22 @@ impl Webhooks {
         clock: Arc<dyn Clock>,
         allow_http: bool,
     ) -> Self {
+        let limits = WebhookLimits::default();
         Self {
             store,
             access,
             clock,
             allow_http,
+            limits,
+            tests: Arc::new(test_limit(limits)),
         }
+    }
+
+    /// The same use case with other limits.
+    pub fn with_limits(mut self, limits: WebhookLimits) -> Self {
+        self.limits = limits;
+        self.tests = Arc::new(test_limit(limits));
+        self
     }
 
     /// The same use case with another access service (a principal cache of another bound).
@@ -123,15 +172,39 @@ impl Webhooks {
         }
     }
 
-    /// Whether `principal` sees `endpoint`: same account, and every site it is limited to is
-    /// one of the principal's.
-    fn sees(principal: &Principal, endpoint: &Endpoint) -> bool {
-        principal.account_id == endpoint.account_id
-            && match (&principal.sites, &endpoint.sites) {
-                (None, _) => true,
-                (Some(_), None) => false,
-                (Some(theirs), Some(ours)) => ours.iter().all(|s| theirs.contains(s)),
-            }
+    /// The `endpoints` `principal` sees: of its account, and, for a principal limited to
+    /// sites, limited to some of its sites with every mower they name visible to it now (a
+    /// mower moved to another site hides the endpoint). Whether a mower is visible is read
+    /// from the directory, once for all the endpoints. A principal of every site sees every
+    /// endpoint of its account, also one naming a mower deleted since: someone must be able to
+    /// manage it, and it shows nothing of another account.
+    async fn visible(
+        &self,
+        principal: &Principal,
+        mut endpoints: Vec<Endpoint>,
+    ) -> Result<Vec<Endpoint>, WebhooksError> {
+        endpoints.retain(|e| e.account_id == principal.account_id);
+        let Some(theirs) = &principal.sites else {
+            return Ok(endpoints);
+        };
+        endpoints.retain(|e| {
+            e.sites
+                .as_ref()
+                .is_some_and(|ours| ours.iter().all(|s| theirs.contains(s)))
+        });
+        let named: Vec<MowerId> = endpoints
+            .iter()
+            .flat_map(|e| e.mowers.iter().flatten().copied())
+            .collect();
+        let hidden: HashSet<MowerId> = self
+            .access
+            .invisible_mowers(principal, &named)
+            .await?
+            .into_iter()
+            .map(|i| named[i])
+            .collect();
+        endpoints.retain(|e| !e.mowers.iter().flatten().any(|m| hidden.contains(m)));
+        Ok(endpoints)
     }
 
     /// The endpoint `id` if `principal` may manage it.
@@ -141,10 +214,11 @@ impl Webhooks {
         id: WebhookId,
     ) -> Result<Endpoint, WebhooksError> {
         Self::admin(principal)?;
-        match self.store.endpoint(id).await? {
-            Some(e) if Self::sees(principal, &e) => Ok(e),
-            _ => Err(WebhooksError::NotFound),
-        }
+        let stored = self.store.endpoint(id).await?.into_iter().collect();
+        self.visible(principal, stored)
+            .await?
+            .pop()
+            .ok_or(WebhooksError::NotFound)
     }
 
     /// Checks a spec against the rules, every problem at once, and answers it normalised
@@ -175,16 +249,8 @@ impl Webhooks {
                         .to_owned(),
                 ));
             }
-            for (i, id) in mowers.iter().enumerate() {
-                match self.access.visible_mower(principal, *id).await {
-                    Ok(_) => {}
-                    Err(AccessError::NotVisible(_)) => problems.push((
-                        format!("/mowers/{i}"),
-                        format!("`/mowers/{i}` is {id}, which is no mower visible to this token."),
-                    )),
-                    Err(other) => return Err(other.into()),
-                }
-            }
+            let bad = self.access.invisible_mowers(principal, mowers).await?;
+            problems.extend(invisible_ids("/mowers", mowers, &bad, "mower"));
             mowers.sort();
             mowers.dedup();
         }
@@ -202,18 +268,8 @@ impl Webhooks {
                             .to_owned(),
                     ));
                 }
-                for (i, id) in sites.iter().enumerate() {
-                    match self.access.referenced_site(principal, *id).await {
-                        Ok(_) => {}
-                        Err(AccessError::NotVisible(_)) => problems.push((
-                            format!("/sites/{i}"),
-                            format!(
-                                "`/sites/{i}` is {id}, which is no site visible to this token."
-                            ),
-                        )),
-                        Err(other) => return Err(other.into()),
-                    }
-                }
+                let bad = self.access.invisible_sites(principal, sites).await?;
+                problems.extend(invisible_ids("/sites", sites, &bad, "site"));
                 sites.sort();
                 sites.dedup();
             }
@@ -225,8 +281,8 @@ impl Webhooks {
         }
     }
 
-    /// Creates an endpoint of the caller's account; answers it and its secret (the only time
-    /// the secret is answered).
+    /// Creates an endpoint of the caller's account, unless it has [`WebhookLimits::per_account`]
+    /// already; answers it and its secret (the only time the secret is answered).
     pub async fn create(
         &self,
         principal: &Principal,
@@ -252,7 +308,12 @@ impl Webhooks {
             created_at: now,
             updated_at: now,
         };
-        self.store.create_endpoint(endpoint.clone()).await?;
+        let at_most = self.limits.per_account;
+        match self.store.create_endpoint(endpoint.clone(), at_most).await {
+            Ok(()) => {}
+            Err(WebhookError::AccountFull) => return Err(WebhooksError::TooManyEndpoints(at_most)),
+            Err(other) => return Err(other.into()),
+        }
         tracing::info!(webhook_id = %endpoint.id, account_id = %endpoint.account_id, "Created a webhook endpoint.");
         Ok((endpoint, secret))
     }
@@ -276,7 +337,7 @@ impl Webhooks {
                 .await?;
             let full = rows.len() == limit;
             after = rows.last().map(|e| e.id);
-            seen.extend(rows.into_iter().filter(|e| Self::sees(principal, e)));
+            seen.extend(self.visible(principal, rows).await?);
             if !full || seen.len() >= limit {
                 seen.truncate(limit);
                 return Ok(seen);
@@ -373,7 +434,8 @@ impl Webhooks {
             .ok_or(WebhooksError::NotFound)
     }
 
-    /// Enqueues a `webhook_test` message for the endpoint, delivered like any other.
+    /// Enqueues a `webhook_test` message for the endpoint, delivered like any other, unless
+    /// the endpoint had [`WebhookLimits::tests_per_minute`] in the last minute.
     pub async fn test(
         &self,
         principal: &Principal,
@@ -381,6 +443,13 @@ impl Webhooks {
     ) -> Result<Delivery, WebhooksError> {
         let endpoint = self.get(principal, id).await?;
         let now = self.now();
+        if let Err(wait) = self.tests.take(&endpoint.id, now) {
+            // Whole seconds, rounded up: `Retry-After` never says "now" too early.
+            let millis = wait.num_milliseconds().max(0) as u64;
+            return Err(WebhooksError::TooManyTests {
+                retry_after_seconds: millis.div_ceil(1000),
+            });
+        }
         let message_id = format!("webhook_test.{}", Uuid::now_v7());
         let id = delivery_id(endpoint.id, &message_id);
         let body = delivery::envelope(
