@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::router;
 use swath_application::ports::SystemClock;
-use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings, DEMO_ACCOUNT_ID};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -90,9 +90,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             fleet,
         })
     } else {
+        // A demo token an earlier start stored (it outlives that process on PostgreSQL) would
+        // still open the demo account: a start without a demo revokes them all (decision 182).
+        let revoked = demo::revoke_all(wired.tokens.as_ref(), DEMO_ACCOUNT_ID)
+            .await
+            .context("could not revoke the earlier demo tokens")?;
         tracing::info!(
+            revoked_demo_tokens = revoked,
             "No demo: SWATH_SIM_MOWERS is 0 and SWATH_DEMO_TOKEN is not set, so no demo account \
-             or token is made."
+             or token is made, and every earlier demo token of the demo account is revoked."
         );
         None
     };
