@@ -6,10 +6,12 @@
 //!   most `SWATH_STREAMS_PER_TOKEN` per token, and at most [`HttpLimits::max_streams`] in all (the
 //!   connection limit less the share kept for ordinary requests). One more is refused with `429`
 //!   and a `Retry-After` before anything else is done for it.
-//! - **Bodies.** [`body_idle_timeout`] wraps every request body that is still to come: when no
+//! - **Bodies.** [`body_timeouts`] wraps every request body that is still to come: when no
 //!   byte of it arrives for `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`, reading it fails with
-//!   [`BodyIdle`], so the handler stops (an import ends `failed` and says why) and the connection,
-//!   its body unread, is closed after the answer.
+//!   [`BodyIdle`]; when it is not whole `SWATH_HTTP_BODY_TIMEOUT_SECONDS` after its head was read
+//!   (`SWATH_IMPORT_BODY_TIMEOUT_SECONDS` for an import), with [`BodyDeadline`] (decision 181).
+//!   The handler stops (an import ends `failed` and says why) and the connection, its body
+//!   unread, is closed after the answer.
 
 use crate::server::HttpLimits;
 use axum::body::Body;
@@ -36,9 +38,22 @@ pub const STREAM_RETRY_AFTER_SECONDS: u64 = 30;
 pub struct RequestLimits {
     /// Live streams per token and in all.
     pub streams: StreamSlots,
-    /// How long a request body may go without a byte.
-    pub body_idle_timeout: Duration,
+    /// How long request bodies may take: without a byte, and whole.
+    pub bodies: BodyLimits,
 }
+
+/// How long a request body may take (decisions 140, 181): at most `idle` without a byte, and at
+/// most `total` whole from when its head was read; an import's body (`POST /v1/imports`,
+/// streamed, up to 256 MiB) has `import_total` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyLimits {
+    pub idle: Duration,
+    pub total: Duration,
+    pub import_total: Duration,
+}
+
+/// The path whose `POST` bodies have the imports' own total deadline.
+pub const IMPORTS_PATH: &str = "/v1/imports";
 
 impl RequestLimits {
     pub fn new(limits: &HttpLimits) -> Self {
@@ -47,7 +62,11 @@ impl RequestLimits {
                 limits.streams_per_token as usize,
                 limits.max_streams() as usize,
             ),
-            body_idle_timeout: limits.body_idle_timeout,
+            bodies: BodyLimits {
+                idle: limits.body_idle_timeout,
+                total: limits.body_timeout,
+                import_total: limits.import_body_timeout,
+            },
         }
     }
 }
@@ -139,36 +158,58 @@ impl Drop for StreamSlot {
 #[error("no byte of the body came for {} s", .0.as_secs_f64())]
 pub struct BodyIdle(pub Duration);
 
+/// Reading a request body failed: it had not come whole this long after its head.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("the body did not come whole within {} s", .0.as_secs_f64())]
+pub struct BodyDeadline(pub Duration);
+
 /// Wraps the body of every request that has one still to come in [`IdleBody`], which fails once
-/// no byte came for `timeout`.
-pub async fn body_idle_timeout(
-    State(timeout): State<Duration>,
+/// no byte came for the idle timeout, or the body is not whole by its total deadline (the
+/// imports' own for `POST /v1/imports`).
+pub async fn body_timeouts(
+    State(limits): State<BodyLimits>,
     request: Request,
     next: Next,
 ) -> Response {
     let request = if request.body().is_end_stream() {
         request
     } else {
-        request.map(|body| Body::new(IdleBody::new(body, timeout)))
+        let total = if request.method() == axum::http::Method::POST
+            && request.uri().path() == IMPORTS_PATH
+        {
+            limits.import_total
+        } else {
+            limits.total
+        };
+        request.map(|body| Body::new(IdleBody::new(body, limits.idle, total)))
     };
     next.run(request).await
 }
 
-/// A body that fails with [`BodyIdle`] when its next frame takes longer than `timeout`. The timer
-/// is armed only while the reader waits, so a body that is all there costs no timer.
+/// A body that fails with [`BodyIdle`] when its next frame takes longer than `timeout`, and with
+/// [`BodyDeadline`] when it is not whole `total` after it was wrapped. One timer, armed only
+/// while the reader waits, for whichever comes first: a body that is all there costs none.
 pub struct IdleBody {
     inner: Body,
     timeout: Duration,
+    total: Duration,
+    deadline: Instant,
     timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl IdleBody {
-    pub fn new(inner: Body, timeout: Duration) -> Self {
+    pub fn new(inner: Body, timeout: Duration, total: Duration) -> Self {
         Self {
             inner,
             timeout,
+            total,
+            deadline: Instant::now() + total,
             timer: None,
         }
+    }
+
+    fn past_deadline(&self) -> Option<Result<Frame<Bytes>, axum::Error>> {
+        (Instant::now() >= self.deadline).then(|| Err(axum::Error::new(BodyDeadline(self.total))))
     }
 }
 
@@ -182,18 +223,29 @@ impl HttpBody for IdleBody {
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
+            // The end of the body is never late.
+            Poll::Ready(None) => Poll::Ready(None),
             Poll::Ready(frame) => {
-                // A byte came: the next wait starts afresh.
+                // A byte came: the next wait starts afresh, unless the whole time is up (a
+                // steady trickle is cut there too).
                 this.timer = None;
-                Poll::Ready(frame)
+                match this.past_deadline() {
+                    Some(late) => Poll::Ready(Some(late)),
+                    None => Poll::Ready(frame),
+                }
             }
             Poll::Pending => {
-                let timeout = this.timeout;
+                let (timeout, deadline) = (this.timeout, this.deadline);
                 let timer = this.timer.get_or_insert_with(|| {
-                    Box::pin(tokio::time::sleep_until(Instant::now() + timeout))
+                    Box::pin(tokio::time::sleep_until(
+                        (Instant::now() + timeout).min(deadline),
+                    ))
                 });
                 match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyIdle(timeout))))),
+                    Poll::Ready(()) => Poll::Ready(Some(
+                        this.past_deadline()
+                            .unwrap_or_else(|| Err(axum::Error::new(BodyIdle(timeout)))),
+                    )),
                     Poll::Pending => Poll::Pending,
                 }
             }

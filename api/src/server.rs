@@ -15,7 +15,8 @@
 //!   nothing for [`HttpLimits::idle_timeout`] is closed.
 //! - **Streams and bodies** (the router's, [`crate::limits`]): live streams per token and in
 //!   all, a quarter of the connections kept for ordinary requests; a request body that sends no
-//!   byte for [`HttpLimits::body_idle_timeout`] is cut.
+//!   byte for [`HttpLimits::body_idle_timeout`], or is not whole after
+//!   [`HttpLimits::body_timeout`] ([`HttpLimits::import_body_timeout`] for an import), is cut.
 //!
 //! A request being answered is never cut: a long response (the live stream) keeps its
 //! connection for as long as it runs. Each connection has a watchdog task of its own that looks
@@ -114,6 +115,27 @@ pub struct HttpLimits {
         value_parser = parse_seconds
     )]
     pub body_idle_timeout: Duration,
+    /// Seconds a request body may take whole, counted from when its head was read, however
+    /// steadily it comes; past them the request is cut as an idle one is. Imports have
+    /// `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` instead.
+    #[arg(
+        long = "http-body-timeout-seconds",
+        env = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        default_value = "60",
+        value_parser = parse_seconds
+    )]
+    pub body_timeout: Duration,
+    /// Seconds an import's body (`POST /v1/imports`, streamed) may take whole, counted from when
+    /// its head was read; past them the import ends `failed`, saying so.
+    #[arg(
+        long = "import-body-timeout-seconds",
+        env = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        default_value = "3600",
+        value_parser = parse_seconds
+    )]
+    pub import_body_timeout: Duration,
     /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
     /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
     /// `Forwarded` header says `https`).
@@ -136,6 +158,8 @@ impl Default for HttpLimits {
             max_connections: 4096,
             streams_per_token: 16,
             body_idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(60),
+            import_body_timeout: Duration::from_secs(3600),
             behind_tls: false,
         }
     }

@@ -60,7 +60,7 @@ pub struct AppState {
     /// and `{y}`; empty: no tiles, the map draws on a plain background. Set with
     /// [`AppState::with_map_tile_url`].
     pub map_tile_url: Arc<str>,
-    /// Live streams per token and in all, and the request bodies' idle timeout (decision 140).
+    /// Live streams per token and in all, and the request bodies' timeouts (decisions 140, 181).
     /// Set with [`AppState::with_http_limits`].
     pub limits: crate::limits::RequestLimits,
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
@@ -116,7 +116,9 @@ impl AppState {
     }
 
     /// The limits of `SWATH_STREAMS_PER_TOKEN`, `SWATH_HTTP_MAX_CONNECTIONS` (the streams' share)
-    /// and `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`; the defaults otherwise.
+    /// and the request bodies' timeouts (`SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`,
+    /// `SWATH_HTTP_BODY_TIMEOUT_SECONDS`, `SWATH_IMPORT_BODY_TIMEOUT_SECONDS`); the defaults
+    /// otherwise.
     pub fn with_http_limits(mut self, limits: &crate::server::HttpLimits) -> Self {
         self.limits = crate::limits::RequestLimits::new(limits);
         self

@@ -67,6 +67,14 @@ const CASES: &[Case] = &[
         expected: "between 0.001 and 86400 seconds",
     },
     Case {
+        env: &[("SWATH_HTTP_BODY_TIMEOUT_SECONDS", "0")],
+        expected: "between 0.001 and 86400 seconds",
+    },
+    Case {
+        env: &[("SWATH_IMPORT_BODY_TIMEOUT_SECONDS", "soon")],
+        expected: "is not a number of seconds",
+    },
+    Case {
         env: &[("SWATH_SIM_MOWERS", "-1")],
         expected: "0..=100000",
     },

@@ -1,6 +1,7 @@
 //! No single client can hold the service (issue 35, decision 140): live streams per token and in
-//! all, answered `429` past them; request bodies that stop coming are cut; an import whose token
-//! is revoked stops (decision 141).
+//! all, answered `429` past them; request bodies that stop coming are cut, and so are those that
+//! trickle past their total deadline (issue 42, decision 181); an import whose token is revoked
+//! stops (decision 141).
 
 mod helpers;
 
@@ -12,6 +13,8 @@ use helpers::{
     t0, TestApp, TestResponse, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH, TOKEN_A_WRITE_ONLY,
 };
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use swath_api::server::HttpLimits;
 use tower::ServiceExt;
 
@@ -288,4 +291,111 @@ async fn a_trickled_import_stops_at_once_when_its_token_is_revoked() {
     assert_eq!(record["status"], "failed", "{record}");
     assert_eq!(record["failure_reason"], "token_revoked", "{record}");
     assert_eq!(record["stored"], 0, "{record}");
+}
+
+/// Sends `chunk(i)` every 2 s until `count` are sent (or the request is gone), then ends the
+/// body; counts what it sent in `sent`.
+fn drip(
+    sender: Sender,
+    chunk: impl Fn(usize) -> Bytes + Send + 'static,
+    count: usize,
+    sent: Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for i in 0..count {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            if sender.unbounded_send(Ok(chunk(i))).is_err() {
+                break;
+            }
+            sent.fetch_add(1, Ordering::SeqCst);
+        }
+    })
+}
+
+/// Issue 42 item 8: a byte every 2 s never trips the idle timeout, but the body's total deadline
+/// (60 s by default) cuts it: a JSON request answers `400` after about 30 bytes, not the 1 000 the
+/// client would send.
+#[tokio::test(start_paused = true)]
+async fn a_body_that_trickles_is_cut_at_its_total_deadline() {
+    let app = TestApp::spawn().await;
+    let (sender, body) = trickle();
+    // Whitespace before a JSON value: every byte keeps the body well-formed so far.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let dripping = drip(
+        sender,
+        |_| Bytes::from_static(b" "),
+        1000,
+        Arc::clone(&sent),
+    );
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(600),
+        app.send_body(
+            Method::POST,
+            "/v1/states",
+            Some(TOKEN_A_ADMIN),
+            &[("content-type", "application/json")],
+            body,
+        ),
+    )
+    .await
+    .expect("the request is cut at its deadline, not left open");
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    let detail = response.problem().detail;
+    assert!(
+        detail.contains("did not come whole within 60 s"),
+        "{detail}"
+    );
+    dripping.abort();
+    // 60 s of a byte every 2 s.
+    let sent = sent.load(Ordering::SeqCst);
+    assert!((29..=31).contains(&sent), "{sent} bytes were sent");
+}
+
+/// An import keeps its own, longer deadline: lines every 2 s for two minutes (past the other
+/// bodies' 60 s) are all stored; with `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` at 10 s the same import
+/// is cut and says so.
+#[tokio::test(start_paused = true)]
+async fn an_import_has_its_own_total_deadline() {
+    let app = TestApp::spawn().await;
+    let (sender, body) = trickle();
+    let template: Vec<Bytes> = (0..60).map(|i| Bytes::from(line(&app, 40 + i))).collect();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let dripping = drip(sender, move |i| template[i].clone(), 60, Arc::clone(&sent));
+    let response = import(&app, TOKEN_A_WRITE_ONLY, body).await;
+    dripping.await.unwrap();
+    assert_eq!(sent.load(Ordering::SeqCst), 60);
+    assert_eq!(response.status, StatusCode::ACCEPTED, "{:?}", response.body);
+    let location = response.header("location").unwrap().to_owned();
+    let record = app.get(&location, Some(TOKEN_A_WRITE_ONLY)).await.json();
+    assert_eq!(record["status"], "done", "{record}");
+    assert_eq!(record["stored"], 60, "{record}");
+
+    let limits = HttpLimits {
+        import_body_timeout: std::time::Duration::from_secs(10),
+        ..HttpLimits::default()
+    };
+    let app = TestApp::spawn_configured(100, |state| state.with_http_limits(&limits)).await;
+    let (sender, body) = trickle();
+    let template: Vec<Bytes> = (0..60).map(|i| Bytes::from(line(&app, 40 + i))).collect();
+    let dripping = drip(
+        sender,
+        move |i| template[i].clone(),
+        60,
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let response = import(&app, TOKEN_A_WRITE_ONLY, body).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    let detail = response.problem().detail;
+    assert!(
+        detail.contains("did not come whole within 10 s"),
+        "{detail}"
+    );
+    let location = response.header("location").unwrap().to_owned();
+    let record = app.get(&location, Some(TOKEN_A_WRITE_ONLY)).await.json();
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["failure_reason"], "input", "{record}");
+    // A line every 2 s for 10 s: four or five whole lines stored, not the 60 sent otherwise.
+    let stored = record["stored"].as_u64().unwrap();
+    assert!((4..=5).contains(&stored), "{record}");
+    dripping.abort();
 }
