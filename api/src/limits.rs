@@ -3,8 +3,10 @@
 //! connections ordinary requests need; and request bodies that must keep coming.
 //!
 //! - **Streams.** [`StreamSlots`] hands a live stream a [`StreamSlot`] for as long as it runs: at
-//!   most `SWATH_STREAMS_PER_TOKEN` per token, and at most [`HttpLimits::max_streams`] in all (the
-//!   connection limit less the share kept for ordinary requests). One more is refused with `429`
+//!   most `SWATH_STREAMS_PER_TOKEN` per token, at most [`HttpLimits::max_streams_per_account`]
+//!   for the tokens of one account together (decision 181), and at most
+//!   [`HttpLimits::max_streams`] in all (the connection limit less the share kept for ordinary
+//!   requests). One more is refused with `429`
 //!   and a `Retry-After` before anything else is done for it.
 //! - **Bodies.** [`body_timeouts`] wraps every request body that is still to come: when no
 //!   byte of it arrives for `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`, reading it fails with
@@ -27,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use swath_application::ports::TokenHash;
+use swath_domain::AccountId;
 use tokio::time::{Instant, Sleep};
 
 /// What a client is told to wait before it opens a refused stream again, in seconds: streams are
@@ -60,6 +63,7 @@ impl RequestLimits {
         Self {
             streams: StreamSlots::new(
                 limits.streams_per_token as usize,
+                limits.max_streams_per_account() as usize,
                 limits.max_streams() as usize,
             ),
             bodies: BodyLimits {
@@ -82,12 +86,14 @@ impl Default for RequestLimits {
 pub struct StreamSlots {
     open: Arc<Mutex<Open>>,
     per_token: usize,
+    per_account: usize,
     total: usize,
 }
 
 #[derive(Default)]
 struct Open {
     by_token: HashMap<TokenHash, usize>,
+    by_account: HashMap<AccountId, usize>,
     total: usize,
 }
 
@@ -96,6 +102,8 @@ struct Open {
 pub enum StreamRefusal {
     /// The token holds this many streams already.
     PerToken(usize),
+    /// The tokens of the token's account hold this many streams already, together.
+    PerAccount(usize),
     /// The service holds this many streams already, every token together.
     Total(usize),
 }
@@ -104,20 +112,27 @@ pub enum StreamRefusal {
 pub struct StreamSlot {
     open: Arc<Mutex<Open>>,
     token: TokenHash,
+    account: AccountId,
 }
 
 impl StreamSlots {
-    /// At most `per_token` streams per token and `total` in all.
-    pub fn new(per_token: usize, total: usize) -> Self {
+    /// At most `per_token` streams per token, `per_account` per account and `total` in all.
+    pub fn new(per_token: usize, per_account: usize, total: usize) -> Self {
         Self {
             open: Arc::default(),
             per_token,
+            per_account,
             total,
         }
     }
 
-    /// A place for one more stream of `token`, if it has one left and the service too.
-    pub fn acquire(&self, token: &TokenHash) -> Result<StreamSlot, StreamRefusal> {
+    /// A place for one more stream of `token` of `account`, if the token has one left, its
+    /// account too, and the service too.
+    pub fn acquire(
+        &self,
+        token: &TokenHash,
+        account: AccountId,
+    ) -> Result<StreamSlot, StreamRefusal> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if open.total >= self.total {
             return Err(StreamRefusal::Total(open.total));
@@ -126,11 +141,17 @@ impl StreamSlots {
         if held >= self.per_token {
             return Err(StreamRefusal::PerToken(held));
         }
+        let of_account = open.by_account.get(&account).copied().unwrap_or(0);
+        if of_account >= self.per_account {
+            return Err(StreamRefusal::PerAccount(of_account));
+        }
         open.by_token.insert(token.clone(), held + 1);
+        open.by_account.insert(account, of_account + 1);
         open.total += 1;
         Ok(StreamSlot {
             open: Arc::clone(&self.open),
             token: token.clone(),
+            account,
         })
     }
 
@@ -148,6 +169,12 @@ impl Drop for StreamSlot {
             *held -= 1;
             if *held == 0 {
                 open.by_token.remove(&self.token);
+            }
+        }
+        if let Some(held) = open.by_account.get_mut(&self.account) {
+            *held -= 1;
+            if *held == 0 {
+                open.by_account.remove(&self.account);
             }
         }
     }
@@ -271,20 +298,41 @@ mod tests {
 
     #[test]
     fn a_token_gets_its_share_and_the_service_its_total() {
-        let slots = StreamSlots::new(2, 3);
-        let a1 = slots.acquire(&hash("a")).unwrap();
-        let _a2 = slots.acquire(&hash("a")).unwrap();
+        let account = AccountId::new();
+        let slots = StreamSlots::new(2, 10, 3);
+        let a1 = slots.acquire(&hash("a"), account).unwrap();
+        let _a2 = slots.acquire(&hash("a"), account).unwrap();
         assert_eq!(
-            slots.acquire(&hash("a")).err(),
+            slots.acquire(&hash("a"), account).err(),
             Some(StreamRefusal::PerToken(2))
         );
-        let _b1 = slots.acquire(&hash("b")).unwrap();
+        let _b1 = slots.acquire(&hash("b"), account).unwrap();
         assert_eq!(
-            slots.acquire(&hash("c")).err(),
+            slots.acquire(&hash("c"), AccountId::new()).err(),
             Some(StreamRefusal::Total(3))
         );
         drop(a1);
         assert_eq!(slots.open(), 2);
-        let _a3 = slots.acquire(&hash("a")).unwrap();
+        let _a3 = slots.acquire(&hash("a"), account).unwrap();
+    }
+
+    #[test]
+    fn an_account_gets_its_share_whatever_its_tokens() {
+        let (a, b) = (AccountId::new(), AccountId::new());
+        let slots = StreamSlots::new(2, 3, 10);
+        let held: Vec<_> = ["a1", "a2"]
+            .iter()
+            .flat_map(|t| [slots.acquire(&hash(t), a), slots.acquire(&hash(t), a)])
+            .collect();
+        assert_eq!(held.iter().filter(|s| s.is_ok()).count(), 3);
+        assert_eq!(
+            held.iter()
+                .filter_map(|s| s.as_ref().err())
+                .collect::<Vec<_>>(),
+            [&StreamRefusal::PerAccount(3)]
+        );
+        assert!(slots.acquire(&hash("b1"), b).is_ok(), "another account");
+        drop(held);
+        assert!(slots.acquire(&hash("a3"), a).is_ok(), "given back");
     }
 }

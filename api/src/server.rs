@@ -105,6 +105,15 @@ pub struct HttpLimits {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub streams_per_token: u32,
+    /// The most live streams the tokens of one account keep open at once, together; one more is
+    /// refused with `429`. Unset: a quarter of the streams the service keeps (at least one).
+    #[arg(
+        long = "streams-per-account",
+        env = "SWATH_STREAMS_PER_ACCOUNT",
+        value_name = "SWATH_STREAMS_PER_ACCOUNT",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub streams_per_account: Option<u32>,
     /// Seconds a request body may go without a byte before the request is cut (an import then
     /// ends `failed`, saying so).
     #[arg(
@@ -157,6 +166,7 @@ impl Default for HttpLimits {
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
             streams_per_token: 16,
+            streams_per_account: None,
             body_idle_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(60),
             import_body_timeout: Duration::from_secs(3600),
@@ -175,6 +185,14 @@ impl HttpLimits {
     /// The most live streams open at once, every token together.
     pub fn max_streams(&self) -> u32 {
         self.max_connections - self.reserved_connections()
+    }
+
+    /// The most live streams of one account's tokens together: `SWATH_STREAMS_PER_ACCOUNT`, or a
+    /// quarter of [`HttpLimits::max_streams`] (at least one), so that one tenant's many tokens
+    /// never take every stream (decision 181).
+    pub fn max_streams_per_account(&self) -> u32 {
+        self.streams_per_account
+            .unwrap_or_else(|| (self.max_streams() / 4).max(1))
     }
 }
 

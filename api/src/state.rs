@@ -8,8 +8,8 @@ use swath_application::ports::{
     Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
 };
 use swath_application::{
-    Access, FleetDirectory, Imports, Ingest, MowerData, MowerSettings, Projections, Readiness,
-    Submissions, TokenAdmin, Webhooks,
+    Access, CreationLimits, CreationRate, FleetDirectory, Imports, Ingest, MowerData,
+    MowerSettings, Projections, Readiness, Submissions, TokenAdmin, Webhooks,
 };
 
 /// The revocations of this process: see [`swath_application::Revocations`].
@@ -66,6 +66,9 @@ pub struct AppState {
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
     /// process unless set with [`AppState::with_session_secret`]).
     pub sessions: crate::live_pages::session::SessionKey,
+    /// How fast an account creates accounts and tokens, shared by [`AppState::fleet`] and
+    /// [`AppState::token_admin`]. Set with [`AppState::with_creation_limits`].
+    pub creation_rate: CreationRate,
 }
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
@@ -83,6 +86,7 @@ impl AppState {
         ingest: Arc<Ingest>,
     ) -> Self {
         let revocations = Revocations::default();
+        let rate = CreationRate::new(CreationLimits::default(), clock.clone());
         let access = Access::new(
             directory.clone(),
             tokens.clone(),
@@ -92,8 +96,8 @@ impl AppState {
         Self {
             mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
             mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
-            fleet: FleetDirectory::new(access.clone(), directory),
-            token_admin: TokenAdmin::new(tokens, revocations),
+            fleet: FleetDirectory::new(access.clone(), directory, rate.clone()),
+            token_admin: TokenAdmin::new(tokens, revocations, rate.clone()),
             submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
             imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
             webhooks: None,
@@ -105,7 +109,18 @@ impl AppState {
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
             sessions: crate::live_pages::session::SessionKey::random(),
+            creation_rate: rate,
         }
+    }
+
+    /// How many accounts and tokens an account may create per hour (`SWATH_ACCOUNTS_PER_HOUR`,
+    /// `SWATH_TOKENS_PER_HOUR`, decision 181); the defaults otherwise.
+    pub fn with_creation_limits(mut self, limits: CreationLimits) -> Self {
+        let rate = self.creation_rate.with_limits(limits);
+        self.fleet = self.fleet.with_rate(rate.clone());
+        self.token_admin = self.token_admin.with_rate(rate.clone());
+        self.creation_rate = rate;
+        self
     }
 
     /// Signs the live pages' sessions with `secret` (`SWATH_SESSION_SECRET`), so that every

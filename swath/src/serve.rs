@@ -136,7 +136,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             state
                 .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
                 .with_map_tile_url(&args.map_tile_url)
-                .with_http_limits(&args.http_limits),
+                .with_http_limits(&args.http_limits)
+                .with_creation_limits(swath_application::CreationLimits {
+                    accounts_per_hour: args.accounts_per_hour,
+                    tokens_per_hour: args.tokens_per_hour,
+                }),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),
