@@ -163,8 +163,9 @@ pub enum ApiError {
     /// The request head has more or larger header fields than the server accepts.
     #[error("{0}")]
     HeadersTooLarge(String),
-    /// The client holds as much of the service as it may (its live streams); it may try again
-    /// after `retry_after` seconds (the `Retry-After` header).
+    /// The client holds as much of the service as it may (its live streams), or its account
+    /// created as many accounts or tokens as it may for now; it may try again after
+    /// `retry_after` seconds (the `Retry-After` header).
     #[error("{detail}")]
     TooManyRequests { detail: String, retry_after: u64 },
     /// The token was valid when the request began and was revoked while it ran (an import
@@ -527,6 +528,33 @@ impl From<TokenError> for ApiError {
             TokenError::Conflict | TokenError::UnknownAccount(_) => {
                 ApiError::Internal(chain(&e).to_string())
             }
+        }
+    }
+}
+
+impl From<swath_application::RateLimited> for ApiError {
+    fn from(e: swath_application::RateLimited) -> Self {
+        ApiError::TooManyRequests {
+            detail: e.to_string(),
+            retry_after: e.retry_after_seconds,
+        }
+    }
+}
+
+impl From<swath_application::IssueError> for ApiError {
+    fn from(e: swath_application::IssueError) -> Self {
+        match e {
+            swath_application::IssueError::RateLimited(e) => e.into(),
+            swath_application::IssueError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<swath_application::CreateAccountError> for ApiError {
+    fn from(e: swath_application::CreateAccountError) -> Self {
+        match e {
+            swath_application::CreateAccountError::RateLimited(e) => e.into(),
+            swath_application::CreateAccountError::Store(e) => e.into(),
         }
     }
 }

@@ -322,7 +322,7 @@ fn describe_nullable_properties(object: &mut utoipa::openapi::schema::Object) {
 /// `Accept-Encoding` (decision 91), a trace span per request, and panics answered as `500`
 /// problems instead of dropped connections.
 pub fn router(state: AppState) -> Router {
-    let body_idle_timeout = state.limits.body_idle_timeout;
+    let bodies = state.limits.bodies;
     let (api, _) = api_routes().split_for_parts();
     api.merge(live_pages::routes())
         .merge(SwaggerUi::new("/docs").config(Config::new(["/openapi.json"])))
@@ -331,10 +331,10 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(error::method_not_allowed)
         // The extractors read bodies through it, so an oversized body is their `413` problem.
         .layer(DefaultBodyLimit::max(BODY_LIMIT_BYTES))
-        // A body that stops coming fails its reader, whoever reads it.
+        // A body that stops coming, or takes too long in all, fails its reader, whoever reads it.
         .layer(axum::middleware::from_fn_with_state(
-            body_idle_timeout,
-            limits::body_idle_timeout,
+            bodies,
+            limits::body_timeouts,
         ))
         .layer(CatchPanicLayer::custom(error::panic_response))
         // Outside the panic catcher, so that a `500` is compressed like any answer; inside the

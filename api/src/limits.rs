@@ -3,13 +3,17 @@
 //! connections ordinary requests need; and request bodies that must keep coming.
 //!
 //! - **Streams.** [`StreamSlots`] hands a live stream a [`StreamSlot`] for as long as it runs: at
-//!   most `SWATH_STREAMS_PER_TOKEN` per token, and at most [`HttpLimits::max_streams`] in all (the
-//!   connection limit less the share kept for ordinary requests). One more is refused with `429`
+//!   most `SWATH_STREAMS_PER_TOKEN` per token, at most [`HttpLimits::max_streams_per_account`]
+//!   for the tokens of one account together (decision 181), and at most
+//!   [`HttpLimits::max_streams`] in all (the connection limit less the share kept for ordinary
+//!   requests). One more is refused with `429`
 //!   and a `Retry-After` before anything else is done for it.
-//! - **Bodies.** [`body_idle_timeout`] wraps every request body that is still to come: when no
+//! - **Bodies.** [`body_timeouts`] wraps every request body that is still to come: when no
 //!   byte of it arrives for `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`, reading it fails with
-//!   [`BodyIdle`], so the handler stops (an import ends `failed` and says why) and the connection,
-//!   its body unread, is closed after the answer.
+//!   [`BodyIdle`]; when it is not whole `SWATH_HTTP_BODY_TIMEOUT_SECONDS` after its head was read
+//!   (`SWATH_IMPORT_BODY_TIMEOUT_SECONDS` for an import), with [`BodyDeadline`] (decision 181).
+//!   The handler stops (an import ends `failed` and says why) and the connection, its body
+//!   unread, is closed after the answer.
 
 use crate::server::HttpLimits;
 use axum::body::Body;
@@ -25,6 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use swath_application::ports::TokenHash;
+use swath_domain::AccountId;
 use tokio::time::{Instant, Sleep};
 
 /// What a client is told to wait before it opens a refused stream again, in seconds: streams are
@@ -36,18 +41,36 @@ pub const STREAM_RETRY_AFTER_SECONDS: u64 = 30;
 pub struct RequestLimits {
     /// Live streams per token and in all.
     pub streams: StreamSlots,
-    /// How long a request body may go without a byte.
-    pub body_idle_timeout: Duration,
+    /// How long request bodies may take: without a byte, and whole.
+    pub bodies: BodyLimits,
 }
+
+/// How long a request body may take (decisions 140, 181): at most `idle` without a byte, and at
+/// most `total` whole from when its head was read; an import's body (`POST /v1/imports`,
+/// streamed, up to 256 MiB) has `import_total` instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BodyLimits {
+    pub idle: Duration,
+    pub total: Duration,
+    pub import_total: Duration,
+}
+
+/// The path whose `POST` bodies have the imports' own total deadline.
+pub const IMPORTS_PATH: &str = "/v1/imports";
 
 impl RequestLimits {
     pub fn new(limits: &HttpLimits) -> Self {
         Self {
             streams: StreamSlots::new(
                 limits.streams_per_token as usize,
+                limits.max_streams_per_account() as usize,
                 limits.max_streams() as usize,
             ),
-            body_idle_timeout: limits.body_idle_timeout,
+            bodies: BodyLimits {
+                idle: limits.body_idle_timeout,
+                total: limits.body_timeout,
+                import_total: limits.import_body_timeout,
+            },
         }
     }
 }
@@ -63,12 +86,14 @@ impl Default for RequestLimits {
 pub struct StreamSlots {
     open: Arc<Mutex<Open>>,
     per_token: usize,
+    per_account: usize,
     total: usize,
 }
 
 #[derive(Default)]
 struct Open {
     by_token: HashMap<TokenHash, usize>,
+    by_account: HashMap<AccountId, usize>,
     total: usize,
 }
 
@@ -77,6 +102,8 @@ struct Open {
 pub enum StreamRefusal {
     /// The token holds this many streams already.
     PerToken(usize),
+    /// The tokens of the token's account hold this many streams already, together.
+    PerAccount(usize),
     /// The service holds this many streams already, every token together.
     Total(usize),
 }
@@ -85,20 +112,27 @@ pub enum StreamRefusal {
 pub struct StreamSlot {
     open: Arc<Mutex<Open>>,
     token: TokenHash,
+    account: AccountId,
 }
 
 impl StreamSlots {
-    /// At most `per_token` streams per token and `total` in all.
-    pub fn new(per_token: usize, total: usize) -> Self {
+    /// At most `per_token` streams per token, `per_account` per account and `total` in all.
+    pub fn new(per_token: usize, per_account: usize, total: usize) -> Self {
         Self {
             open: Arc::default(),
             per_token,
+            per_account,
             total,
         }
     }
 
-    /// A place for one more stream of `token`, if it has one left and the service too.
-    pub fn acquire(&self, token: &TokenHash) -> Result<StreamSlot, StreamRefusal> {
+    /// A place for one more stream of `token` of `account`, if the token has one left, its
+    /// account too, and the service too.
+    pub fn acquire(
+        &self,
+        token: &TokenHash,
+        account: AccountId,
+    ) -> Result<StreamSlot, StreamRefusal> {
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         if open.total >= self.total {
             return Err(StreamRefusal::Total(open.total));
@@ -107,11 +141,17 @@ impl StreamSlots {
         if held >= self.per_token {
             return Err(StreamRefusal::PerToken(held));
         }
+        let of_account = open.by_account.get(&account).copied().unwrap_or(0);
+        if of_account >= self.per_account {
+            return Err(StreamRefusal::PerAccount(of_account));
+        }
         open.by_token.insert(token.clone(), held + 1);
+        open.by_account.insert(account, of_account + 1);
         open.total += 1;
         Ok(StreamSlot {
             open: Arc::clone(&self.open),
             token: token.clone(),
+            account,
         })
     }
 
@@ -131,6 +171,12 @@ impl Drop for StreamSlot {
                 open.by_token.remove(&self.token);
             }
         }
+        if let Some(held) = open.by_account.get_mut(&self.account) {
+            *held -= 1;
+            if *held == 0 {
+                open.by_account.remove(&self.account);
+            }
+        }
     }
 }
 
@@ -139,36 +185,58 @@ impl Drop for StreamSlot {
 #[error("no byte of the body came for {} s", .0.as_secs_f64())]
 pub struct BodyIdle(pub Duration);
 
+/// Reading a request body failed: it had not come whole this long after its head.
+#[derive(Clone, Copy, Debug, thiserror::Error)]
+#[error("the body did not come whole within {} s", .0.as_secs_f64())]
+pub struct BodyDeadline(pub Duration);
+
 /// Wraps the body of every request that has one still to come in [`IdleBody`], which fails once
-/// no byte came for `timeout`.
-pub async fn body_idle_timeout(
-    State(timeout): State<Duration>,
+/// no byte came for the idle timeout, or the body is not whole by its total deadline (the
+/// imports' own for `POST /v1/imports`).
+pub async fn body_timeouts(
+    State(limits): State<BodyLimits>,
     request: Request,
     next: Next,
 ) -> Response {
     let request = if request.body().is_end_stream() {
         request
     } else {
-        request.map(|body| Body::new(IdleBody::new(body, timeout)))
+        let total = if request.method() == axum::http::Method::POST
+            && request.uri().path() == IMPORTS_PATH
+        {
+            limits.import_total
+        } else {
+            limits.total
+        };
+        request.map(|body| Body::new(IdleBody::new(body, limits.idle, total)))
     };
     next.run(request).await
 }
 
-/// A body that fails with [`BodyIdle`] when its next frame takes longer than `timeout`. The timer
-/// is armed only while the reader waits, so a body that is all there costs no timer.
+/// A body that fails with [`BodyIdle`] when its next frame takes longer than `timeout`, and with
+/// [`BodyDeadline`] when it is not whole `total` after it was wrapped. One timer, armed only
+/// while the reader waits, for whichever comes first: a body that is all there costs none.
 pub struct IdleBody {
     inner: Body,
     timeout: Duration,
+    total: Duration,
+    deadline: Instant,
     timer: Option<Pin<Box<Sleep>>>,
 }
 
 impl IdleBody {
-    pub fn new(inner: Body, timeout: Duration) -> Self {
+    pub fn new(inner: Body, timeout: Duration, total: Duration) -> Self {
         Self {
             inner,
             timeout,
+            total,
+            deadline: Instant::now() + total,
             timer: None,
         }
+    }
+
+    fn past_deadline(&self) -> Option<Result<Frame<Bytes>, axum::Error>> {
+        (Instant::now() >= self.deadline).then(|| Err(axum::Error::new(BodyDeadline(self.total))))
     }
 }
 
@@ -182,18 +250,29 @@ impl HttpBody for IdleBody {
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
         match Pin::new(&mut this.inner).poll_frame(cx) {
+            // The end of the body is never late.
+            Poll::Ready(None) => Poll::Ready(None),
             Poll::Ready(frame) => {
-                // A byte came: the next wait starts afresh.
+                // A byte came: the next wait starts afresh, unless the whole time is up (a
+                // steady trickle is cut there too).
                 this.timer = None;
-                Poll::Ready(frame)
+                match this.past_deadline() {
+                    Some(late) => Poll::Ready(Some(late)),
+                    None => Poll::Ready(frame),
+                }
             }
             Poll::Pending => {
-                let timeout = this.timeout;
+                let (timeout, deadline) = (this.timeout, this.deadline);
                 let timer = this.timer.get_or_insert_with(|| {
-                    Box::pin(tokio::time::sleep_until(Instant::now() + timeout))
+                    Box::pin(tokio::time::sleep_until(
+                        (Instant::now() + timeout).min(deadline),
+                    ))
                 });
                 match timer.as_mut().poll(cx) {
-                    Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyIdle(timeout))))),
+                    Poll::Ready(()) => Poll::Ready(Some(
+                        this.past_deadline()
+                            .unwrap_or_else(|| Err(axum::Error::new(BodyIdle(timeout)))),
+                    )),
                     Poll::Pending => Poll::Pending,
                 }
             }
@@ -219,20 +298,41 @@ mod tests {
 
     #[test]
     fn a_token_gets_its_share_and_the_service_its_total() {
-        let slots = StreamSlots::new(2, 3);
-        let a1 = slots.acquire(&hash("a")).unwrap();
-        let _a2 = slots.acquire(&hash("a")).unwrap();
+        let account = AccountId::new();
+        let slots = StreamSlots::new(2, 10, 3);
+        let a1 = slots.acquire(&hash("a"), account).unwrap();
+        let _a2 = slots.acquire(&hash("a"), account).unwrap();
         assert_eq!(
-            slots.acquire(&hash("a")).err(),
+            slots.acquire(&hash("a"), account).err(),
             Some(StreamRefusal::PerToken(2))
         );
-        let _b1 = slots.acquire(&hash("b")).unwrap();
+        let _b1 = slots.acquire(&hash("b"), account).unwrap();
         assert_eq!(
-            slots.acquire(&hash("c")).err(),
+            slots.acquire(&hash("c"), AccountId::new()).err(),
             Some(StreamRefusal::Total(3))
         );
         drop(a1);
         assert_eq!(slots.open(), 2);
-        let _a3 = slots.acquire(&hash("a")).unwrap();
+        let _a3 = slots.acquire(&hash("a"), account).unwrap();
+    }
+
+    #[test]
+    fn an_account_gets_its_share_whatever_its_tokens() {
+        let (a, b) = (AccountId::new(), AccountId::new());
+        let slots = StreamSlots::new(2, 3, 10);
+        let held: Vec<_> = ["a1", "a2"]
+            .iter()
+            .flat_map(|t| [slots.acquire(&hash(t), a), slots.acquire(&hash(t), a)])
+            .collect();
+        assert_eq!(held.iter().filter(|s| s.is_ok()).count(), 3);
+        assert_eq!(
+            held.iter()
+                .filter_map(|s| s.as_ref().err())
+                .collect::<Vec<_>>(),
+            [&StreamRefusal::PerAccount(3)]
+        );
+        assert!(slots.acquire(&hash("b1"), b).is_ok(), "another account");
+        drop(held);
+        assert!(slots.acquire(&hash("a3"), a).is_ok(), "given back");
     }
 }

@@ -15,7 +15,8 @@
 //!   nothing for [`HttpLimits::idle_timeout`] is closed.
 //! - **Streams and bodies** (the router's, [`crate::limits`]): live streams per token and in
 //!   all, a quarter of the connections kept for ordinary requests; a request body that sends no
-//!   byte for [`HttpLimits::body_idle_timeout`] is cut.
+//!   byte for [`HttpLimits::body_idle_timeout`], or is not whole after
+//!   [`HttpLimits::body_timeout`] ([`HttpLimits::import_body_timeout`] for an import), is cut.
 //!
 //! A request being answered is never cut: a long response (the live stream) keeps its
 //! connection for as long as it runs. Each connection has a watchdog task of its own that looks
@@ -104,6 +105,15 @@ pub struct HttpLimits {
         value_parser = clap::value_parser!(u32).range(1..=1_000_000)
     )]
     pub streams_per_token: u32,
+    /// The most live streams the tokens of one account keep open at once, together; one more is
+    /// refused with `429`. Unset: a quarter of the streams the service keeps (at least one).
+    #[arg(
+        long = "streams-per-account",
+        env = "SWATH_STREAMS_PER_ACCOUNT",
+        value_name = "SWATH_STREAMS_PER_ACCOUNT",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub streams_per_account: Option<u32>,
     /// Seconds a request body may go without a byte before the request is cut (an import then
     /// ends `failed`, saying so).
     #[arg(
@@ -114,6 +124,27 @@ pub struct HttpLimits {
         value_parser = parse_seconds
     )]
     pub body_idle_timeout: Duration,
+    /// Seconds a request body may take whole, counted from when its head was read, however
+    /// steadily it comes; past them the request is cut as an idle one is. Imports have
+    /// `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` instead.
+    #[arg(
+        long = "http-body-timeout-seconds",
+        env = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        default_value = "60",
+        value_parser = parse_seconds
+    )]
+    pub body_timeout: Duration,
+    /// Seconds an import's body (`POST /v1/imports`, streamed) may take whole, counted from when
+    /// its head was read; past them the import ends `failed`, saying so.
+    #[arg(
+        long = "import-body-timeout-seconds",
+        env = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        default_value = "3600",
+        value_parser = parse_seconds
+    )]
+    pub import_body_timeout: Duration,
     /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
     /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
     /// `Forwarded` header says `https`).
@@ -135,7 +166,10 @@ impl Default for HttpLimits {
             idle_timeout: Duration::from_secs(60),
             max_connections: 4096,
             streams_per_token: 16,
+            streams_per_account: None,
             body_idle_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(60),
+            import_body_timeout: Duration::from_secs(3600),
             behind_tls: false,
         }
     }
@@ -151,6 +185,14 @@ impl HttpLimits {
     /// The most live streams open at once, every token together.
     pub fn max_streams(&self) -> u32 {
         self.max_connections - self.reserved_connections()
+    }
+
+    /// The most live streams of one account's tokens together: `SWATH_STREAMS_PER_ACCOUNT`, or a
+    /// quarter of [`HttpLimits::max_streams`] (at least one), so that one tenant's many tokens
+    /// never take every stream (decision 181).
+    pub fn max_streams_per_account(&self) -> u32 {
+        self.streams_per_account
+            .unwrap_or_else(|| (self.max_streams() / 4).max(1))
     }
 }
 

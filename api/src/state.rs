@@ -8,8 +8,8 @@ use swath_application::ports::{
     Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
 };
 use swath_application::{
-    Access, FleetDirectory, Imports, Ingest, MowerData, MowerSettings, Projections, Readiness,
-    Submissions, TokenAdmin, Webhooks,
+    Access, CreationLimits, CreationRate, FleetDirectory, Imports, Ingest, MowerData,
+    MowerSettings, Projections, Readiness, Submissions, TokenAdmin, Webhooks,
 };
 
 /// The revocations of this process: see [`swath_application::Revocations`].
@@ -60,7 +60,7 @@ pub struct AppState {
     /// and `{y}`; empty: no tiles, the map draws on a plain background. Set with
     /// [`AppState::with_map_tile_url`].
     pub map_tile_url: Arc<str>,
-    /// Live streams per token and in all, and the request bodies' idle timeout (decision 140).
+    /// Live streams per token and in all, and the request bodies' timeouts (decisions 140, 181).
     /// Set with [`AppState::with_http_limits`].
     pub limits: crate::limits::RequestLimits,
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
@@ -70,6 +70,9 @@ pub struct AppState {
     /// last event `end` (`shutdown`) and closes, before the HTTP grace period runs out. Set with
     /// [`AppState::with_shutdown`]; never `true` otherwise.
     pub shutdown: tokio::sync::watch::Receiver<bool>,
+    /// How fast an account creates accounts and tokens, shared by [`AppState::fleet`] and
+    /// [`AppState::token_admin`]. Set with [`AppState::with_creation_limits`].
+    pub creation_rate: CreationRate,
 }
 
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
@@ -87,6 +90,7 @@ impl AppState {
         ingest: Arc<Ingest>,
     ) -> Self {
         let revocations = Revocations::default();
+        let rate = CreationRate::new(CreationLimits::default(), clock.clone());
         let access = Access::new(
             directory.clone(),
             tokens.clone(),
@@ -96,8 +100,8 @@ impl AppState {
         Self {
             mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
             mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
-            fleet: FleetDirectory::new(access.clone(), directory),
-            token_admin: TokenAdmin::new(tokens, revocations),
+            fleet: FleetDirectory::new(access.clone(), directory, rate.clone()),
+            token_admin: TokenAdmin::new(tokens, revocations, rate.clone()),
             submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
             imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
             webhooks: None,
@@ -111,6 +115,7 @@ impl AppState {
             sessions: crate::live_pages::session::SessionKey::random(),
             // Its sender dropped at once: a state without `with_shutdown` never shuts streams.
             shutdown: tokio::sync::watch::channel(false).1,
+            creation_rate: rate,
         }
     }
 
@@ -122,6 +127,16 @@ impl AppState {
         self
     }
 
+    /// How many accounts and tokens an account may create per hour (`SWATH_ACCOUNTS_PER_HOUR`,
+    /// `SWATH_TOKENS_PER_HOUR`, decision 181); the defaults otherwise.
+    pub fn with_creation_limits(mut self, limits: CreationLimits) -> Self {
+        let rate = self.creation_rate.with_limits(limits);
+        self.fleet = self.fleet.with_rate(rate.clone());
+        self.token_admin = self.token_admin.with_rate(rate.clone());
+        self.creation_rate = rate;
+        self
+    }
+
     /// Signs the live pages' sessions with `secret` (`SWATH_SESSION_SECRET`), so that every
     /// replica given the same secret accepts them and they outlive a restart.
     pub fn with_session_secret(mut self, secret: &[u8]) -> Self {
@@ -130,7 +145,9 @@ impl AppState {
     }
 
     /// The limits of `SWATH_STREAMS_PER_TOKEN`, `SWATH_HTTP_MAX_CONNECTIONS` (the streams' share)
-    /// and `SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`; the defaults otherwise.
+    /// and the request bodies' timeouts (`SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS`,
+    /// `SWATH_HTTP_BODY_TIMEOUT_SECONDS`, `SWATH_IMPORT_BODY_TIMEOUT_SECONDS`); the defaults
+    /// otherwise.
     pub fn with_http_limits(mut self, limits: &crate::server::HttpLimits) -> Self {
         self.limits = crate::limits::RequestLimits::new(limits);
         self

@@ -6,6 +6,7 @@
 //! outlives it.
 
 use crate::access::Access;
+use crate::creation_rate::{Creation, CreationRate, RateLimited};
 use crate::ports::{DirectoryAdmin, DirectoryError, ListQuery};
 use std::sync::Arc;
 use swath_domain::{Account, Mower, OrderKey, Principal, Site, SiteId};
@@ -15,11 +16,32 @@ use swath_domain::{Account, Mower, OrderKey, Principal, Site, SiteId};
 pub struct FleetDirectory {
     access: Access,
     directory: Arc<dyn DirectoryAdmin>,
+    rate: CreationRate,
+}
+
+/// Why an account was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CreateAccountError {
+    /// The creating account created as many accounts as it may for now.
+    #[error(transparent)]
+    RateLimited(#[from] RateLimited),
+    #[error(transparent)]
+    Store(#[from] DirectoryError),
 }
 
 impl FleetDirectory {
-    pub fn new(access: Access, directory: Arc<dyn DirectoryAdmin>) -> Self {
-        Self { access, directory }
+    pub fn new(access: Access, directory: Arc<dyn DirectoryAdmin>, rate: CreationRate) -> Self {
+        Self {
+            access,
+            directory,
+            rate,
+        }
+    }
+
+    /// The same over another creation rate (its limits changed).
+    pub fn with_rate(mut self, rate: CreationRate) -> Self {
+        self.rate = rate;
+        self
     }
 
     /// The same over another access (its caches' bound changed).
@@ -36,9 +58,15 @@ impl FleetDirectory {
         self.directory.account(principal.account_id).await
     }
 
-    /// Adds an account.
-    pub async fn create_account(&self, account: Account) -> Result<(), DirectoryError> {
-        self.directory.create_account(account).await
+    /// Adds an account on behalf of `creator`, refused once `creator`'s account created its
+    /// hour's allowance of accounts (decision 181).
+    pub async fn create_account(
+        &self,
+        creator: &Principal,
+        account: Account,
+    ) -> Result<(), CreateAccountError> {
+        self.rate.take(creator.account_id, Creation::Account)?;
+        Ok(self.directory.create_account(account).await?)
     }
 
     /// The query of a page of `principal`'s sites or mowers: its account, its sites, after

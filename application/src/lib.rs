@@ -51,6 +51,7 @@
 pub mod access;
 pub mod availability;
 pub mod consume;
+pub mod creation_rate;
 pub mod fleet_directory;
 pub mod group_commit;
 pub mod import;
@@ -78,7 +79,8 @@ pub mod webhooks;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
-pub use fleet_directory::FleetDirectory;
+pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
+pub use fleet_directory::{CreateAccountError, FleetDirectory};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
@@ -88,6 +90,6 @@ pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use submissions::{SubmissionError, Submissions, Submitted};
-pub use token_admin::TokenAdmin;
+pub use token_admin::{IssueError, TokenAdmin};
 pub use watcher::{Watcher, WatcherHandler};
 pub use webhooks::{EndpointPatch, EndpointSpec, WebhookLimits, Webhooks, WebhooksError};

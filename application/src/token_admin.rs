@@ -1,8 +1,9 @@
 //! API tokens as an admin principal manages them: which it sees (those it covers,
-//! [`Principal::covers`]), issuing one, revoking one (and telling this process at once,
-//! [`Revocations`]).
+//! [`Principal::covers`]), issuing one (at most so many per hour in an account,
+//! [`CreationRate`]), revoking one (and telling this process at once, [`Revocations`]).
 
 use crate::access::Revocations;
+use crate::creation_rate::{Creation, CreationRate, RateLimited};
 use crate::ports::{
     generate_token, hash_token, NewToken, TokenError, TokenId, TokenInfo, TokenQuery, TokenStore,
 };
@@ -14,14 +15,32 @@ use swath_domain::Principal;
 pub struct TokenAdmin {
     tokens: Arc<dyn TokenStore>,
     revocations: Revocations,
+    rate: CreationRate,
+}
+
+/// Why a token was not issued.
+#[derive(Debug, thiserror::Error)]
+pub enum IssueError {
+    /// The account issued as many tokens as it may for now.
+    #[error(transparent)]
+    RateLimited(#[from] RateLimited),
+    #[error(transparent)]
+    Store(#[from] TokenError),
 }
 
 impl TokenAdmin {
-    pub fn new(tokens: Arc<dyn TokenStore>, revocations: Revocations) -> Self {
+    pub fn new(tokens: Arc<dyn TokenStore>, revocations: Revocations, rate: CreationRate) -> Self {
         Self {
             tokens,
             revocations,
+            rate,
         }
+    }
+
+    /// The same over another creation rate (its limits changed).
+    pub fn with_rate(mut self, rate: CreationRate) -> Self {
+        self.rate = rate;
+        self
     }
 
     /// A page of the tokens `principal` covers, in id order after `after`.
@@ -56,11 +75,14 @@ impl TokenAdmin {
 
     /// Issues a new token named `name` for `principal` (the caller checked that its principal
     /// covers it): answers the token, shown this once (only its hash is stored), and its id.
+    /// Refused once `principal`'s account issued its hour's allowance of tokens (a new account's
+    /// first token is its first).
     pub async fn issue(
         &self,
         name: String,
         principal: Principal,
-    ) -> Result<(String, TokenId), TokenError> {
+    ) -> Result<(String, TokenId), IssueError> {
+        self.rate.take(principal.account_id, Creation::Token)?;
         let token = generate_token();
         let id = TokenId::new();
         let new = NewToken {

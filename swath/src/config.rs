@@ -190,6 +190,18 @@ pub struct ServeArgs {
     /// Header-read and idle timeouts, the connection limit.
     #[command(flatten)]
     pub http_limits: swath_api::server::HttpLimits,
+    /// How many accounts one account may create per hour (`POST /v1/accounts`); more are
+    /// answered `429` with `Retry-After`.
+    #[arg(long = "accounts-per-hour", env = "SWATH_ACCOUNTS_PER_HOUR",
+        value_name = "SWATH_ACCOUNTS_PER_HOUR", default_value_t = 10,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub accounts_per_hour: u32,
+    /// How many tokens may be created in one account per hour (`POST /v1/tokens`, and a new
+    /// account's first token); more are answered `429` with `Retry-After`.
+    #[arg(long = "tokens-per-hour", env = "SWATH_TOKENS_PER_HOUR",
+        value_name = "SWATH_TOKENS_PER_HOUR", default_value_t = 60,
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub tokens_per_hour: u32,
     /// The address the HTTP server listens on.
     /// A host name (`localhost:8080`) listens on every address the name resolves to.
     #[arg(

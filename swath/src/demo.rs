@@ -1,6 +1,7 @@
 //! Demo credentials only for a demo (decision 142): the demo account and its full-scope token are
 //! made only when the simulator runs (`SWATH_SIM_MOWERS` > 0) or `SWATH_DEMO_TOKEN` is set; a new
-//! demo token revokes the demo tokens stored before it; on PostgreSQL a demo token shorter than
+//! demo token revokes the demo tokens stored before it, and a start without a demo revokes them
+//! all ([`revoke_all`], decision 182); on PostgreSQL a demo token shorter than
 //! [`MIN_PERSISTENT_DEMO_TOKEN_CHARS`] is refused at start-up.
 
 use crate::config::StoreKind;
@@ -69,6 +70,47 @@ fn is_demo_token(info: &swath_application::ports::TokenInfo) -> bool {
                 .all(|s| info.principal.has_scope(*s)))
 }
 
+/// Revokes every demo token of `account_id` but `keep`; answers how many it revoked.
+async fn revoke_demo_tokens(
+    tokens: &dyn TokenStore,
+    account_id: AccountId,
+    keep: Option<TokenId>,
+) -> Result<usize, TokenError> {
+    let within = demo_principal(account_id);
+    let mut revoked = 0;
+    let mut after = None;
+    loop {
+        const PAGE: usize = 100;
+        let page = tokens
+            .tokens(&TokenQuery {
+                within: within.clone(),
+                after,
+                limit: PAGE,
+            })
+            .await?;
+        for info in &page {
+            if Some(info.id) != keep && is_demo_token(info) && tokens.revoke_token(info.id).await? {
+                revoked += 1;
+            }
+        }
+        if page.len() < PAGE {
+            break;
+        }
+        after = page.last().map(|info| info.id);
+    }
+    Ok(revoked)
+}
+
+/// A start without a demo: revokes every demo token of the demo account `account_id`, so that
+/// one an earlier demo start stored (on PostgreSQL it outlives that process) opens nothing now;
+/// answers how many it revoked (none once a start did it).
+pub async fn revoke_all(
+    tokens: &dyn TokenStore,
+    account_id: AccountId,
+) -> Result<usize, TokenError> {
+    revoke_demo_tokens(tokens, account_id, None).await
+}
+
 /// Stores `token` as the demo token of `account_id` and revokes every other demo token of the
 /// account; answers how many it revoked.
 pub async fn install_token(
@@ -78,27 +120,7 @@ pub async fn install_token(
 ) -> Result<usize, TokenError> {
     let principal = demo_principal(account_id);
     let id = demo_token_id(token);
-    let mut revoked = 0;
-    let mut after = None;
-    loop {
-        const PAGE: usize = 100;
-        let page = tokens
-            .tokens(&TokenQuery {
-                within: principal.clone(),
-                after,
-                limit: PAGE,
-            })
-            .await?;
-        for info in &page {
-            if info.id != id && is_demo_token(info) && tokens.revoke_token(info.id).await? {
-                revoked += 1;
-            }
-        }
-        if page.len() < PAGE {
-            break;
-        }
-        after = page.last().map(|info| info.id);
-    }
+    let revoked = revoke_demo_tokens(tokens, account_id, Some(id)).await?;
     let hash = hash_token(token);
     let new = NewToken {
         id,

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use swath_api::router;
 use swath_application::ports::SystemClock;
-use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings};
+use swath_simulator::{seed_demo_fleet, DemoFleet, Simulator, SimulatorSettings, DEMO_ACCOUNT_ID};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -92,9 +92,15 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             fleet,
         })
     } else {
+        // A demo token an earlier start stored (it outlives that process on PostgreSQL) would
+        // still open the demo account: a start without a demo revokes them all (decision 182).
+        let revoked = demo::revoke_all(wired.tokens.as_ref(), DEMO_ACCOUNT_ID)
+            .await
+            .context("could not revoke the earlier demo tokens")?;
         tracing::info!(
+            revoked_demo_tokens = revoked,
             "No demo: SWATH_SIM_MOWERS is 0 and SWATH_DEMO_TOKEN is not set, so no demo account \
-             or token is made."
+             or token is made, and every earlier demo token of the demo account is revoked."
         );
         None
     };
@@ -135,7 +141,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .with_http_limits(&args.http_limits)
                 // A stream never finishes by itself: without this it would hold the grace period
                 // and then be cut mid-chunk.
-                .with_shutdown(shutdown_rx.clone()),
+                .with_shutdown(shutdown_rx.clone())
+                .with_creation_limits(swath_application::CreationLimits {
+                    accounts_per_hour: args.accounts_per_hour,
+                    tokens_per_hour: args.tokens_per_hour,
+                }),
         ),
         args.http_limits,
         wait_for(shutdown_rx.clone()),

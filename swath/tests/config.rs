@@ -63,8 +63,28 @@ const CASES: &[Case] = &[
         expected: "1..=1000000",
     },
     Case {
+        env: &[("SWATH_STREAMS_PER_ACCOUNT", "0")],
+        expected: "1..=1000000",
+    },
+    Case {
+        env: &[("SWATH_ACCOUNTS_PER_HOUR", "0")],
+        expected: "1..=1000000",
+    },
+    Case {
+        env: &[("SWATH_TOKENS_PER_HOUR", "0")],
+        expected: "1..=1000000",
+    },
+    Case {
         env: &[("SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS", "0")],
         expected: "between 0.001 and 86400 seconds",
+    },
+    Case {
+        env: &[("SWATH_HTTP_BODY_TIMEOUT_SECONDS", "0")],
+        expected: "between 0.001 and 86400 seconds",
+    },
+    Case {
+        env: &[("SWATH_IMPORT_BODY_TIMEOUT_SECONDS", "soon")],
+        expected: "is not a number of seconds",
     },
     Case {
         env: &[("SWATH_SIM_MOWERS", "-1")],

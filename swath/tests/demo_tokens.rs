@@ -1,6 +1,7 @@
 //! Demo credentials only for a demo (issue 35, decision 142): when a start makes the demo account
 //! and token, and a new demo token revoking the earlier ones, on the memory store and on
-//! PostgreSQL (a start as `swath serve` makes it: the demo fleet seeded, then its token).
+//! PostgreSQL (a start as `swath serve` makes it: the demo fleet seeded, then its token), and a
+//! start without a demo revoking them all.
 
 use swath::config::StoreKind;
 use swath::demo::{self, DEMO_TOKEN_NAME};
@@ -120,6 +121,60 @@ async fn a_new_demo_token_revokes_the_earlier_ones<S: Directory + TokenStore>(st
     assert_eq!(names(store).await, [DEMO_TOKEN_NAME, "ops"]);
 }
 
+/// A start with a demo, then one without (no simulator, no demo token), as `swath serve` runs
+/// them: the second leaves no demo token of the demo account valid, keeps a token someone made in
+/// it, and a third start finds none left to revoke (issue 42 item 7, decision 182).
+async fn a_start_without_a_demo_revokes_every_demo_token<S: Directory + TokenStore>(store: &S) {
+    let settings = SimulatorSettings {
+        mowers: 0,
+        ..SimulatorSettings::default()
+    };
+    seed_demo_fleet(store, &settings).await.unwrap();
+    let legacy = generate_token();
+    store
+        .store_token(hash_token(&legacy), demo::demo_principal(DEMO_ACCOUNT_ID))
+        .await
+        .unwrap();
+    let ops = generate_token();
+    let mut principal = demo::demo_principal(DEMO_ACCOUNT_ID);
+    principal.scopes = vec![Scope::Read];
+    store
+        .create_token(
+            hash_token(&ops),
+            NewToken {
+                id: TokenId::new(),
+                name: "ops".to_owned(),
+                principal,
+            },
+        )
+        .await
+        .unwrap();
+    let earlier = "an-earlier-demo-token-of-at-least-32-chars";
+    start(store, earlier).await;
+    assert!(resolves(store, earlier).await);
+
+    assert_eq!(
+        demo::revoke_all(store, DEMO_ACCOUNT_ID).await.unwrap(),
+        1,
+        "the demo token of the earlier start (the unnamed legacy one it revoked already)"
+    );
+    assert!(!resolves(store, earlier).await);
+    assert!(!resolves(store, &legacy).await);
+    assert!(resolves(store, &ops).await, "not a demo token");
+    assert_eq!(names(store).await, ["ops"]);
+    assert_eq!(
+        demo::revoke_all(store, DEMO_ACCOUNT_ID).await.unwrap(),
+        0,
+        "none left"
+    );
+}
+
+#[tokio::test]
+async fn a_start_without_a_demo_revokes_every_demo_token_in_memory() {
+    let store = MemoryStore::new(MemoryStoreSettings::default());
+    a_start_without_a_demo_revokes_every_demo_token(&store).await;
+}
+
 #[tokio::test]
 async fn a_new_demo_token_revokes_the_earlier_ones_in_memory() {
     let store = MemoryStore::new(MemoryStoreSettings::default());
@@ -128,6 +183,7 @@ async fn a_new_demo_token_revokes_the_earlier_ones_in_memory() {
 
 swath_tests::postgres_tests!(
     on_postgres: a_new_demo_token_revokes_the_earlier_ones_on_postgresql,
+    a_start_without_a_demo_revokes_every_demo_token_on_postgresql,
 );
 
 mod on_postgres {
@@ -138,5 +194,12 @@ mod on_postgres {
     ) {
         let store = factory.fresh_store().await;
         a_new_demo_token_revokes_the_earlier_ones(&store).await;
+    }
+
+    pub(super) async fn a_start_without_a_demo_revokes_every_demo_token_on_postgresql(
+        factory: PostgresFactory,
+    ) {
+        let store = factory.fresh_store().await;
+        a_start_without_a_demo_revokes_every_demo_token(&store).await;
     }
 }

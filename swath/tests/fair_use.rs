@@ -1,6 +1,7 @@
 //! No single client can hold the service (issue 35, decision 140): live streams per token and in
-//! all, answered `429` past them; request bodies that stop coming are cut; an import whose token
-//! is revoked stops (decision 141).
+//! all, answered `429` past them; request bodies that stop coming are cut, and so are those that
+//! trickle past their total deadline (issue 42, decision 181); an import whose token is revoked
+//! stops (decision 141).
 
 mod helpers;
 
@@ -9,9 +10,11 @@ use axum::http::{Method, Request, Response, StatusCode};
 use bytes::Bytes;
 use chrono::Duration;
 use helpers::{
-    t0, TestApp, TestResponse, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH, TOKEN_A_WRITE_ONLY,
+    t0, TestApp, TestResponse, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_SOUTH, TOKEN_A_WRITE_ONLY, TOKEN_B,
 };
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use swath_api::server::HttpLimits;
 use tower::ServiceExt;
 
@@ -77,6 +80,8 @@ async fn a_token_holds_at_most_its_streams_and_others_are_not_refused() {
 async fn streams_never_take_the_connections_kept_for_ordinary_requests() {
     let limits = HttpLimits {
         max_connections: 8,
+        // The total alone: account A's tokens may take all six.
+        streams_per_account: Some(6),
         ..HttpLimits::default()
     };
     assert_eq!(limits.max_streams(), 6, "a quarter is kept");
@@ -91,7 +96,7 @@ async fn streams_never_take_the_connections_kept_for_ordinary_requests() {
     }
     let detail = assert_refused(open_stream(&app, TOKEN_A).await).await;
     assert!(detail.contains("6 live streams"), "{detail}");
-    assert_refused(open_stream(&app, helpers::TOKEN_B).await).await;
+    assert_refused(open_stream(&app, TOKEN_B).await).await;
     assert_eq!(
         app.get("/v1/mowers", Some(TOKEN_A)).await.status,
         StatusCode::OK
@@ -288,4 +293,211 @@ async fn a_trickled_import_stops_at_once_when_its_token_is_revoked() {
     assert_eq!(record["status"], "failed", "{record}");
     assert_eq!(record["failure_reason"], "token_revoked", "{record}");
     assert_eq!(record["stored"], 0, "{record}");
+}
+
+/// Sends `chunk(i)` every 2 s until `count` are sent (or the request is gone), then ends the
+/// body; counts what it sent in `sent`.
+fn drip(
+    sender: Sender,
+    chunk: impl Fn(usize) -> Bytes + Send + 'static,
+    count: usize,
+    sent: Arc<AtomicUsize>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        for i in 0..count {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            if sender.unbounded_send(Ok(chunk(i))).is_err() {
+                break;
+            }
+            sent.fetch_add(1, Ordering::SeqCst);
+        }
+    })
+}
+
+/// Issue 42 item 8: a byte every 2 s never trips the idle timeout, but the body's total deadline
+/// (60 s by default) cuts it: a JSON request answers `400` after about 30 bytes, not the 1 000 the
+/// client would send.
+#[tokio::test(start_paused = true)]
+async fn a_body_that_trickles_is_cut_at_its_total_deadline() {
+    let app = TestApp::spawn().await;
+    let (sender, body) = trickle();
+    // Whitespace before a JSON value: every byte keeps the body well-formed so far.
+    let sent = Arc::new(AtomicUsize::new(0));
+    let dripping = drip(
+        sender,
+        |_| Bytes::from_static(b" "),
+        1000,
+        Arc::clone(&sent),
+    );
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(600),
+        app.send_body(
+            Method::POST,
+            "/v1/states",
+            Some(TOKEN_A_ADMIN),
+            &[("content-type", "application/json")],
+            body,
+        ),
+    )
+    .await
+    .expect("the request is cut at its deadline, not left open");
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    let detail = response.problem().detail;
+    assert!(
+        detail.contains("did not come whole within 60 s"),
+        "{detail}"
+    );
+    dripping.abort();
+    // 60 s of a byte every 2 s.
+    let sent = sent.load(Ordering::SeqCst);
+    assert!((29..=31).contains(&sent), "{sent} bytes were sent");
+}
+
+/// An import keeps its own, longer deadline: lines every 2 s for two minutes (past the other
+/// bodies' 60 s) are all stored; with `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` at 10 s the same import
+/// is cut and says so.
+#[tokio::test(start_paused = true)]
+async fn an_import_has_its_own_total_deadline() {
+    let app = TestApp::spawn().await;
+    let (sender, body) = trickle();
+    let template: Vec<Bytes> = (0..60).map(|i| Bytes::from(line(&app, 40 + i))).collect();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let dripping = drip(sender, move |i| template[i].clone(), 60, Arc::clone(&sent));
+    let response = import(&app, TOKEN_A_WRITE_ONLY, body).await;
+    dripping.await.unwrap();
+    assert_eq!(sent.load(Ordering::SeqCst), 60);
+    assert_eq!(response.status, StatusCode::ACCEPTED, "{:?}", response.body);
+    let location = response.header("location").unwrap().to_owned();
+    let record = app.get(&location, Some(TOKEN_A_WRITE_ONLY)).await.json();
+    assert_eq!(record["status"], "done", "{record}");
+    assert_eq!(record["stored"], 60, "{record}");
+
+    let limits = HttpLimits {
+        import_body_timeout: std::time::Duration::from_secs(10),
+        ..HttpLimits::default()
+    };
+    let app = TestApp::spawn_configured(100, |state| state.with_http_limits(&limits)).await;
+    let (sender, body) = trickle();
+    let template: Vec<Bytes> = (0..60).map(|i| Bytes::from(line(&app, 40 + i))).collect();
+    let dripping = drip(
+        sender,
+        move |i| template[i].clone(),
+        60,
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let response = import(&app, TOKEN_A_WRITE_ONLY, body).await;
+    assert_eq!(response.status, StatusCode::BAD_REQUEST);
+    let detail = response.problem().detail;
+    assert!(
+        detail.contains("did not come whole within 10 s"),
+        "{detail}"
+    );
+    let location = response.header("location").unwrap().to_owned();
+    let record = app.get(&location, Some(TOKEN_A_WRITE_ONLY)).await.json();
+    assert_eq!(record["status"], "failed", "{record}");
+    assert_eq!(record["failure_reason"], "input", "{record}");
+    // A line every 2 s for 10 s: four or five whole lines stored, not the 60 sent otherwise.
+    let stored = record["stored"].as_u64().unwrap();
+    assert!((4..=5).contains(&stored), "{record}");
+    dripping.abort();
+}
+
+/// Issue 42 item 2: the tokens of one account share a quarter of the streams. With 40
+/// connections (30 kept for streams, 7 per account), four tokens of account A asking 16 streams
+/// each get 7 in all and 57 refusals; account B still opens one.
+#[tokio::test]
+async fn one_accounts_tokens_cannot_take_every_stream() {
+    let limits = HttpLimits {
+        max_connections: 40,
+        ..HttpLimits::default()
+    };
+    assert_eq!(limits.max_streams(), 30);
+    assert_eq!(limits.max_streams_per_account(), 7, "a quarter, by default");
+    let app = TestApp::spawn_configured(100, |state| state.with_http_limits(&limits)).await;
+    let mut tokens = Vec::new();
+    for i in 0..4 {
+        let created = app
+            .post(
+                "/v1/tokens",
+                Some(TOKEN_A_ADMIN),
+                &json!({"name": format!("dashboard {i}"), "scopes": ["read"]}),
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        tokens.push(created.json()["token"].as_str().unwrap().to_owned());
+    }
+    let (mut open, mut refused) = (Vec::new(), 0);
+    for token in &tokens {
+        for _ in 0..16 {
+            let stream = open_stream(&app, token).await;
+            if stream.status() == StatusCode::OK {
+                open.push(stream);
+            } else {
+                let detail = assert_refused(stream).await;
+                assert!(detail.contains("this account"), "{detail}");
+                refused += 1;
+            }
+        }
+    }
+    assert_eq!((open.len(), refused), (7, 57));
+    let other = open_stream(&app, TOKEN_B).await;
+    assert_eq!(other.status(), StatusCode::OK, "another account opens one");
+}
+
+/// Issue 42 item 2: token and account creation is rate-limited per account, in the application
+/// (so every route and replica applies it alike): past the hour's allowance `429` with a
+/// `Retry-After`; another account is not refused.
+#[tokio::test]
+async fn an_account_creates_tokens_and_accounts_at_a_bounded_rate() {
+    let app = TestApp::spawn_configured(100, |state| {
+        state.with_creation_limits(swath_application::CreationLimits {
+            accounts_per_hour: 2,
+            tokens_per_hour: 3,
+        })
+    })
+    .await;
+    let mut statuses = Vec::new();
+    for i in 0..5 {
+        let created = app
+            .post(
+                "/v1/tokens",
+                Some(TOKEN_A_ADMIN),
+                &json!({"name": format!("t{i}"), "scopes": ["read"]}),
+            )
+            .await;
+        if created.status == StatusCode::TOO_MANY_REQUESTS {
+            assert_eq!(created.problem_type(), "too-many-requests");
+            let retry: u64 = created.header("retry-after").unwrap().parse().unwrap();
+            assert_eq!(retry, 1200, "an hour over three tokens");
+        }
+        statuses.push(created.status);
+    }
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((statuses.len() - refused, refused), (3, 2), "{statuses:?}");
+    let b = app
+        .post(
+            "/v1/tokens",
+            Some(TOKEN_B),
+            &json!({"name": "b", "scopes": ["read"]}),
+        )
+        .await;
+    assert_eq!(b.status, StatusCode::CREATED, "another account");
+
+    let mut accounts = Vec::new();
+    for i in 0..4 {
+        let body = json!({"name": format!("tenant {i}")});
+        accounts.push(app.post("/v1/accounts", Some(TOKEN_B), &body).await.status);
+    }
+    let created = accounts
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    let refused = accounts
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((created, refused), (2, 2), "{accounts:?}");
 }

@@ -91,6 +91,11 @@ pub async fn list_accounts(
             headers(("Location" = String, description = "The path of the new account."))),
         NotJson,
         (status = 422, description = "The body does not fit the schema."),
+        (status = 429, description = "The calling token's account created as many accounts as \
+            it may per hour (`SWATH_ACCOUNTS_PER_HOUR`, 10 unless configured), or its new \
+            account's first token is refused likewise. `Retry-After` says when to try again.",
+            headers(("Retry-After" = u64, description = "Seconds to wait before creating an \
+                account again."))),
     ),
 )]
 pub async fn create_account(
@@ -107,7 +112,10 @@ pub async fn create_account(
         id: AccountId::new(),
         name: text("name", body.name)?,
     };
-    state.fleet.create_account(account.clone()).await?;
+    state
+        .fleet
+        .create_account(&principal, account.clone())
+        .await?;
     let token = issue(
         &state,
         FIRST_TOKEN_NAME.to_owned(),

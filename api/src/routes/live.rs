@@ -117,8 +117,9 @@ pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
         id). A comment line \
         (`: keep-alive`) is sent every 15 s while nothing else is. A client that reads too \
         slowly catches up from the window, or gets `reset`; it never slows the service. \
-        A token keeps at most 16 streams open at once (`SWATH_STREAMS_PER_TOKEN`); one more is \
-        answered `429`.",
+        A token keeps at most 16 streams open at once (`SWATH_STREAMS_PER_TOKEN`), the tokens of \
+        one account a quarter of the streams the service keeps (`SWATH_STREAMS_PER_ACCOUNT`); one \
+        more is answered `429`.",
     security(("bearer" = ["read"])),
     params(
         StreamParams,
@@ -133,9 +134,10 @@ pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
         (status = 400, description = "A filter is not valid: an id that is not a UUID, or an \
             unknown kind."),
         (status = 429, description = "The token has as many streams open as one token may \
-            (`SWATH_STREAMS_PER_TOKEN`, 16 unless configured), or the service as many as it keeps \
-            for streams (three quarters of its connections). `Retry-After` says when to try \
-            again.",
+            (`SWATH_STREAMS_PER_TOKEN`, 16 unless configured), its account's tokens as many as \
+            one account may (`SWATH_STREAMS_PER_ACCOUNT`, a quarter of the streams kept unless \
+            configured), or the service as many as it keeps for streams (three quarters of its \
+            connections). `Retry-After` says when to try again.",
             headers(("Retry-After" = u64, description = "Seconds to wait before opening the \
                 stream again."))),
     ),
@@ -150,11 +152,12 @@ pub async fn live_stream(
     // Subscribed before the mowers are read: a revocation from now on is seen.
     let revocations = state.access.revocations().subscribe();
     let token = hash_token(bearer_token(&headers)?);
-    // Before any work for it: one token cannot hold every connection (decision 140).
+    // Before any work for it: one token, or one account's tokens, cannot hold every connection
+    // (decisions 140, 181).
     let slot = state
         .limits
         .streams
-        .acquire(&token)
+        .acquire(&token, principal.account_id)
         .map_err(|refusal| stream_refused(&principal, refusal))?;
     let last_event_id = headers
         .get("last-event-id")
@@ -246,6 +249,13 @@ fn stream_refused(principal: &Principal, refusal: StreamRefusal) -> ApiError {
             format!(
                 "This token has {held} live streams open already, as many as one token may; \
                  close one, or try again later."
+            ),
+        ),
+        StreamRefusal::PerAccount(held) => (
+            "per_account",
+            format!(
+                "The tokens of this account have {held} live streams open already, as many as \
+                 one account may; close one, or try again later."
             ),
         ),
         StreamRefusal::Total(held) => (

@@ -74,6 +74,11 @@ pub async fn list_tokens(
         NotJson,
         (status = 422, description = "The body does not fit the schema, has no scope, an empty \
             site list, or names a site not visible to this token."),
+        (status = 429, description = "The account created as many tokens as it may per hour \
+            (`SWATH_TOKENS_PER_HOUR`, 60 unless configured). `Retry-After` says when to try \
+            again.",
+            headers(("Retry-After" = u64, description = "Seconds to wait before creating a \
+                token again."))),
     ),
 )]
 pub async fn create_token(
