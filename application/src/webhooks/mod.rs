@@ -9,6 +9,7 @@
 
 pub mod delivery;
 pub mod signing;
+pub mod wake;
 
 use crate::access::{Access, AccessError};
 use crate::ports::{Clock, Delivery, NewDelivery, WebhookError, WebhookStore};
