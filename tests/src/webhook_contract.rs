@@ -9,7 +9,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::collections::HashSet;
 use std::sync::Arc;
 use swath_application::ports::{
-    Attempt, DeliveryOutcome, Directory, NewDelivery, WebhookError, WebhookStore,
+    Attempt, ClaimLimit, Delivery, DeliveryOutcome, Directory, NewDelivery, WebhookError,
+    WebhookStore,
 };
 use swath_domain::watch::EventKind;
 use swath_domain::webhook::{delivery_id, Endpoint, Secret, WebhookId, WebhookKind};
@@ -97,6 +98,22 @@ fn delivered() -> Attempt {
         outcome: DeliveryOutcome::Delivered,
         next_attempt_at: None,
     }
+}
+
+/// The deliveries `claim_due` answers, at most `n` whatever their accounts.
+async fn claim(
+    store: &dyn WebhookStore,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+    n: usize,
+) -> Vec<Delivery> {
+    store
+        .claim_due(now, until, &ClaimLimit::total(n))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.delivery)
+        .collect()
 }
 
 async fn account(directory: &dyn Directory) -> AccountId {
@@ -218,7 +235,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
             .map(|d| (d.endpoint_id, d.body.clone()))
             .collect::<HashSet<_>>()
     };
-    let first = store.claim_due(t(1), t(61), 10).await.unwrap();
+    let first = claim(&*store, t(1), t(61), 10).await;
     assert_eq!(
         bodies(&first),
         HashSet::from([
@@ -227,7 +244,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         ])
     );
     assert!(
-        store.claim_due(t(2), t(62), 10).await.unwrap().is_empty(),
+        claim(&*store, t(2), t(62), 10).await.is_empty(),
         "both endpoints are claimed"
     );
     let one = |d: &[swath_application::ports::Delivery], e: WebhookId| {
@@ -242,7 +259,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         .record_attempt(one(&first, e2.id).id, delivered())
         .await
         .unwrap();
-    let second = store.claim_due(t(3), t(63), 10).await.unwrap();
+    let second = claim(&*store, t(3), t(63), 10).await;
     assert_eq!(
         bodies(&second),
         HashSet::from([(e2.id, r#"{"n":2}"#.to_owned())]),
@@ -252,7 +269,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         .record_attempt(second[0].id, delivered())
         .await
         .unwrap();
-    let third = store.claim_due(t(100), t(160), 10).await.unwrap();
+    let third = claim(&*store, t(100), t(160), 10).await;
     assert_eq!(
         bodies(&third),
         HashSet::from([(e1.id, r#"{"n":1}"#.to_owned())])
@@ -263,10 +280,10 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
     assert_eq!(retried.last_latency_ms, Some(12));
     assert_eq!(retried.next_attempt_at, Some(t(100)));
     // A claim that ended (its holder died) is taken again.
-    let again = store.claim_due(t(161), t(220), 10).await.unwrap();
+    let again = claim(&*store, t(161), t(220), 10).await;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, third[0].id);
-    assert_eq!(store.claim_due(t(162), t(220), 1).await.unwrap().len(), 0);
+    assert_eq!(claim(&*store, t(162), t(220), 1).await.len(), 0);
     assert_eq!(store.backlog().await.unwrap(), [(e1.id, 2)]);
 }
 
@@ -281,10 +298,10 @@ pub async fn concurrent_claims_never_share_an_endpoint(factory: &dyn WebhookFact
         store.enqueue(vec![message(e.id, 1, 0)]).await.unwrap();
         all.push(e.id);
     }
-    assert_eq!(store.claim_due(t(1), t(2), 3).await.unwrap().len(), 3);
+    assert_eq!(claim(&*store, t(1), t(2), 3).await.len(), 3);
     let claimers = (0..4).map(|_| {
         let store = Arc::clone(&store);
-        tokio::spawn(async move { store.claim_due(t(3), t(60), 12).await.unwrap() })
+        tokio::spawn(async move { claim(&*store, t(3), t(60), 12).await })
     });
     let mut seen = Vec::new();
     for c in claimers {
@@ -328,7 +345,7 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     assert!(listed
         .iter()
         .all(|d| d.outcome == DeliveryOutcome::Failed && d.next_attempt_at.is_none()));
-    assert!(store.claim_due(t(5), t(60), 10).await.unwrap().is_empty());
+    assert!(claim(&*store, t(5), t(60), 10).await.is_empty());
     assert_eq!(store.backlog().await.unwrap(), []);
 
     let mut enabled = stored.clone();
@@ -338,7 +355,7 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     let first = listed[1].id;
     assert!(store.retry(e.id, first, t(6)).await.unwrap());
     assert!(!store.retry(WebhookId::new(), first, t(6)).await.unwrap());
-    let claimed = store.claim_due(t(6), t(60), 10).await.unwrap();
+    let claimed = claim(&*store, t(6), t(60), 10).await;
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, first);
     assert_eq!(claimed[0].outcome, DeliveryOutcome::Pending);
