@@ -362,3 +362,93 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     assert!(store.delete_endpoint(e.id).await.unwrap());
     assert_eq!(store.deliveries(e.id, None, 10).await.unwrap(), []);
 }
+
+/// Issue 42, item 3: a claim takes at most an account's room (its share less what it has in
+/// flight), every account's first endpoint before any account's second, and answers each
+/// delivery with its endpoint.
+pub async fn claims_leave_each_account_its_share(factory: &dyn WebhookFactory) {
+    let (directory, store) = factory.fresh().await;
+    assert!(!store.any_endpoint().await.unwrap());
+    let (a, b) = (account(&*directory).await, account(&*directory).await);
+    let mut ids = Vec::new();
+    for (account, n) in [(a, 5u32), (b, 2)] {
+        for i in 0..n {
+            let e = endpoint(account, &format!("https://{i}.example/"));
+            store.create_endpoint(e.clone()).await.unwrap();
+            store.enqueue(vec![message(e.id, i, 0)]).await.unwrap();
+            ids.push((account, e.id));
+        }
+    }
+    assert!(store.any_endpoint().await.unwrap());
+    let accounts = |claimed: &[swath_application::ports::Claimed]| {
+        let mut n = std::collections::HashMap::new();
+        for c in claimed {
+            assert_eq!(c.delivery.endpoint_id, c.endpoint.id);
+            *n.entry(c.endpoint.account_id).or_insert(0) += 1;
+        }
+        n
+    };
+    // A's share is 2 and B's too; of 3, each account's first goes before either's second.
+    let limit = ClaimLimit {
+        total: 3,
+        per_account: 2,
+        busy: Default::default(),
+    };
+    let first = store.claim_due(t(1), t(60), &limit).await.unwrap();
+    let n = accounts(&first);
+    assert_eq!(first.len(), 3);
+    assert!(n[&a] >= 1 && n[&b] >= 1, "{n:?}");
+    for c in &first {
+        store
+            .record_attempt(c.delivery.id, delivered())
+            .await
+            .unwrap();
+    }
+    for (_, e) in &ids {
+        store.enqueue(vec![message(*e, 100, 2)]).await.unwrap();
+    }
+    // A has 2 in flight already: its room is 0, B's is 2.
+    let limit = ClaimLimit {
+        total: 10,
+        per_account: 2,
+        busy: [(a, 2)].into_iter().collect(),
+    };
+    let second = store.claim_due(t(3), t(60), &limit).await.unwrap();
+    let n = accounts(&second);
+    assert_eq!(n.get(&a), None, "{n:?}");
+    assert_eq!(n[&b], 2);
+}
+
+/// Issue 42, item 4: settled deliveries enqueued before the limit are deleted in chunks of at
+/// most `limit`, pending ones never, whatever their age; a dry run counts them all.
+pub async fn settled_deliveries_expire_pending_ones_never(factory: &dyn WebhookFactory) {
+    let (directory, store) = factory.fresh().await;
+    let e = endpoint(account(&*directory).await, "https://old.example/");
+    store.create_endpoint(e.clone()).await.unwrap();
+    store
+        .enqueue((0..4).map(|n| message(e.id, n, i64::from(n))).collect())
+        .await
+        .unwrap();
+    // 0, 1 and 2 settled (delivered, delivered, failed); 3 pending and as old as them.
+    for expected in 0..2 {
+        let c = claim(&*store, t(10), t(20), 1).await;
+        assert_eq!(c[0].body, format!(r#"{{"n":{expected}}}"#));
+        store.record_attempt(c[0].id, delivered()).await.unwrap();
+    }
+    let c = claim(&*store, t(10), t(20), 1).await;
+    let failed = Attempt {
+        outcome: DeliveryOutcome::Failed,
+        next_attempt_at: None,
+        ..retry_at(0)
+    };
+    store.record_attempt(c[0].id, failed).await.unwrap();
+    assert_eq!(store.expire_deliveries(t(2), 10, true).await.unwrap(), 2);
+    assert_eq!(store.expire_deliveries(t(100), 10, true).await.unwrap(), 3);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 2);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 1);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 0);
+    let left = store.deliveries(e.id, None, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].outcome, DeliveryOutcome::Pending);
+    assert_eq!(left[0].body, r#"{"n":3}"#);
+}

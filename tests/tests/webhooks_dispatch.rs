@@ -350,3 +350,35 @@ async fn retention_deletes_old_settled_deliveries_only() {
         .collect();
     assert_eq!(left, vec![r#"{"n":2}"#, r#"{"n":1}"#]);
 }
+
+/// Item 4: the memory store keeps at most its cap of settled deliveries per endpoint, the
+/// newest, and every pending one.
+#[tokio::test]
+async fn the_memory_store_keeps_its_cap_of_settled_deliveries() {
+    let store = MemoryWebhooks::with_settled_cap(3);
+    let e = endpoint(AccountId(Uuid::new_v4()), "https://x.example/");
+    store.create_endpoint(e.clone()).await.unwrap();
+    store
+        .enqueue((0..8).map(|n| message(e.id, n, 0)).collect())
+        .await
+        .unwrap();
+    let delivered = Attempt {
+        status: Some(204),
+        latency_ms: 1,
+        outcome: DeliveryOutcome::Delivered,
+        next_attempt_at: None,
+    };
+    for n in 0..5 {
+        let id = message(e.id, n, 0).id;
+        store.record_attempt(id, delivered.clone()).await.unwrap();
+    }
+    let left: Vec<String> = store
+        .deliveries(e.id, None, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.body)
+        .collect();
+    let expected: Vec<String> = (2..8).rev().map(|n| format!(r#"{{"n":{n}}}"#)).collect();
+    assert_eq!(left, expected, "the 3 newest settled and the 3 pending");
+}
