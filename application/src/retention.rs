@@ -6,6 +6,8 @@
 //!   mower and UTC minute (the first among those not about to expire);
 //! - positions with `observed_at < now - track_keep` are deleted;
 //! - history rows with `observed_at < now - history_keep` are deleted;
+//! - settled webhook deliveries enqueued before `now - webhook_deliveries_keep` are deleted
+//!   (pending ones are kept whatever their age), when the use case has the webhook store;
 //! - latest rows, health totals and day totals are kept forever.
 //!
 //! A row exactly at a limit is kept. Days are 24-hour periods, not calendar days: the limits
@@ -24,7 +26,7 @@
 
 use crate::ports::{
     chain, Clock, DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun,
-    RetentionStore,
+    RetentionStore, WebhookStore,
 };
 use crate::ticks::Ticks;
 use chrono::{DateTime, Duration, SubsecRound, Utc};
@@ -63,6 +65,9 @@ pub struct RetentionPolicy {
     pub track_keep_days: u32,
     /// History rows (`SWATH_HISTORY_KEEP_DAYS`, 365).
     pub history_keep_days: u32,
+    /// Settled webhook deliveries, counted from their enqueueing
+    /// (`SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS`, 30).
+    pub webhook_deliveries_keep_days: u32,
 }
 
 impl Default for RetentionPolicy {
@@ -71,6 +76,7 @@ impl Default for RetentionPolicy {
             track_full_days: 30,
             track_keep_days: 365,
             history_keep_days: 365,
+            webhook_deliveries_keep_days: 30,
         }
     }
 }
@@ -86,6 +92,9 @@ impl RetentionPolicy {
         }
         if self.history_keep_days == 0 {
             return Err(PolicyError::TooShort("SWATH_HISTORY_KEEP_DAYS"));
+        }
+        if self.webhook_deliveries_keep_days == 0 {
+            return Err(PolicyError::TooShort("SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS"));
         }
         if self.track_full_days > self.track_keep_days {
             return Err(PolicyError::FullExceedsKeep {
@@ -107,6 +116,7 @@ impl RetentionPolicy {
             downsample_before: now - days(self.track_full_days),
             positions_before: now - days(self.track_keep_days),
             history_before: now - days(self.history_keep_days),
+            deliveries_before: now - days(self.webhook_deliveries_keep_days),
         }
     }
 }
@@ -121,6 +131,8 @@ pub struct Cutoffs {
     pub positions_before: DateTime<Utc>,
     /// History rows older than this are deleted.
     pub history_before: DateTime<Utc>,
+    /// Settled webhook deliveries enqueued before this are deleted.
+    pub deliveries_before: DateTime<Utc>,
 }
 
 impl Cutoffs {
@@ -148,6 +160,8 @@ pub struct RetentionSummary {
     pub positions_expired: u64,
     /// Positions deleted because an earlier one of the same minute stays.
     pub positions_downsampled: u64,
+    /// Settled webhook deliveries deleted.
+    pub deliveries_expired: u64,
     /// The downsampling watermark after the run.
     pub downsampled_until: Option<DateTime<Utc>>,
     /// Steps done, out of `steps_planned`.
@@ -165,6 +179,7 @@ impl RetentionSummary {
             history_expired: 0,
             positions_expired: 0,
             positions_downsampled: 0,
+            deliveries_expired: 0,
             downsampled_until: None,
             steps_done: 0,
             steps_planned: 0,
@@ -173,7 +188,10 @@ impl RetentionSummary {
 
     /// Rows deleted in chunks (dropped partitions not included).
     pub fn rows_deleted(&self) -> u64 {
-        self.history_expired + self.positions_expired + self.positions_downsampled
+        self.history_expired
+            + self.positions_expired
+            + self.positions_downsampled
+            + self.deliveries_expired
     }
 }
 
@@ -202,6 +220,7 @@ pub struct Retention {
     store: Arc<dyn RetentionStore>,
     clock: Arc<dyn Clock>,
     policy: RetentionPolicy,
+    webhooks: Option<Arc<dyn WebhookStore>>,
 }
 
 /// One planned unit of work.
@@ -210,6 +229,8 @@ enum Step {
     Expire(RetainedTable, usize),
     Downsample(DownsampleWindow, usize),
     Mark(DateTime<Utc>),
+    /// Settled webhook deliveries, in chunks.
+    Deliveries,
 }
 
 impl Retention {
@@ -222,7 +243,14 @@ impl Retention {
             store,
             clock,
             policy,
+            webhooks: None,
         }
+    }
+
+    /// Also deletes the settled webhook deliveries past the policy's limit.
+    pub fn with_webhooks(mut self, webhooks: Arc<dyn WebhookStore>) -> Self {
+        self.webhooks = Some(webhooks);
+        self
     }
 
     pub fn policy(&self) -> RetentionPolicy {
@@ -293,6 +321,9 @@ impl Retention {
             steps.push(Step::Mark(to));
             from = to;
         }
+        if self.webhooks.is_some() {
+            steps.push(Step::Deliveries);
+        }
         // Before anything goes: ingestion must know that rows older than these may be gone.
         if !dry_run {
             run.raise_floors(
@@ -340,6 +371,7 @@ impl Retention {
             history_expired = summary.history_expired,
             positions_expired = summary.positions_expired,
             positions_downsampled = summary.positions_downsampled,
+            deliveries_expired = summary.deliveries_expired,
             "Retention run completed."
         );
         Ok(RetentionOutcome::Completed(summary))
@@ -425,6 +457,29 @@ impl Retention {
                         .set(until.timestamp() as f64);
                 }
             }
+            Step::Deliveries => {
+                let Some(webhooks) = &self.webhooks else {
+                    return Ok(());
+                };
+                let before = summary.cutoffs.deliveries_before;
+                let mut deleted = 0;
+                loop {
+                    let n = webhooks
+                        .expire_deliveries(before, ROWS_PER_CHUNK, dry_run)
+                        .await
+                        .map_err(|e| RetentionError::Unavailable(Box::new(e)))?;
+                    deleted += n;
+                    if dry_run || n < ROWS_PER_CHUNK {
+                        break;
+                    }
+                }
+                summary.deliveries_expired += deleted;
+                if !dry_run && deleted > 0 {
+                    metrics::counter!("swath_retention_rows_deleted_total",
+                        "table" => "webhook_deliveries", "reason" => "expired")
+                    .increment(deleted);
+                }
+            }
         }
         Ok(())
     }
@@ -497,6 +552,7 @@ mod tests {
             track_full_days: 40,
             track_keep_days: 30,
             history_keep_days: 1,
+            webhook_deliveries_keep_days: 1,
         };
         assert_eq!(
             p.validate(),

@@ -167,6 +167,12 @@ pub struct WebhookArgs {
         value_name = "SWATH_WEBHOOK_TESTS_PER_MINUTE", default_value_t = 5,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub tests_per_minute: u32,
+    /// Delivery attempts in flight at once on this replica for the endpoints of one account (at
+    /// most SWATH_WEBHOOK_CONCURRENCY): one tenant's slow endpoints leave the other slots free.
+    #[arg(long = "webhook-account-concurrency", env = "SWATH_WEBHOOK_ACCOUNT_CONCURRENCY",
+        value_name = "SWATH_WEBHOOK_ACCOUNT_CONCURRENCY", default_value_t = 4,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub account_concurrency: u32,
 }
 
 #[derive(Debug, Args)]
@@ -370,6 +376,12 @@ pub struct RetentionArgs {
         value_name = "SWATH_HISTORY_KEEP_DAYS", default_value_t = 365,
         value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub history_keep_days: u32,
+    /// Days settled webhook deliveries (delivered or failed) are kept, from their enqueueing;
+    /// older ones are deleted. Pending deliveries are kept whatever their age.
+    #[arg(long = "webhook-deliveries-keep-days", env = "SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS",
+        value_name = "SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS", default_value_t = 30,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub webhook_deliveries_keep_days: u32,
 }
 
 impl RetentionArgs {
@@ -380,6 +392,7 @@ impl RetentionArgs {
             track_full_days: self.track_full_days,
             track_keep_days: self.track_keep_days,
             history_keep_days: self.history_keep_days,
+            webhook_deliveries_keep_days: self.webhook_deliveries_keep_days,
         }
         .validate()
         .unwrap_or_else(|e| {

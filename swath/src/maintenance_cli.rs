@@ -41,7 +41,8 @@ pub async fn maintenance<C: clap::CommandFactory>(
 async fn retention<C: clap::CommandFactory>(args: RetentionCommandArgs) -> anyhow::Result<()> {
     let policy = args.retention.policy::<C>();
     let stores = args.store.open().await?;
-    let retention = Retention::new(stores.retention, Arc::new(SystemClock), policy);
+    let retention = Retention::new(stores.retention, Arc::new(SystemClock), policy)
+        .with_webhooks(stores.webhooks);
     let bar = indicatif::ProgressBar::new(0).with_style(
         indicatif::ProgressStyle::with_template(
             "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} steps ({eta}) {msg}",
@@ -121,6 +122,10 @@ fn print_summary(title: &str, s: &RetentionSummary) {
     println!(
         "  positions {verb} {:>12} (downsampled to one per minute)",
         s.positions_downsampled
+    );
+    println!(
+        "  webhooks  {verb} {:>12} (settled deliveries past the limit)",
+        s.deliveries_expired
     );
     if let Some(until) = s.downsampled_until {
         println!("  positions downsampled up to {until}");

@@ -29,6 +29,7 @@ use swath_application::ticks::Ticks;
 use swath_application::webhooks::delivery::{
     DeliverySettings, Dispatcher, Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS,
 };
+use swath_application::webhooks::wake::{Wake, WakingStore};
 use swath_application::webhooks::WebhookLimits;
 use swath_application::{
     subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
@@ -199,6 +200,7 @@ impl WebhookArgs {
                 horizon: self.retry_horizon,
                 first_backoff: self.first_retry,
                 concurrency: self.concurrency as usize,
+                per_account: self.account_concurrency as usize,
                 // Longer than an attempt may take, so that no other replica attempts the same
                 // endpoint meanwhile.
                 claim: self.timeout + Duration::from_secs(30),
@@ -270,6 +272,8 @@ pub struct Wired {
     pub retention: Arc<Retention>,
     /// The webhook store the delivery reads and writes, and how it delivers.
     pub webhooks: Arc<dyn WebhookStore>,
+    /// Wakes the dispatcher: given by `webhooks` on each write that can make a delivery due.
+    pub wake: Wake,
     pub webhook_settings: WebhookSettings,
 }
 
@@ -309,11 +313,13 @@ pub fn wire(
         Arc::clone(&notifications.watch),
         Arc::clone(&clock),
     ));
-    let retention = Arc::new(Retention::new(
-        retention,
-        Arc::clone(&clock),
-        settings.retention,
-    ));
+    // Every writer of this process wakes the dispatcher through the store (decision 176).
+    let wake = Wake::default();
+    let webhooks = WakingStore::wrap(webhooks, wake.clone());
+    let retention = Arc::new(
+        Retention::new(retention, Arc::clone(&clock), settings.retention)
+            .with_webhooks(Arc::clone(&webhooks)),
+    );
     let state = AppState::new(
         Arc::clone(&admin),
         Arc::clone(&tokens),
@@ -328,6 +334,7 @@ pub fn wire(
     .with_webhook_limits(settings.webhooks.limits);
     Wired {
         webhooks,
+        wake,
         webhook_settings: settings.webhooks,
         state,
         directory,
@@ -445,13 +452,16 @@ impl Wired {
                 ),
             })
             .context("could not build the webhook HTTP client")?;
-            let dispatcher = Arc::new(Dispatcher::new(
-                Arc::clone(&self.webhooks),
-                Arc::new(sender),
-                Arc::clone(bus),
-                Arc::clone(&self.clock),
-                self.webhook_settings.delivery,
-            ));
+            let dispatcher = Arc::new(
+                Dispatcher::new(
+                    Arc::clone(&self.webhooks),
+                    Arc::new(sender),
+                    Arc::clone(bus),
+                    Arc::clone(&self.clock),
+                    self.webhook_settings.delivery,
+                )
+                .waking_on(self.wake.clone()),
+            );
             Some(tokio::spawn(dispatcher.run(stopped.clone())))
         } else {
             tracing::warn!("Webhook delivery is off on this replica (SWATH_WEBHOOK_DISPATCH=false): deliveries wait for a replica that delivers.");

@@ -163,6 +163,14 @@ const CASES: &[Case] = &[
         expected: "1..=1000",
     },
     Case {
+        env: &[("SWATH_WEBHOOK_ACCOUNT_CONCURRENCY", "0")],
+        expected: "1..=1000",
+    },
+    Case {
+        env: &[("SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS", "0")],
+        expected: "1..=36500",
+    },
+    Case {
         env: &[("SWATH_STORE", "sqlite")],
         expected: "memory, postgres",
     },

@@ -134,6 +134,8 @@ macro_rules! contract_suite {
             deliveries_are_claimed_in_order_one_per_endpoint,
             concurrent_claims_never_share_an_endpoint,
             disabling_fails_pending_and_retry_revives,
+            claims_leave_each_account_its_share,
+            settled_deliveries_expire_pending_ones_never,
         );
     };
     (feed_contract, $($adapter:tt)*) => {

@@ -9,7 +9,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::collections::HashSet;
 use std::sync::Arc;
 use swath_application::ports::{
-    Attempt, DeliveryOutcome, Directory, NewDelivery, WebhookError, WebhookStore,
+    Attempt, ClaimLimit, Delivery, DeliveryOutcome, Directory, NewDelivery, WebhookError,
+    WebhookStore,
 };
 use swath_domain::watch::EventKind;
 use swath_domain::webhook::{delivery_id, Endpoint, Secret, WebhookId, WebhookKind};
@@ -97,6 +98,22 @@ fn delivered() -> Attempt {
         outcome: DeliveryOutcome::Delivered,
         next_attempt_at: None,
     }
+}
+
+/// The deliveries `claim_due` answers, at most `n` whatever their accounts.
+async fn claim(
+    store: &dyn WebhookStore,
+    now: DateTime<Utc>,
+    until: DateTime<Utc>,
+    n: usize,
+) -> Vec<Delivery> {
+    store
+        .claim_due(now, until, &ClaimLimit::total(n))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.delivery)
+        .collect()
 }
 
 async fn account(directory: &dyn Directory) -> AccountId {
@@ -221,7 +238,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
             .map(|d| (d.endpoint_id, d.body.clone()))
             .collect::<HashSet<_>>()
     };
-    let first = store.claim_due(t(1), t(61), 10).await.unwrap();
+    let first = claim(&*store, t(1), t(61), 10).await;
     assert_eq!(
         bodies(&first),
         HashSet::from([
@@ -230,7 +247,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         ])
     );
     assert!(
-        store.claim_due(t(2), t(62), 10).await.unwrap().is_empty(),
+        claim(&*store, t(2), t(62), 10).await.is_empty(),
         "both endpoints are claimed"
     );
     let one = |d: &[swath_application::ports::Delivery], e: WebhookId| {
@@ -245,7 +262,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         .record_attempt(one(&first, e2.id).id, delivered())
         .await
         .unwrap();
-    let second = store.claim_due(t(3), t(63), 10).await.unwrap();
+    let second = claim(&*store, t(3), t(63), 10).await;
     assert_eq!(
         bodies(&second),
         HashSet::from([(e2.id, r#"{"n":2}"#.to_owned())]),
@@ -255,7 +272,7 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
         .record_attempt(second[0].id, delivered())
         .await
         .unwrap();
-    let third = store.claim_due(t(100), t(160), 10).await.unwrap();
+    let third = claim(&*store, t(100), t(160), 10).await;
     assert_eq!(
         bodies(&third),
         HashSet::from([(e1.id, r#"{"n":1}"#.to_owned())])
@@ -266,10 +283,10 @@ pub async fn deliveries_are_claimed_in_order_one_per_endpoint(factory: &dyn Webh
     assert_eq!(retried.last_latency_ms, Some(12));
     assert_eq!(retried.next_attempt_at, Some(t(100)));
     // A claim that ended (its holder died) is taken again.
-    let again = store.claim_due(t(161), t(220), 10).await.unwrap();
+    let again = claim(&*store, t(161), t(220), 10).await;
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, third[0].id);
-    assert_eq!(store.claim_due(t(162), t(220), 1).await.unwrap().len(), 0);
+    assert_eq!(claim(&*store, t(162), t(220), 1).await.len(), 0);
     assert_eq!(store.backlog().await.unwrap(), [(e1.id, 2)]);
 }
 
@@ -284,10 +301,10 @@ pub async fn concurrent_claims_never_share_an_endpoint(factory: &dyn WebhookFact
         store.enqueue(vec![message(e.id, 1, 0)]).await.unwrap();
         all.push(e.id);
     }
-    assert_eq!(store.claim_due(t(1), t(2), 3).await.unwrap().len(), 3);
+    assert_eq!(claim(&*store, t(1), t(2), 3).await.len(), 3);
     let claimers = (0..4).map(|_| {
         let store = Arc::clone(&store);
-        tokio::spawn(async move { store.claim_due(t(3), t(60), 12).await.unwrap() })
+        tokio::spawn(async move { claim(&*store, t(3), t(60), 12).await })
     });
     let mut seen = Vec::new();
     for c in claimers {
@@ -331,7 +348,7 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     assert!(listed
         .iter()
         .all(|d| d.outcome == DeliveryOutcome::Failed && d.next_attempt_at.is_none()));
-    assert!(store.claim_due(t(5), t(60), 10).await.unwrap().is_empty());
+    assert!(claim(&*store, t(5), t(60), 10).await.is_empty());
     assert_eq!(store.backlog().await.unwrap(), []);
 
     let mut enabled = stored.clone();
@@ -341,10 +358,100 @@ pub async fn disabling_fails_pending_and_retry_revives(factory: &dyn WebhookFact
     let first = listed[1].id;
     assert!(store.retry(e.id, first, t(6)).await.unwrap());
     assert!(!store.retry(WebhookId::new(), first, t(6)).await.unwrap());
-    let claimed = store.claim_due(t(6), t(60), 10).await.unwrap();
+    let claimed = claim(&*store, t(6), t(60), 10).await;
     assert_eq!(claimed.len(), 1);
     assert_eq!(claimed[0].id, first);
     assert_eq!(claimed[0].outcome, DeliveryOutcome::Pending);
     assert!(store.delete_endpoint(e.id).await.unwrap());
     assert_eq!(store.deliveries(e.id, None, 10).await.unwrap(), []);
+}
+
+/// Issue 42, item 3: a claim takes at most an account's room (its share less what it has in
+/// flight), every account's first endpoint before any account's second, and answers each
+/// delivery with its endpoint.
+pub async fn claims_leave_each_account_its_share(factory: &dyn WebhookFactory) {
+    let (directory, store) = factory.fresh().await;
+    assert!(!store.any_endpoint().await.unwrap());
+    let (a, b) = (account(&*directory).await, account(&*directory).await);
+    let mut ids = Vec::new();
+    for (account, n) in [(a, 5u32), (b, 2)] {
+        for i in 0..n {
+            let e = endpoint(account, &format!("https://{i}.example/"));
+            store.create_endpoint(e.clone()).await.unwrap();
+            store.enqueue(vec![message(e.id, i, 0)]).await.unwrap();
+            ids.push((account, e.id));
+        }
+    }
+    assert!(store.any_endpoint().await.unwrap());
+    let accounts = |claimed: &[swath_application::ports::Claimed]| {
+        let mut n = std::collections::HashMap::new();
+        for c in claimed {
+            assert_eq!(c.delivery.endpoint_id, c.endpoint.id);
+            *n.entry(c.endpoint.account_id).or_insert(0) += 1;
+        }
+        n
+    };
+    // A's share is 2 and B's too; of 3, each account's first goes before either's second.
+    let limit = ClaimLimit {
+        total: 3,
+        per_account: 2,
+        busy: Default::default(),
+    };
+    let first = store.claim_due(t(1), t(60), &limit).await.unwrap();
+    let n = accounts(&first);
+    assert_eq!(first.len(), 3);
+    assert!(n[&a] >= 1 && n[&b] >= 1, "{n:?}");
+    for c in &first {
+        store
+            .record_attempt(c.delivery.id, delivered())
+            .await
+            .unwrap();
+    }
+    for (_, e) in &ids {
+        store.enqueue(vec![message(*e, 100, 2)]).await.unwrap();
+    }
+    // A has 2 in flight already: its room is 0, B's is 2.
+    let limit = ClaimLimit {
+        total: 10,
+        per_account: 2,
+        busy: [(a, 2)].into_iter().collect(),
+    };
+    let second = store.claim_due(t(3), t(60), &limit).await.unwrap();
+    let n = accounts(&second);
+    assert_eq!(n.get(&a), None, "{n:?}");
+    assert_eq!(n[&b], 2);
+}
+
+/// Issue 42, item 4: settled deliveries enqueued before the limit are deleted in chunks of at
+/// most `limit`, pending ones never, whatever their age; a dry run counts them all.
+pub async fn settled_deliveries_expire_pending_ones_never(factory: &dyn WebhookFactory) {
+    let (directory, store) = factory.fresh().await;
+    let e = endpoint(account(&*directory).await, "https://old.example/");
+    store.create_endpoint(e.clone()).await.unwrap();
+    store
+        .enqueue((0..4).map(|n| message(e.id, n, i64::from(n))).collect())
+        .await
+        .unwrap();
+    // 0, 1 and 2 settled (delivered, delivered, failed); 3 pending and as old as them.
+    for expected in 0..2 {
+        let c = claim(&*store, t(10), t(20), 1).await;
+        assert_eq!(c[0].body, format!(r#"{{"n":{expected}}}"#));
+        store.record_attempt(c[0].id, delivered()).await.unwrap();
+    }
+    let c = claim(&*store, t(10), t(20), 1).await;
+    let failed = Attempt {
+        outcome: DeliveryOutcome::Failed,
+        next_attempt_at: None,
+        ..retry_at(0)
+    };
+    store.record_attempt(c[0].id, failed).await.unwrap();
+    assert_eq!(store.expire_deliveries(t(2), 10, true).await.unwrap(), 2);
+    assert_eq!(store.expire_deliveries(t(100), 10, true).await.unwrap(), 3);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 2);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 1);
+    assert_eq!(store.expire_deliveries(t(100), 2, false).await.unwrap(), 0);
+    let left = store.deliveries(e.id, None, 10).await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].outcome, DeliveryOutcome::Pending);
+    assert_eq!(left[0].body, r#"{"n":3}"#);
 }

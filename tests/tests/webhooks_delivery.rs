@@ -14,6 +14,7 @@ use swath_application::ports::{
     DeliveryOutcome, Directory, EventBus, LiveOptions, SystemClock, WebhookStore,
 };
 use swath_application::webhooks::delivery::{DeliverySettings, Dispatcher};
+use swath_application::webhooks::wake::{Wake, WakingStore};
 use swath_memory::{MemoryBus, MemoryStore, MemoryWebhooks};
 use swath_tests::support::seed_account_with_mowers;
 use swath_tests::webhook_contract::{endpoint, message};
@@ -60,7 +61,7 @@ async fn receive(
 }
 
 struct Setup {
-    store: Arc<MemoryWebhooks>,
+    store: Arc<dyn WebhookStore>,
     bus: Arc<MemoryBus>,
     receiver: Receiver,
     base: String,
@@ -78,7 +79,9 @@ async fn setup(settings: DeliverySettings, timeout: Duration) -> Setup {
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     let directory = MemoryStore::default();
     let (account, _) = seed_account_with_mowers(&directory as &dyn Directory, 1, 1000).await;
-    let store = Arc::new(MemoryWebhooks::default());
+    // As `swath serve` wires it: the writes wake the dispatcher.
+    let wake = Wake::default();
+    let store = WakingStore::wrap(Arc::new(MemoryWebhooks::default()), wake.clone());
     let bus = Arc::new(MemoryBus::default());
     let sender = HttpSender::new(SenderSettings {
         connect_timeout: Duration::from_secs(1),
@@ -86,13 +89,16 @@ async fn setup(settings: DeliverySettings, timeout: Duration) -> Setup {
         allow_private: true,
     })
     .unwrap();
-    let dispatcher = Arc::new(Dispatcher::new(
-        store.clone(),
-        Arc::new(sender),
-        bus.clone(),
-        Arc::new(SystemClock),
-        settings,
-    ));
+    let dispatcher = Arc::new(
+        Dispatcher::new(
+            store.clone(),
+            Arc::new(sender),
+            bus.clone(),
+            Arc::new(SystemClock),
+            settings,
+        )
+        .waking_on(wake),
+    );
     let (stop, stopped) = watch::channel(false);
     tokio::spawn(dispatcher.run(stopped));
     Setup {
@@ -166,6 +172,7 @@ fn quick() -> DeliverySettings {
         first_backoff: Duration::from_millis(50),
         max_backoff: Duration::from_millis(200),
         concurrency: 4,
+        per_account: 4,
         claim: Duration::from_secs(30),
         poll: Duration::from_millis(10),
     }

@@ -4,7 +4,9 @@
 # package (pinned, in a venv under target/) and answers 500 to its first requests; then
 # tests/webhooks/check.py compares what it received with the events feed: every event delivered,
 # in order, de-duplicable by webhook-id.
-#   1. memory store and bus, one replica;
+#   1. memory store and bus, one replica; then a burst: 50 states each of 4 more mowers in one
+#      request (about 200 events), every event delivered within 60 s of the post, in order per
+#      mower (issue 42, item 12);
 #   2. with SWATH_TEST_DATABASE_URL and SWATH_TEST_NATS_SERVER (CI sets both): PostgreSQL (a
 #      database of its own) and a private NATS server, two replicas, the one that enqueues killed
 #      with `kill -9` while it holds notifications (SWATH_WEBHOOKS_KILL_AFTER seconds after its
@@ -65,32 +67,42 @@ api() { # METHOD PORT PATH [BODY]
 setup() {
   local port=$1
   ACCOUNT=$(api GET "$port" /v1/me | python3 -c 'import json,sys; print(json.load(sys.stdin)["account"]["id"])')
-  local site
   site=$(api POST "$port" /v1/sites '{"name":"Webhooks","time_zone":"Europe/Berlin"}' | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   MOWER=$(api POST "$port" /v1/mowers "{\"site_id\":\"$site\",\"name\":\"Hooked\",\"model\":\"X\",\"serial\":\"W1\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   api POST "$port" /v1/webhooks "{\"url\":\"http://127.0.0.1:$RECEIVER_PORT/hook\",\"kinds\":[\"error_raised\",\"error_cleared\",\"mowing_started\",\"mowing_finished\",\"alert_cleared\"]}" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["secret"])' >"$WORK/secret"
 }
 
-# states PORT FROM TO: states FROM..TO-1 seconds after the run's start, alternating error and
-# mowing, so that each makes an event.
+# add_mower PORT N: another mower on the setup's site; prints its id.
+add_mower() {
+  api POST "$1" /v1/mowers "{\"site_id\":\"$site\",\"name\":\"Burst $2\",\"model\":\"X\",\"serial\":\"B$2\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+
+# states PORT FROM TO [MOWER…]: states FROM..TO-1 seconds after the run's start of each MOWER
+# ($MOWER when none is named), alternating error and mowing, so that each makes an event.
 states() {
-  local port=$1 body="[" sep=""
-  for i in $(seq "$2" $(($3 - 1))); do
+  local port=$1 body="[" sep="" from=$2 to=$3
+  shift 3
+  local m mowers=("${@:-$MOWER}")
+  for m in "${mowers[@]}"; do
+  local MOWER=$m
+  for i in $(seq "$from" $((to - 1))); do
     local at activity
     at=$(date -u -d "@$((START + i))" +%Y-%m-%dT%H:%M:%SZ)
     if ((i % 2)); then activity='"error","error_code":"E'$i'"'; else activity='"mowing"'; fi
     body+="$sep{\"mower_id\":\"$MOWER\",\"account_id\":\"$ACCOUNT\",\"observed_at\":\"$at\",\"activity\":$activity}"
     sep=","
   done
+  done
   api POST "$port" /v1/states "$body]" >/dev/null
 }
 
-# verify PORT EXPECTED: waits for the receiver to have every event of the feed, then checks.
+# verify PORT EXPECTED [QUERY]: waits (60 s at most) for the receiver to have every event of the
+# feed (`mower_id=$MOWER` unless QUERY is given), then checks.
 verify() {
-  local port=$1 expected=$2
+  local port=$1 expected=$2 query=${3:-mower_id=$MOWER}
   for _ in $(seq 1 120); do
-    api GET "$port" "/v1/events?mower_id=$MOWER&limit=1000" | python3 -c 'import json,sys; json.dump(json.load(sys.stdin)["items"], sys.stdout)' >"$WORK/feed.json"
+    api GET "$port" "/v1/events?$query&limit=1000" | python3 -c 'import json,sys; json.dump(json.load(sys.stdin)["items"], sys.stdout)' >"$WORK/feed.json"
     local have
     have=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$WORK/feed.json")
     if ((have >= expected)) && "$VENV/bin/python" tests/webhooks/check.py "$WORK/received" "$WORK/feed.json" 2>/dev/null; then
@@ -136,6 +148,14 @@ start_swath "$port"
 setup "$port"
 states "$port" 0 20
 verify "$port" 20
+burst=()
+for n in 1 2 3 4; do burst+=("$(add_mower "$port" "$n")"); done
+posted=$SECONDS
+states "$port" 0 50 "${burst[@]}"
+verify "$port" 220 "limit=1000"
+took=$((SECONDS - posted))
+echo "The burst's events all arrived $took s after they were posted."
+((took <= 60)) || { echo "the burst took longer than 60 s" >&2; exit 1; }
 kill -TERM "$last_pid"
 
 if [[ -z ${SWATH_TEST_DATABASE_URL:-} || -z ${SWATH_TEST_NATS_SERVER:-} ]]; then

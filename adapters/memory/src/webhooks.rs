@@ -1,16 +1,25 @@
 //! `WebhookStore` in memory: endpoints by id, and each endpoint's queue of deliveries in `seq`
 //! order, with the endpoint's claim beside it. One lock: every operation is a few map steps.
+//!
+//! Bounded like every memory adapter (decision 6): an endpoint keeps at most
+//! [`SETTLED_PER_ENDPOINT`] settled deliveries (delivered or failed), the oldest going first;
+//! pending ones are never dropped.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use swath_application::ports::{
-    Attempt, Delivery, DeliveryOutcome, NewDelivery, WebhookError, WebhookStore,
+    Attempt, ClaimLimit, Claimed, Delivery, DeliveryOutcome, NewDelivery, WebhookError,
+    WebhookStore,
 };
 use swath_domain::webhook::{Endpoint, WebhookId};
 use swath_domain::AccountId;
 use uuid::Uuid;
+
+/// Settled deliveries an endpoint keeps by default, newest first: a page of the deliveries'
+/// listing many times over.
+pub const SETTLED_PER_ENDPOINT: usize = 1_000;
 
 #[derive(Default)]
 struct Data {
@@ -27,13 +36,48 @@ struct Held {
     claimed_until: Option<DateTime<Utc>>,
 }
 
+impl Data {
+    /// Drops the endpoint's oldest settled deliveries past `cap`.
+    fn trim(&mut self, endpoint: WebhookId, cap: usize) {
+        let Some(held) = self.endpoints.get_mut(&endpoint) else {
+            return;
+        };
+        let settled: Vec<i64> = held
+            .deliveries
+            .values()
+            .filter(|d| d.outcome != DeliveryOutcome::Pending)
+            .map(|d| d.seq)
+            .collect();
+        for seq in settled.iter().take(settled.len().saturating_sub(cap)) {
+            if let Some(d) = held.deliveries.remove(seq) {
+                self.index.remove(&d.id);
+            }
+        }
+    }
+}
+
 /// The in-memory webhook store. Cheap to clone (shared state).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryWebhooks {
     data: Arc<Mutex<Data>>,
+    settled_cap: usize,
+}
+
+impl Default for MemoryWebhooks {
+    fn default() -> Self {
+        Self::with_settled_cap(SETTLED_PER_ENDPOINT)
+    }
 }
 
 impl MemoryWebhooks {
+    /// A store whose endpoints keep at most `cap` settled deliveries each.
+    pub fn with_settled_cap(cap: usize) -> Self {
+        Self {
+            data: Arc::default(),
+            settled_cap: cap,
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -207,14 +251,14 @@ impl WebhookStore for MemoryWebhooks {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<Delivery>, WebhookError> {
+        limit: &ClaimLimit,
+    ) -> Result<Vec<Claimed>, WebhookError> {
         let mut data = self.lock();
-        let mut claimed = Vec::new();
-        for held in data.endpoints.values_mut() {
-            if claimed.len() >= limit {
-                break;
-            }
+        // Each due endpoint's rank within its account (endpoint id order), as the contract
+        // takes them: every account's first before any account's second.
+        let mut ranks: HashMap<AccountId, usize> = HashMap::new();
+        let mut due: Vec<(usize, WebhookId)> = Vec::new();
+        for held in data.endpoints.values() {
             if !held.endpoint.enabled || held.claimed_until.is_some_and(|c| c >= now) {
                 continue;
             }
@@ -222,10 +266,30 @@ impl WebhookStore for MemoryWebhooks {
                 .deliveries
                 .values()
                 .find(|d| d.outcome == DeliveryOutcome::Pending);
-            if let Some(d) = head.filter(|d| d.next_attempt_at.is_none_or(|at| at <= now)) {
-                claimed.push(d.clone());
-                held.claimed_until = Some(until);
+            if head.is_some_and(|d| d.next_attempt_at.is_none_or(|at| at <= now)) {
+                let account = held.endpoint.account_id;
+                let rank = ranks.entry(account).or_default();
+                if *rank < limit.room(account) {
+                    due.push((*rank, held.endpoint.id));
+                }
+                *rank += 1;
             }
+        }
+        due.sort_unstable();
+        let mut claimed = Vec::new();
+        for (_, id) in due.into_iter().take(limit.total) {
+            let held = data.endpoints.get_mut(&id).expect("found above");
+            let head = held
+                .deliveries
+                .values()
+                .find(|d| d.outcome == DeliveryOutcome::Pending)
+                .cloned()
+                .expect("found above");
+            held.claimed_until = Some(until);
+            claimed.push(Claimed {
+                endpoint: held.endpoint.clone(),
+                delivery: head,
+            });
         }
         Ok(claimed)
     }
@@ -245,6 +309,7 @@ impl WebhookStore for MemoryWebhooks {
                 d.next_attempt_at = attempt.next_attempt_at;
             }
         }
+        data.trim(endpoint, self.settled_cap);
         Ok(())
     }
 
@@ -268,6 +333,7 @@ impl WebhookStore for MemoryWebhooks {
                 d.next_attempt_at = None;
             }
         }
+        data.trim(id, self.settled_cap);
         Ok(true)
     }
 
@@ -312,5 +378,37 @@ impl WebhookStore for MemoryWebhooks {
                 (n > 0).then_some((*id, n))
             })
             .collect())
+    }
+
+    async fn any_endpoint(&self) -> Result<bool, WebhookError> {
+        Ok(!self.lock().endpoints.is_empty())
+    }
+
+    async fn expire_deliveries(
+        &self,
+        before: DateTime<Utc>,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, WebhookError> {
+        let mut data = self.lock();
+        let old: Vec<(WebhookId, i64, Uuid)> = data
+            .endpoints
+            .values()
+            .flat_map(|h| h.deliveries.values())
+            .filter(|d| d.outcome != DeliveryOutcome::Pending && d.created_at < before)
+            .map(|d| (d.endpoint_id, d.seq, d.id))
+            .collect();
+        if dry_run {
+            return Ok(old.len() as u64);
+        }
+        let mut deleted = 0;
+        for (endpoint, seq, id) in old.into_iter().take(limit.try_into().unwrap_or(usize::MAX)) {
+            if let Some(held) = data.endpoints.get_mut(&endpoint) {
+                held.deliveries.remove(&seq);
+            }
+            data.index.remove(&id);
+            deleted += 1;
+        }
+        Ok(deleted)
     }
 }

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use swath_application::ports::{
-    Attempt, Delivery, DeliveryOutcome, NewDelivery, WebhookError, WebhookStore,
+    Attempt, ClaimLimit, Claimed, Delivery, DeliveryOutcome, NewDelivery, WebhookError,
+    WebhookStore,
 };
 use swath_domain::webhook::{Endpoint, Secret, WebhookId, WebhookKind};
 use swath_domain::{AccountId, MowerId, SiteId};
@@ -80,13 +81,25 @@ fn endpoint_from(row: &PgRow) -> Result<Endpoint, WebhookError> {
 }
 
 fn delivery_from(row: &PgRow) -> Result<Delivery, WebhookError> {
-    let endpoint: Uuid = row.try_get("endpoint_id").map_err(bad_column)?;
-    let outcome: String = row.try_get("outcome").map_err(bad_column)?;
-    let attempts: i32 = row.try_get("attempts").map_err(bad_column)?;
-    let status: Option<i32> = row.try_get("last_status").map_err(bad_column)?;
-    let latency: Option<i32> = row.try_get("last_latency_ms").map_err(bad_column)?;
-    Ok(from_row!(row, bad_column, Delivery {
-        id, seq, event_type, body, created_at, next_attempt_at;
+    delivery_at(row, "")
+}
+
+/// The delivery in the columns named `<prefix><column>` (a claim answers it beside its endpoint,
+/// whose columns have the same names).
+fn delivery_at(row: &PgRow, prefix: &str) -> Result<Delivery, WebhookError> {
+    let get = |column: &str| format!("{prefix}{column}");
+    let endpoint: Uuid = row.try_get(&*get("endpoint_id")).map_err(bad_column)?;
+    let outcome: String = row.try_get(&*get("outcome")).map_err(bad_column)?;
+    let attempts: i32 = row.try_get(&*get("attempts")).map_err(bad_column)?;
+    let status: Option<i32> = row.try_get(&*get("last_status")).map_err(bad_column)?;
+    let latency: Option<i32> = row.try_get(&*get("last_latency_ms")).map_err(bad_column)?;
+    Ok(Delivery {
+        id: row.try_get(&*get("id")).map_err(bad_column)?,
+        seq: row.try_get(&*get("seq")).map_err(bad_column)?,
+        event_type: row.try_get(&*get("event_type")).map_err(bad_column)?,
+        body: row.try_get(&*get("body")).map_err(bad_column)?,
+        created_at: row.try_get(&*get("created_at")).map_err(bad_column)?,
+        next_attempt_at: row.try_get(&*get("next_attempt_at")).map_err(bad_column)?,
         endpoint_id: WebhookId(endpoint),
         attempts: u32::try_from(attempts).map_err(|_| corrupt("attempts"))?,
         last_status: status
@@ -96,7 +109,7 @@ fn delivery_from(row: &PgRow) -> Result<Delivery, WebhookError> {
             .map(|l| u32::try_from(l).map_err(|_| corrupt("latency")))
             .transpose()?,
         outcome: DeliveryOutcome::parse(&outcome).ok_or_else(|| corrupt("outcome"))?,
-    }))
+    })
 }
 
 fn ids<T>(list: &Option<Vec<T>>, id: impl Fn(&T) -> Uuid) -> Option<Vec<Uuid>> {
@@ -320,39 +333,71 @@ impl WebhookStore for PostgresStore {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<Delivery>, WebhookError> {
+        limit: &ClaimLimit,
+    ) -> Result<Vec<Claimed>, WebhookError> {
         // The candidates are locked (`SKIP LOCKED`: a concurrent claimer's are skipped, and a
         // row it has just claimed is re-checked against `claimed_until`), their oldest pending
-        // delivery found, and those that are due claimed.
-        sqlx::query(&format!(
+        // delivery found, those that are due ranked within their account, and the lowest ranks
+        // within each account's room claimed (every account's first before any second).
+        let (busy_accounts, busy): (Vec<Uuid>, Vec<i64>) = limit
+            .busy
+            .iter()
+            .map(|(a, n)| (a.0, i64::try_from(*n).unwrap_or(i64::MAX)))
+            .unzip();
+        let delivery_columns = DELIVERY_COLUMNS
+            .split(", ")
+            .map(|c| format!("due.{c} AS d_{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let endpoint_columns = ENDPOINT_COLUMNS
+            .split(", ")
+            .map(|c| format!("e.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let rows = sqlx::query(&format!(
             "WITH candidates AS ( \
-               SELECT e.id FROM webhook_endpoints e \
+               SELECT e.id, e.account_id FROM webhook_endpoints e \
                WHERE e.enabled AND (e.claimed_until IS NULL OR e.claimed_until < $1) \
                AND EXISTS (SELECT 1 FROM webhook_deliveries d \
                            WHERE d.endpoint_id = e.id AND d.outcome = 'pending') \
                ORDER BY e.id FOR UPDATE SKIP LOCKED), \
              heads AS ( \
-               SELECT DISTINCT ON (d.endpoint_id) d.* FROM webhook_deliveries d \
-               JOIN candidates c ON c.id = d.endpoint_id \
+               SELECT DISTINCT ON (d.endpoint_id) d.*, c.account_id AS account_id \
+               FROM webhook_deliveries d JOIN candidates c ON c.id = d.endpoint_id \
                WHERE d.outcome = 'pending' ORDER BY d.endpoint_id, d.seq), \
+             ranked AS ( \
+               SELECT heads.*, row_number() OVER (PARTITION BY account_id ORDER BY endpoint_id) \
+               AS rank FROM heads WHERE next_attempt_at IS NULL OR next_attempt_at <= $1), \
              due AS ( \
-               SELECT * FROM heads WHERE next_attempt_at IS NULL OR next_attempt_at <= $1 \
-               ORDER BY endpoint_id LIMIT $3), \
+               SELECT ranked.* FROM ranked \
+               LEFT JOIN unnest($4::uuid[], $5::bigint[]) AS b(account_id, n) \
+               ON b.account_id = ranked.account_id \
+               WHERE ranked.rank + coalesce(b.n, 0) <= $6 \
+               ORDER BY ranked.rank, ranked.endpoint_id LIMIT $3), \
              claimed AS ( \
                UPDATE webhook_endpoints e SET claimed_until = $2 FROM due \
                WHERE e.id = due.endpoint_id RETURNING e.id) \
-             SELECT {DELIVERY_COLUMNS} FROM due ORDER BY endpoint_id"
+             SELECT {delivery_columns}, {endpoint_columns} FROM due \
+             JOIN webhook_endpoints e ON e.id = due.endpoint_id \
+             ORDER BY due.rank, due.endpoint_id"
         ))
         .bind(now)
         .bind(until)
-        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(i64::try_from(limit.total).unwrap_or(i64::MAX))
+        .bind(busy_accounts)
+        .bind(busy)
+        .bind(i64::try_from(limit.per_account).unwrap_or(i64::MAX))
         .fetch_all(self.pool())
         .await
-        .map_err(unavailable)?
-        .iter()
-        .map(delivery_from)
-        .collect()
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|row| {
+                Ok(Claimed {
+                    endpoint: endpoint_from(row)?,
+                    delivery: delivery_at(row, "d_")?,
+                })
+            })
+            .collect()
     }
 
     async fn record_attempt(&self, id: Uuid, attempt: Attempt) -> Result<(), WebhookError> {
@@ -438,5 +483,43 @@ impl WebhookStore for PostgresStore {
                 Ok((WebhookId(id), n.max(0) as u64))
             })
             .collect()
+    }
+
+    async fn any_endpoint(&self) -> Result<bool, WebhookError> {
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM webhook_endpoints)")
+            .fetch_one(self.pool())
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn expire_deliveries(
+        &self,
+        before: DateTime<Utc>,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, WebhookError> {
+        if dry_run {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM webhook_deliveries \
+                 WHERE outcome <> 'pending' AND created_at < $1",
+            )
+            .bind(before)
+            .fetch_one(self.pool())
+            .await
+            .map_err(unavailable)?;
+            return Ok(n.max(0) as u64);
+        }
+        // No index on `created_at`: a chunk's scan stops once it has found `limit` rows.
+        let done = sqlx::query(
+            "DELETE FROM webhook_deliveries WHERE id IN ( \
+               SELECT id FROM webhook_deliveries \
+               WHERE outcome <> 'pending' AND created_at < $1 LIMIT $2)",
+        )
+        .bind(before)
+        .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .execute(self.pool())
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected())
     }
 }

@@ -45,6 +45,6 @@ pub use watch::{
     WatchBatch, WatchError, WatchRead, WatchRows, WatchStore, ZoneBatch, ZoneRows, ZoneStore,
 };
 pub use webhooks::{
-    Attempt, Delivery, DeliveryOutcome, NewDelivery, SendResult, WebhookError, WebhookSender,
-    WebhookStore,
+    Attempt, ClaimLimit, Claimed, Delivery, DeliveryOutcome, NewDelivery, SendResult, WebhookError,
+    WebhookSender, WebhookStore,
 };

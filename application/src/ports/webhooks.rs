@@ -1,6 +1,7 @@
 use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 use swath_domain::webhook::{Endpoint, WebhookId};
 use swath_domain::AccountId;
 use uuid::Uuid;
@@ -79,6 +80,41 @@ pub struct Attempt {
     pub next_attempt_at: Option<DateTime<Utc>>,
 }
 
+/// How many endpoints one [`WebhookStore::claim_due`] may claim: at most `total`, and of one
+/// account at most `per_account` less what it has in flight already (`busy`), so that one
+/// account's endpoints never take every slot of a dispatcher.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimLimit {
+    pub total: usize,
+    pub per_account: usize,
+    /// Attempts in flight per account on the claiming dispatcher.
+    pub busy: HashMap<AccountId, usize>,
+}
+
+impl ClaimLimit {
+    /// At most `total` endpoints, whatever their accounts.
+    pub fn total(total: usize) -> Self {
+        Self {
+            total,
+            per_account: total,
+            busy: HashMap::new(),
+        }
+    }
+
+    /// How many more endpoints of `account` this claim may take.
+    pub fn room(&self, account: AccountId) -> usize {
+        self.per_account
+            .saturating_sub(self.busy.get(&account).copied().unwrap_or(0))
+    }
+}
+
+/// A delivery claimed for an attempt, with its endpoint as it was when claimed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claimed {
+    pub endpoint: Endpoint,
+    pub delivery: Delivery,
+}
+
 /// Errors of the [`WebhookStore`] port.
 #[derive(Debug, thiserror::Error)]
 pub enum WebhookError {
@@ -118,10 +154,13 @@ pub enum WebhookError {
 /// - `deliveries`: an endpoint's deliveries newest first (`seq` descending), strictly before
 ///   `before` (a `seq`), at most `limit`;
 /// - `delivery`: the delivery with this id if it belongs to this endpoint;
-/// - `claim_due`: for at most `limit` enabled endpoints not claimed (or whose claim ended before
-///   `now`), take the endpoint's oldest pending delivery (lowest `seq`) if it is due
-///   (`next_attempt_at <= now`), claim the endpoint until `until`, and answer those deliveries;
-///   an endpoint whose oldest pending delivery is not due yet answers nothing (order per
+/// - `claim_due`: among the enabled endpoints not claimed (or whose claim ended before `now`)
+///   whose oldest pending delivery (lowest `seq`) is due (`next_attempt_at <= now`), take at
+///   most `limit.total`, and of one account at most [`ClaimLimit::room`]; when there are more
+///   than that, take each account's in endpoint id order, every account's first before any
+///   account's second (then by endpoint id), so that no account waits behind another's; claim
+///   each endpoint taken until `until` and answer its oldest pending delivery with the endpoint.
+///   An endpoint whose oldest pending delivery is not due yet answers nothing (order per
 ///   endpoint: a later delivery never overtakes an earlier one), and two concurrent callers
 ///   never get the same endpoint;
 /// - `record_attempt`: count the attempt, store its status, latency, outcome and next attempt,
@@ -131,6 +170,11 @@ pub enum WebhookError {
 /// - `retry`: make a delivery of this endpoint pending and due at `at` (its attempts kept);
 ///   answer whether it exists;
 /// - `backlog`: the number of pending deliveries per endpoint that has any;
+/// - `any_endpoint`: whether any endpoint is stored, of any account, enabled or not;
+/// - `expire_deliveries`: delete at most `limit` settled (delivered or failed) deliveries
+///   enqueued before `before` (`created_at < before`), never a pending one, and answer how many
+///   it deleted; with `dry_run`, delete nothing and answer how many there are (without the
+///   limit);
 /// - return [`WebhookError::Unavailable`] when its backing store fails.
 #[async_trait]
 pub trait WebhookStore: Send + Sync {
@@ -162,8 +206,8 @@ pub trait WebhookStore: Send + Sync {
         &self,
         now: DateTime<Utc>,
         until: DateTime<Utc>,
-        limit: usize,
-    ) -> Result<Vec<Delivery>, WebhookError>;
+        limit: &ClaimLimit,
+    ) -> Result<Vec<Claimed>, WebhookError>;
     async fn record_attempt(&self, id: Uuid, attempt: Attempt) -> Result<(), WebhookError>;
     async fn disable_endpoint(
         &self,
@@ -178,6 +222,13 @@ pub trait WebhookStore: Send + Sync {
         at: DateTime<Utc>,
     ) -> Result<bool, WebhookError>;
     async fn backlog(&self) -> Result<Vec<(WebhookId, u64)>, WebhookError>;
+    async fn any_endpoint(&self) -> Result<bool, WebhookError>;
+    async fn expire_deliveries(
+        &self,
+        before: DateTime<Utc>,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, WebhookError>;
 }
 
 /// What one POST of a delivery got.

@@ -11,17 +11,25 @@
 //! claims the endpoint while it is attempted (one in flight per endpoint, across replicas); a
 //! failing delivery waits for its retry and holds back its own endpoint only. Attempts of
 //! different endpoints run concurrently up to [`DeliverySettings::concurrency`], so one slow
-//! endpoint holds one slot, never the others.
+//! endpoint holds one slot, never the others, and one account's endpoints hold at most
+//! [`DeliverySettings::per_account`] of them, so one tenant's slow endpoints leave slots to the
+//! others (decision 177).
+//!
+//! Speed: the dispatcher claims when it is woken ([`super::wake`]): by a write of this process
+//! that can make a delivery due, and by each settled attempt, so an endpoint's next delivery
+//! follows the previous one at once; it polls the store only for what other replicas enqueue,
+//! and only once an endpoint exists (decision 176).
 
 use super::signing;
+use super::wake::Wake;
 use crate::ports::{
-    chain, Attempt, BatchHandler, Clock, Delivery, DeliveryOutcome, Directory, EventBus,
+    chain, Attempt, BatchHandler, ClaimLimit, Claimed, Clock, DeliveryOutcome, Directory, EventBus,
     HandlerError, Message, NewDelivery, SendResult, Settle, WebhookSender, WebhookStore,
 };
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use swath_domain::watch::EventKind;
 use swath_domain::webhook::{delivery_id, Endpoint, Topic, WebhookId, WebhookKind};
@@ -181,11 +189,15 @@ pub struct DeliverySettings {
     pub max_backoff: Duration,
     /// Attempts in flight at once, all endpoints together.
     pub concurrency: usize,
+    /// Attempts in flight at once for the endpoints of one account
+    /// (`SWATH_WEBHOOK_ACCOUNT_CONCURRENCY`; at most `concurrency`).
+    pub per_account: usize,
     /// How long an endpoint is claimed for an attempt: longer than the sender's total time-out,
     /// so that no other replica attempts it meanwhile; a replica that dies holding a claim
     /// delays the endpoint this long.
     pub claim: Duration,
-    /// How often the store is asked for due deliveries when none was found.
+    /// How often the store is asked for due deliveries when nothing woke the dispatcher: for
+    /// what other replicas enqueue, and for retries coming due. Never while no endpoint exists.
     pub poll: Duration,
 }
 
@@ -196,6 +208,7 @@ impl Default for DeliverySettings {
             first_backoff: Duration::from_secs(5),
             max_backoff: Duration::from_secs(3600),
             concurrency: 16,
+            per_account: 4,
             claim: Duration::from_secs(60),
             poll: Duration::from_millis(250),
         }
@@ -226,6 +239,9 @@ pub struct Dispatcher {
     clock: Arc<dyn Clock>,
     settings: DeliverySettings,
     slots: Arc<Semaphore>,
+    /// Attempts in flight per account.
+    busy: Mutex<HashMap<AccountId, usize>>,
+    wake: Wake,
 }
 
 impl Dispatcher {
@@ -243,37 +259,89 @@ impl Dispatcher {
             clock,
             slots: Arc::new(Semaphore::new(settings.concurrency.max(1))),
             settings,
+            busy: Mutex::new(HashMap::new()),
+            wake: Wake::default(),
         }
     }
 
-    /// Runs until `stop` turns `true`: claims due deliveries for the free slots and attempts
-    /// each in a task of its own.
+    /// Wakes on `wake`, the signal this process's [`super::wake::WakingStore`] gives.
+    pub fn waking_on(mut self, wake: Wake) -> Self {
+        self.wake = wake;
+        self
+    }
+
+    /// Runs until `stop` turns `true`: claims due deliveries for the free slots whenever woken
+    /// (and every [`DeliverySettings::poll`] once an endpoint exists) and attempts each in a
+    /// task of its own.
     pub async fn run(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
+        // A replica that has never seen an endpoint asks the store nothing until a write of
+        // this process wakes it: with no webhooks, no work.
+        let mut polling = match self.store.any_endpoint().await {
+            Ok(any) => any,
+            Err(e) => {
+                tracing::warn!(error = %chain(&e), "Could not tell whether webhook endpoints exist; polling for deliveries.");
+                true
+            }
+        };
         loop {
             if *stop.borrow() {
                 return;
             }
-            let started = self.round().await;
-            if started == 0 {
-                tokio::select! {
-                    _ = tokio::time::sleep(self.settings.poll) => {}
-                    _ = stop.changed() => {}
+            if polling {
+                self.round().await;
+            }
+            let poll = async {
+                if polling {
+                    tokio::time::sleep(self.settings.poll).await;
+                } else {
+                    std::future::pending::<()>().await;
                 }
+            };
+            tokio::select! {
+                _ = self.wake.woken() => polling = true,
+                _ = poll => {}
+                _ = stop.changed() => {}
             }
         }
     }
 
-    /// One round: claims as many due deliveries as there are free slots and starts their
-    /// attempts; answers how many it started.
+    /// What the next claim may take: the free slots, and per account its share less what it
+    /// has in flight.
+    fn limit(&self) -> ClaimLimit {
+        ClaimLimit {
+            total: self.slots.available_permits(),
+            per_account: self
+                .settings
+                .per_account
+                .clamp(1, self.settings.concurrency.max(1)),
+            busy: self.busy.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+
+    fn count(&self, account: AccountId, started: bool) {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let n = busy.entry(account).or_default();
+        if started {
+            *n += 1;
+        } else {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                busy.remove(&account);
+            }
+        }
+    }
+
+    /// One round: claims as many due deliveries as there are free slots (within each account's
+    /// share) and starts their attempts; answers how many it started.
     pub async fn round(self: &Arc<Self>) -> usize {
-        let free = self.slots.available_permits();
-        if free == 0 {
+        let limit = self.limit();
+        if limit.total == 0 {
             return 0;
         }
         let now = self.clock.now();
         let until =
             now + chrono::Duration::from_std(self.settings.claim).unwrap_or(chrono::Duration::MAX);
-        let claimed = match self.store.claim_due(now, until, free).await {
+        let claimed = match self.store.claim_due(now, until, &limit).await {
             Ok(claimed) => claimed,
             Err(e) => {
                 tracing::warn!(error = %chain(&e), "Could not claim due webhook deliveries.");
@@ -281,30 +349,27 @@ impl Dispatcher {
             }
         };
         let count = claimed.len();
-        for delivery in claimed {
+        for claim in claimed {
             let Ok(permit) = Arc::clone(&self.slots).acquire_owned().await else {
                 return count;
             };
+            let account = claim.endpoint.account_id;
+            self.count(account, true);
             let this = Arc::clone(self);
             tokio::spawn(async move {
-                this.attempt(delivery).await;
+                this.attempt(claim).await;
+                this.count(account, false);
                 drop(permit);
+                // The endpoint's next delivery, if any, is due now: claim it at once.
+                this.wake.wake();
             });
         }
         count
     }
 
     /// Attempts one claimed delivery and records what happened.
-    pub async fn attempt(&self, delivery: Delivery) {
-        let endpoint = match self.store.endpoint(delivery.endpoint_id).await {
-            Ok(Some(e)) if e.enabled => e,
-            // Deleted or disabled meanwhile: nothing to send; the claim lapses.
-            Ok(_) => return,
-            Err(e) => {
-                tracing::warn!(error = %chain(&e), "Could not read a webhook endpoint.");
-                return;
-            }
-        };
+    pub async fn attempt(&self, claim: Claimed) {
+        let Claimed { endpoint, delivery } = claim;
         let now = self.clock.now();
         let secrets = endpoint.signing_secrets(now);
         let headers = match signing::sign(

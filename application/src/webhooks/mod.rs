@@ -13,6 +13,7 @@
 pub mod delivery;
 mod endpoint_url;
 pub mod signing;
+pub mod wake;
 
 pub use endpoint_url::{check_url, MAX_URL_CHARS};
 
