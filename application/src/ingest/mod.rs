@@ -338,21 +338,14 @@ impl Ingest {
         // A store that stopped answering (a primary gone with its connections half-open) fails
         // the batch here, unacknowledged and redelivered, instead of holding the consumer until
         // TCP gives up; dropping the unit of work rolls it back (issue 44).
-        let (applied, counts, mut events) = match tokio::time::timeout(
-            self.unit_deadline,
-            unit_of_work,
-        )
-        .await
-        {
-            Ok(done) => done?,
-            Err(_) => return Err(IngestError::Store(StoreError::Unavailable(
-                format!(
-                    "no answer from the store within {} s (SWATH_DATABASE_BATCH_TIMEOUT_SECONDS)",
-                    self.unit_deadline.as_secs_f64()
-                )
-                .into(),
-            ))),
+        let Ok(done) = tokio::time::timeout(self.unit_deadline, unit_of_work).await else {
+            let seconds = self.unit_deadline.as_secs_f64();
+            let cause = format!(
+                "no answer from the store within {seconds} s (SWATH_DATABASE_BATCH_TIMEOUT_SECONDS)"
+            );
+            return Err(IngestError::Store(StoreError::Unavailable(cause.into())));
         };
+        let (applied, counts, mut events) = done?;
         // The unit of work from its first statement to its commit: what the store costs a batch.
         metrics::histogram!("swath_ingest_commit_duration_seconds")
             .record(started.elapsed().as_secs_f64());
