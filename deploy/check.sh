@@ -62,6 +62,9 @@ log "promtool: configuration, rules, unit tests"
 promtool check config deploy/prometheus/prometheus.yml
 promtool check rules deploy/prometheus/rules.yml
 promtool test rules deploy/prometheus/rules_test.yml
+# The highly available PostgreSQL's rules (issue 44), loaded beside these where it is used.
+promtool check rules deploy/postgres-ha/rules.yml
+promtool test rules deploy/postgres-ha/rules_test.yml
 if grep -q '\${DS_' deploy/grafana/dashboards/*.json; then
   fail "a dashboard has a \${DS_…} placeholder, which provisioning does not substitute"
 fi

@@ -319,6 +319,9 @@ impl ApiError {
     }
 }
 
+/// The `Retry-After` of a 503, in seconds: about the time a store failover takes.
+pub const UNAVAILABLE_RETRY_AFTER: u64 = 5;
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         match &self {
@@ -360,6 +363,14 @@ impl IntoResponse for ApiError {
         };
         if let ApiError::TooManyRequests { retry_after, .. } = &self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+        }
+        // A store failing over answers again within seconds (docs/operations.md, "A highly
+        // available PostgreSQL"): a client may try again then rather than at once.
+        if let ApiError::Unavailable(_) = &self {
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(UNAVAILABLE_RETRY_AFTER),
+            );
         }
         if let Some(challenge) = challenge {
             headers.insert(
@@ -611,6 +622,13 @@ impl From<WebhooksError> for ApiError {
 mod tests {
     use super::*;
     use axum::body::to_bytes;
+
+    #[tokio::test]
+    async fn an_unavailable_store_is_503_with_retry_after() {
+        let response = ApiError::Unavailable("store unavailable".into()).into_response();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()[header::RETRY_AFTER], "5");
+    }
 
     async fn body_of(error: ApiError) -> (StatusCode, String, String) {
         let response = error.into_response();

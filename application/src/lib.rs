@@ -26,6 +26,8 @@
 //! - [`fleet_directory`]: accounts, sites and mowers as a principal manages them (pages,
 //!   creation, changes).
 //! - [`token_admin`]: API tokens as an admin principal lists, issues and revokes them.
+//! - [`read_routing`]: the read-only API on a second store (a standby), falling back to the
+//!   primary when it does not answer.
 //! - [`readiness`]: whether the store and the bus answer and ingestion progresses (`/readyz`).
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
@@ -65,6 +67,7 @@ pub mod ports;
 pub mod projections;
 pub mod publish;
 pub mod rate_limit;
+pub mod read_routing;
 pub mod readiness;
 pub mod retention;
 pub mod scheduler;

@@ -72,6 +72,52 @@ pub struct StoreArgs {
         value_name = "SWATH_DATABASE_MAX_CONNECTIONS", default_value_t = 16,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub database_max_connections: u32,
+    /// A second PostgreSQL URL for the read-only API (latest state, history, track, days, the
+    /// live projections): a standby, through the router's replica port. When it does not
+    /// answer, those reads go to SWATH_DATABASE_URL. Its answers may be as stale as its replay
+    /// lag (`swath_store_replica_lag_seconds`). Unset: every read goes to SWATH_DATABASE_URL.
+    #[arg(
+        long = "database-read-url",
+        env = "SWATH_DATABASE_READ_URL",
+        value_name = "SWATH_DATABASE_READ_URL",
+        hide_env_values = true,
+        value_parser = parse_database_url
+    )]
+    pub database_read_url: Option<String>,
+    /// How long taking a PostgreSQL connection may wait, opening a new one included, in seconds:
+    /// a primary that is gone (a failover under way) fails a request or batch this fast.
+    #[arg(long = "database-connect-timeout-seconds", env = "SWATH_DATABASE_CONNECT_TIMEOUT_SECONDS",
+        value_name = "SWATH_DATABASE_CONNECT_TIMEOUT_SECONDS", default_value = "5",
+        value_parser = parse_positive_seconds)]
+    pub database_connect_timeout: Duration,
+    /// PostgreSQL cancels a statement of Swath's that runs longer, in seconds
+    /// (`statement_timeout`). 0: never.
+    #[arg(long = "database-statement-timeout-seconds", env = "SWATH_DATABASE_STATEMENT_TIMEOUT_SECONDS",
+        value_name = "SWATH_DATABASE_STATEMENT_TIMEOUT_SECONDS", default_value = "60",
+        value_parser = parse_seconds)]
+    pub database_statement_timeout: Duration,
+    /// PostgreSQL ends a session of Swath's left idle inside a transaction this long, in seconds
+    /// (`idle_in_transaction_session_timeout`), releasing its row locks. 0: never.
+    #[arg(long = "database-idle-in-transaction-timeout-seconds",
+        env = "SWATH_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS",
+        value_name = "SWATH_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS", default_value = "15",
+        value_parser = parse_seconds)]
+    pub database_idle_in_transaction_timeout: Duration,
+    /// PostgreSQL's TCP keepalive on Swath's sessions, in seconds (`tcp_keepalives_idle`, a
+    /// third of it between probes, three probes, and `tcp_user_timeout`): a Swath host that
+    /// vanished is noticed and its locks released. 0: the server's defaults.
+    #[arg(long = "database-tcp-keepalive-seconds", env = "SWATH_DATABASE_TCP_KEEPALIVE_SECONDS",
+        value_name = "SWATH_DATABASE_TCP_KEEPALIVE_SECONDS", default_value = "10",
+        value_parser = parse_seconds)]
+    pub database_tcp_keepalive: Duration,
+    /// The longest one ingest batch's unit of work (first statement to commit) may take, in
+    /// seconds, measured by Swath: a store that stopped answering (a primary gone with its
+    /// connections half-open) fails the batch in this time, unacknowledged, and it is
+    /// redelivered.
+    #[arg(long = "database-batch-timeout-seconds", env = "SWATH_DATABASE_BATCH_TIMEOUT_SECONDS",
+        value_name = "SWATH_DATABASE_BATCH_TIMEOUT_SECONDS", default_value = "10",
+        value_parser = parse_positive_seconds)]
+    pub database_batch_timeout: Duration,
     /// History and position rows the memory store keeps per mower (the oldest go first; the
     /// history and track pages then say where the kept rows begin). The default keeps more than
     /// a day of one state a second.

@@ -48,6 +48,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             retention: retention_policy,
             latest_cache: args.latest_cache,
             webhooks: args.webhooks.settings(),
+            batch_timeout: args.store.database_batch_timeout,
         },
     );
     let background = wired.start(&args.background()).await?;

@@ -25,6 +25,7 @@ use swath_application::ports::{
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
     TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
+use swath_application::read_routing::{ReadRouted, ReadRoutedProjections};
 use swath_application::ticks::Ticks;
 use swath_application::webhooks::delivery::{
     DeliverySettings, Dispatcher, Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS,
@@ -38,7 +39,7 @@ use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
     MemoryWebhooks,
 };
-use swath_postgres::PostgresStore;
+use swath_postgres::{PoolSettings, PostgresStore};
 use swath_webhook_http::{HttpSender, SenderSettings};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -67,6 +68,16 @@ impl Stores {
     pub fn postgres(store: PostgresStore) -> Stores {
         let store = Arc::new(store);
         Stores::of(store.clone(), store.clone(), store.clone(), store)
+    }
+
+    /// PostgreSQL behind every port, with the read-only API's reads (telemetry and the live
+    /// projections) on `reads` and falling back to `store` when it does not answer.
+    pub fn postgres_with_reads(store: PostgresStore, reads: PostgresStore) -> Stores {
+        let mut stores = Stores::postgres(store);
+        let reads = Arc::new(reads);
+        stores.telemetry = Arc::new(ReadRouted::new(stores.telemetry, reads.clone()));
+        stores.projections = Arc::new(ReadRoutedProjections::new(stores.projections, reads));
+        stores
     }
 
     /// The memory adapters: `store` behind every port, and the live projections over the same
@@ -131,7 +142,8 @@ impl StoreArgs {
                 swath_migrations::migrate(url)
                     .await
                     .context("could not migrate the database at SWATH_DATABASE_URL")?;
-                let store = PostgresStore::connect(url, self.database_max_connections)
+                let pool = self.pool_settings();
+                let store = PostgresStore::connect_with(url, &pool)
                     .await
                     .context("could not connect to SWATH_DATABASE_URL")?;
                 let created = store
@@ -142,8 +154,49 @@ impl StoreArgs {
                     partitions_created = created,
                     "Connected to PostgreSQL and migrated it."
                 );
-                Ok(Stores::postgres(store))
+                let Some(read_url) = self.database_read_url.as_deref() else {
+                    return Ok(Stores::postgres(store));
+                };
+                // Lazily: a standby that is down at start-up delays nothing, its reads go to
+                // the primary until it answers.
+                let reads = PostgresStore::connect_lazy_with(read_url, &pool)
+                    .context("SWATH_DATABASE_READ_URL")?;
+                tokio::spawn(watch_replay_lag(reads.clone()));
+                tracing::info!("The read-only API reads from SWATH_DATABASE_READ_URL.");
+                Ok(Stores::postgres_with_reads(store, reads))
             }
+        }
+    }
+
+    /// The pool's settings (`SWATH_DATABASE_*`).
+    pub fn pool_settings(&self) -> PoolSettings {
+        PoolSettings {
+            max_connections: self.database_max_connections,
+            connect_timeout: self.database_connect_timeout,
+            statement_timeout: self.database_statement_timeout,
+            idle_in_transaction_timeout: self.database_idle_in_transaction_timeout,
+            tcp_keepalive: self.database_tcp_keepalive,
+        }
+    }
+}
+
+/// How often the read store's replay lag is measured.
+const REPLAY_LAG_PERIOD: Duration = Duration::from_secs(5);
+
+/// Exports the read store's replay lag (`swath_store_replica_lag_seconds`) and whether it
+/// answers (`swath_store_replica_up`), for as long as the process runs: the bound of what a read
+/// from it may miss (docs/operations.md).
+async fn watch_replay_lag(reads: PostgresStore) {
+    let mut tick = tokio::time::interval(REPLAY_LAG_PERIOD);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match tokio::time::timeout(REPLAY_LAG_PERIOD, reads.replay_lag()).await {
+            Ok(Ok(lag)) => {
+                metrics::gauge!("swath_store_replica_lag_seconds").set(lag);
+                metrics::gauge!("swath_store_replica_up").set(1.0);
+            }
+            Ok(Err(_)) | Err(_) => metrics::gauge!("swath_store_replica_up").set(0.0),
         }
     }
 }
@@ -222,6 +275,8 @@ pub struct Settings {
     pub latest_cache: Duration,
     /// How webhooks are delivered (`SWATH_WEBHOOK_*`).
     pub webhooks: WebhookSettings,
+    /// The longest an ingest batch's unit of work may take (`SWATH_DATABASE_BATCH_TIMEOUT_SECONDS`).
+    pub batch_timeout: Duration,
 }
 
 /// How webhooks are delivered.
@@ -301,7 +356,8 @@ pub fn wire(
     let telemetry = LatestCache::wrap(telemetry, Arc::clone(&clock), settings.latest_cache);
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
-            .with_zones(Arc::clone(&notifications.zones)),
+            .with_zones(Arc::clone(&notifications.zones))
+            .with_unit_deadline(settings.batch_timeout),
     );
     let watcher = Arc::new(Watcher::new(
         Arc::clone(&notifications.watch),

@@ -187,6 +187,30 @@ const CASES: &[Case] = &[
         expected: "1..=1000",
     },
     Case {
+        env: &[("SWATH_DATABASE_READ_URL", "mysql://db/swath")],
+        expected: "postgres://",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_CONNECT_TIMEOUT_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_BATCH_TIMEOUT_SECONDS", "0")],
+        expected: "seconds > 0",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_STATEMENT_TIMEOUT_SECONDS", "-1")],
+        expected: "seconds >= 0",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_SECONDS", "soon")],
+        expected: "not a number of seconds",
+    },
+    Case {
+        env: &[("SWATH_DATABASE_TCP_KEEPALIVE_SECONDS", "inf")],
+        expected: "seconds >= 0",
+    },
+    Case {
         env: &[("SWATH_MEMORY_HISTORY_PER_MOWER", "0")],
         expected: "1..=10000000",
     },

@@ -4,6 +4,7 @@
 //! - [`webhook_contract`]: the webhook store's scenarios, for every adapter.
 //! - [`postgres`]: fresh PostgreSQL test databases (`SWATH_TEST_DATABASE_URL`).
 //! - [`support`]: the seeded fleet, store factories, a recording bus.
+//! - [`proxy`]: a TCP proxy a test cuts as a failover does (half-open, refused, healed).
 //! - [`faults`]: a watch and zone store that fails a step or runs a concurrent change on demand.
 //! - [`traces`]: proptest strategies for random traces of state reports.
 //! - [`telemetry_contract`]: the telemetry store's scenarios, for every adapter.
@@ -56,6 +57,7 @@ pub mod partition_contract;
 pub mod poison;
 pub mod postgres;
 pub mod projections_contract;
+pub mod proxy;
 pub mod reference;
 pub mod reference_contract;
 pub mod retention_contract;

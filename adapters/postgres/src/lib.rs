@@ -47,7 +47,8 @@ pub use reads::READ_CONNECTIONS;
 
 use reads::ReadConnections;
 use sea_orm::{DatabaseConnection, SqlxPostgresConnector};
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,12 +161,116 @@ pub(crate) fn store_error(e: sqlx::Error) -> StoreError {
     }
 }
 
+/// How the pool reaches PostgreSQL, and the time limits that make a dead or stuck server (a
+/// primary that died, a failover under way behind the router) an error in seconds rather than a
+/// wait at the TCP default (docs/operations.md, "A highly available PostgreSQL").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolSettings {
+    /// The most connections of the pool.
+    pub max_connections: u32,
+    /// How long taking a connection may wait, opening a new one included: a router whose
+    /// primary is gone accepts and then never answers, or refuses; either fails this fast.
+    pub connect_timeout: Duration,
+    /// The server cancels a statement running longer (`statement_timeout`); zero: never.
+    pub statement_timeout: Duration,
+    /// The server ends a session idle inside a transaction this long
+    /// (`idle_in_transaction_session_timeout`), so that the row locks of a batch whose replica
+    /// died or hung are released; zero: never.
+    pub idle_in_transaction_timeout: Duration,
+    /// The server's TCP keepalive on the session (`tcp_keepalives_idle`, its interval a third of
+    /// it, three probes) and `tcp_user_timeout`: a Swath host that vanished is noticed and its
+    /// locks released; zero: the server's defaults.
+    pub tcp_keepalive: Duration,
+}
+
+impl Default for PoolSettings {
+    fn default() -> Self {
+        Self {
+            max_connections: 16,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(60),
+            idle_in_transaction_timeout: Duration::from_secs(15),
+            tcp_keepalive: Duration::from_secs(10),
+        }
+    }
+}
+
+impl PoolSettings {
+    /// The session settings sent in the start-up packet (`options=-c name=value`), so that every
+    /// connection has them from its first statement, whichever path opened it.
+    fn session_options(&self) -> Vec<(&'static str, String)> {
+        let millis = |d: Duration| d.as_millis().to_string();
+        let mut options = vec![
+            ("statement_timeout", millis(self.statement_timeout)),
+            (
+                "idle_in_transaction_session_timeout",
+                millis(self.idle_in_transaction_timeout),
+            ),
+        ];
+        if !self.tcp_keepalive.is_zero() {
+            let idle = self.tcp_keepalive.as_secs().max(1);
+            let interval = (idle / 3).max(1);
+            options.extend([
+                ("tcp_keepalives_idle", idle.to_string()),
+                ("tcp_keepalives_interval", interval.to_string()),
+                ("tcp_keepalives_count", "3".to_owned()),
+                ("tcp_user_timeout", millis(self.tcp_keepalive)),
+            ]);
+        }
+        options
+    }
+}
+
 impl PostgresStore {
-    /// Connects (the schema must be migrated: `swath_migrations::migrate`).
+    /// Connects with [`PoolSettings`]' defaults but `max_connections` (the schema must be
+    /// migrated: `swath_migrations::migrate`).
     pub async fn connect(database_url: &str, max_connections: u32) -> Result<Self, StoreError> {
-        let pool = PgPoolOptions::new()
-            .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10))
+        Self::connect_with(
+            database_url,
+            &PoolSettings {
+                max_connections,
+                ..PoolSettings::default()
+            },
+        )
+        .await
+    }
+
+    /// Connects with these settings (the schema must be migrated).
+    pub async fn connect_with(
+        database_url: &str,
+        settings: &PoolSettings,
+    ) -> Result<Self, StoreError> {
+        let pool = Self::pool_options(settings)
+            .connect_with(Self::connect_options(database_url, settings)?)
+            .await
+            .map_err(unavailable)?;
+        Ok(Self::assemble(pool, settings.connect_timeout))
+    }
+
+    /// A store whose connections are opened when first needed: nothing is checked now (a read
+    /// store whose standby is down at start-up).
+    pub fn connect_lazy_with(
+        database_url: &str,
+        settings: &PoolSettings,
+    ) -> Result<Self, StoreError> {
+        let pool = Self::pool_options(settings)
+            .connect_lazy_with(Self::connect_options(database_url, settings)?);
+        Ok(Self::assemble(pool, settings.connect_timeout))
+    }
+
+    fn connect_options(
+        database_url: &str,
+        settings: &PoolSettings,
+    ) -> Result<PgConnectOptions, StoreError> {
+        Ok(PgConnectOptions::from_str(database_url)
+            .map_err(unavailable)?
+            .options(settings.session_options()))
+    }
+
+    fn pool_options(settings: &PoolSettings) -> PgPoolOptions {
+        PgPoolOptions::new()
+            .max_connections(settings.max_connections)
+            .acquire_timeout(settings.connect_timeout)
             // sqlx tests a connection when it goes back to the pool (a ping, off the caller's
             // path) and, by default, again when it is taken out: a second round trip on the
             // path of every batch and request (4-5 per pair of ingest and watcher batches).
@@ -173,17 +278,21 @@ impl PostgresStore {
             // restart) fails its next statement instead, the batch is redelivered or the
             // request answered 503, and the pool replaces the connection (decision 38).
             .test_before_acquire(false)
-            .connect(database_url)
-            .await
-            .map_err(unavailable)?;
-        Ok(Self::from_pool(pool))
     }
 
     /// Wraps an existing pool.
     pub fn from_pool(pool: PgPool) -> Self {
+        Self::assemble(pool, PoolSettings::default().connect_timeout)
+    }
+
+    fn assemble(pool: PgPool, connect_timeout: Duration) -> Self {
         let orm = SqlxPostgresConnector::from_sqlx_postgres_pool(pool.clone());
         Self {
-            reads: Arc::new(ReadConnections::new(&pool, READ_CONNECTIONS)),
+            reads: Arc::new(ReadConnections::new(
+                &pool,
+                READ_CONNECTIONS,
+                connect_timeout,
+            )),
             pool,
             orm,
             counters: Arc::default(),
@@ -222,6 +331,22 @@ impl PostgresStore {
              (date_trunc('month', now()) + make_interval(months => $1))::date)",
         )
         .bind(months_ahead)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(unavailable)
+    }
+
+    /// How far this server's replay is behind its primary, in seconds: zero on a primary (a read
+    /// pool that fell back to it, or a router that sent it there) and on a standby that has
+    /// replayed everything it received; otherwise the age of the last transaction it replayed.
+    /// An upper bound of how stale a read from it may be (docs/operations.md).
+    pub async fn replay_lag(&self) -> Result<f64, StoreError> {
+        sqlx::query_scalar(
+            "SELECT CASE WHEN NOT pg_is_in_recovery() \
+                OR pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 \
+                ELSE COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 0) \
+             END::float8",
+        )
         .fetch_one(&self.pool)
         .await
         .map_err(unavailable)

@@ -20,43 +20,48 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 /// How many connections the latest-state read keeps at most, beside the pool's.
 pub const READ_CONNECTIONS: usize = 4;
 
-/// How long a read waits for one of the connections before it fails, like the pool's acquire.
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// A few connections for one-statement reads; see the module's documentation.
 pub(crate) struct ReadConnections {
     pool: PgPool,
     options: Arc<PgConnectOptions>,
     idle: Mutex<Vec<PgConnection>>,
     permits: Semaphore,
+    /// How long a read waits for one of the connections, opening it included, before it fails,
+    /// like the pool's acquire.
+    acquire_timeout: Duration,
 }
 
 impl ReadConnections {
     /// At most `max` connections to the server and database of `pool`, opened with its options.
-    pub(crate) fn new(pool: &PgPool, max: usize) -> Self {
+    pub(crate) fn new(pool: &PgPool, max: usize, acquire_timeout: Duration) -> Self {
         Self {
             pool: pool.clone(),
             options: pool.connect_options(),
             idle: Mutex::new(Vec::with_capacity(max)),
             permits: Semaphore::new(max),
+            acquire_timeout,
         }
     }
 
     /// A connection: an idle one, or a new one when none is idle and fewer than the bound are
     /// open. Fails as the pool does once the store is closed (`PoolClosed`), and after
-    /// [`ACQUIRE_TIMEOUT`] (`PoolTimedOut`).
+    /// its acquire timeout (`PoolTimedOut`), the connecting included: a router whose server is
+    /// gone may accept and never answer.
     pub(crate) async fn take(&self) -> Result<Taken<'_>, sqlx::Error> {
         if self.pool.is_closed() {
             return Err(sqlx::Error::PoolClosed);
         }
-        let permit = tokio::time::timeout(ACQUIRE_TIMEOUT, self.permits.acquire())
+        let deadline = tokio::time::Instant::now() + self.acquire_timeout;
+        let permit = tokio::time::timeout_at(deadline, self.permits.acquire())
             .await
             .map_err(|_| sqlx::Error::PoolTimedOut)?
             .map_err(|_| sqlx::Error::PoolClosed)?;
         let idle = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let connection = match idle {
             Some(connection) => connection,
-            None => PgConnection::connect_with(&self.options).await?,
+            None => tokio::time::timeout_at(deadline, PgConnection::connect_with(&self.options))
+                .await
+                .map_err(|_| sqlx::Error::PoolTimedOut)??,
         };
         Ok(Taken {
             reads: self,

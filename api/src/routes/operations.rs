@@ -436,6 +436,18 @@ fn describe_metrics() {
         "The most connections the PostgreSQL pool opens (SWATH_DATABASE_MAX_CONNECTIONS)."
     );
     describe_gauge!(
+        "swath_store_replica_lag_seconds",
+        "How far the read store (SWATH_DATABASE_READ_URL) replays behind its primary: what a read from it may miss."
+    );
+    describe_gauge!(
+        "swath_store_replica_up",
+        "Whether the read store (SWATH_DATABASE_READ_URL) answered its last lag check: 1 yes, 0 no."
+    );
+    describe_counter!(
+        "swath_store_read_fallbacks_total",
+        "Reads the read store failed and the primary answered instead, by read."
+    );
+    describe_gauge!(
         "swath_memory_store_history_rows_limit",
         "History rows the memory store keeps per mower (SWATH_MEMORY_HISTORY_PER_MOWER)."
     );

@@ -48,6 +48,11 @@ pub const ISOLATE_AFTER_FAILED_DELIVERIES: u32 = 2;
 /// progress ([`Ingest::stalled_for`]).
 pub const STALLED_AFTER: Duration = Duration::from_secs(60);
 
+/// How long one unit of work of a batch may take, begin to commit, unless
+/// [`Ingest::with_unit_deadline`] says otherwise: a batch takes milliseconds, so this only ever
+/// cuts a store that stopped answering.
+pub const DEFAULT_UNIT_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Units of work the ingest consumer's handler runs at once, each holding the batches of the
 /// partitions that were queued when it started (decision 84): two keep a unit of work being
 /// prepared while another waits on the store, and leave the pool's other connections to the
@@ -92,6 +97,9 @@ pub struct Ingest {
     clock: Arc<dyn Clock>,
     zones: Option<Arc<dyn ZoneStore>>,
     progress: Progress,
+    /// The longest one unit of work (begin to commit) may take before the batch fails
+    /// ([`Ingest::with_unit_deadline`]).
+    unit_deadline: Duration,
     /// The consumer's batches, written together when they arrive together.
     group: GroupCommit<StateReport, StateOutcome, IngestError>,
 }
@@ -150,6 +158,7 @@ impl Ingest {
             clock,
             zones: None,
             progress: Progress::default(),
+            unit_deadline: DEFAULT_UNIT_DEADLINE,
             group: GroupCommit::new("ingest", GROUP_WRITERS, GROUP_MAX_STATES),
         }
     }
@@ -161,6 +170,13 @@ impl Ingest {
         self.progress
             .failing_for()
             .filter(|failing| *failing >= STALLED_AFTER)
+    }
+
+    /// Fails a batch whose unit of work (begin to commit) has not finished within `deadline`:
+    /// nothing of it is acknowledged and the consumer goes on (`SWATH_DATABASE_BATCH_TIMEOUT_SECONDS`).
+    pub fn with_unit_deadline(mut self, deadline: Duration) -> Self {
+        self.unit_deadline = deadline;
+        self
     }
 
     /// Evaluates virtual zones (W7) after each commit, with the zones of `store`.
@@ -303,19 +319,33 @@ impl Ingest {
         mowers.sort_unstable();
         mowers.dedup();
         let started = Instant::now();
-        let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
-        // Late states are merged between their stored neighbours: one more read, only for a
-        // batch that has any.
-        let late = late_states(&snapshots, valid);
-        if !late.is_empty() {
-            unit.neighbours(&late, &mut snapshots).await?;
-        }
-        let (applied, changes) = apply_states(&mut snapshots, valid, received_at);
-        let counts = changes.counts;
-        // The commit stores W6's events and alerts too (the events feed); they are published
-        // below, after it.
-        let (mut events, _) = ingest_notifications(&changes.events);
-        unit.commit(changes).await?;
+        let unit_of_work = async {
+            let (mut snapshots, mut unit) = self.store.begin(&mowers).await?;
+            // Late states are merged between their stored neighbours: one more read, only for a
+            // batch that has any.
+            let late = late_states(&snapshots, valid);
+            if !late.is_empty() {
+                unit.neighbours(&late, &mut snapshots).await?;
+            }
+            let (applied, changes) = apply_states(&mut snapshots, valid, received_at);
+            let counts = changes.counts;
+            // The commit stores W6's events and alerts too (the events feed); they are
+            // published below, after it.
+            let (events, _) = ingest_notifications(&changes.events);
+            unit.commit(changes).await?;
+            Ok::<_, StoreError>((applied, counts, events))
+        };
+        // A store that stopped answering (a primary gone with its connections half-open) fails
+        // the batch here, unacknowledged and redelivered, instead of holding the consumer until
+        // TCP gives up; dropping the unit of work rolls it back (issue 44).
+        let Ok(done) = tokio::time::timeout(self.unit_deadline, unit_of_work).await else {
+            let seconds = self.unit_deadline.as_secs_f64();
+            let cause = format!(
+                "no answer from the store within {seconds} s (SWATH_DATABASE_BATCH_TIMEOUT_SECONDS)"
+            );
+            return Err(IngestError::Store(StoreError::Unavailable(cause.into())));
+        };
+        let (applied, counts, mut events) = done?;
         // The unit of work from its first statement to its commit: what the store costs a batch.
         metrics::histogram!("swath_ingest_commit_duration_seconds")
             .record(started.elapsed().as_secs_f64());

@@ -26,6 +26,7 @@ pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
         retention: RetentionPolicy::default(),
         latest_cache: LATEST_CACHE_TTL,
         webhooks: swath::wiring::WebhookSettings::default(),
+        batch_timeout: swath_application::ingest::DEFAULT_UNIT_DEADLINE,
     };
     wire(stores, bus, clock, settings)
 }

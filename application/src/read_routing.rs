@@ -1,0 +1,260 @@
+//! The read-only API on a second store (`SWATH_DATABASE_READ_URL`: a standby behind the router's
+//! replica port), falling back to the primary when that store does not answer (issue 44).
+//!
+//! What goes to the read store: a mower's latest state, history, track and day rows
+//! ([`ReadRouted`]) and every read of the live projections ([`ReadRoutedProjections`]). Everything
+//! else stays on the primary: the batch units of work and anything that locks, the health totals
+//! (read by the watcher's side), the export, and the ping (`/readyz` says whether the primary
+//! answers: a replica alone cannot ingest).
+//!
+//! Only [`StoreError::Unavailable`] (and [`ProjectionError::Unavailable`]) fall back: a standby
+//! that answers with a corrupt row says something about the data, not about where to read it.
+//! A read from the standby may be as stale as its replay lag (`swath_store_replica_lag_seconds`,
+//! docs/operations.md); the fallback reads the primary, which is never stale.
+
+use crate::ports::{
+    AlertCard, HealthCard, MowerCard, MowerFilter, ProjectionError, ProjectionStore, SiteCard,
+    StoreError, TelemetryBatch, TelemetryStore, TimeWindow, Visibility, WindowRows,
+};
+use async_trait::async_trait;
+use chrono::NaiveDate;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use swath_domain::{
+    Assignment, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
+    PositionRow, SiteId, TelemetryRows,
+};
+
+/// Counts a read that the read store failed and the primary was asked for instead, and says why
+/// (a warning: an operator sees a standby that stopped answering).
+fn fell_back(read: &'static str, error: &(dyn std::error::Error + 'static)) {
+    metrics::counter!("swath_store_read_fallbacks_total", "read" => read).increment(1);
+    tracing::warn!(
+        read,
+        error = %crate::ports::chain(error),
+        "The read store did not answer; the primary answers instead."
+    );
+}
+
+/// `on_replica`, or `on_primary` when the replica is unavailable.
+async fn telemetry_read<T, R, P>(
+    read: &'static str,
+    on_replica: R,
+    on_primary: P,
+) -> Result<T, StoreError>
+where
+    R: Future<Output = Result<T, StoreError>>,
+    P: Future<Output = Result<T, StoreError>>,
+{
+    match on_replica.await {
+        Err(StoreError::Unavailable(cause)) => {
+            fell_back(read, &StoreError::Unavailable(cause));
+            on_primary.await
+        }
+        answer => answer,
+    }
+}
+
+/// The same for the projections' reads.
+async fn projection_read<T, R, P>(
+    read: &'static str,
+    on_replica: R,
+    on_primary: P,
+) -> Result<T, ProjectionError>
+where
+    R: Future<Output = Result<T, ProjectionError>>,
+    P: Future<Output = Result<T, ProjectionError>>,
+{
+    match on_replica.await {
+        Err(ProjectionError::Unavailable(cause)) => {
+            fell_back(read, &ProjectionError::Unavailable(cause));
+            on_primary.await
+        }
+        answer => answer,
+    }
+}
+
+/// The telemetry store with its API reads on a second store (see the module).
+pub struct ReadRouted {
+    primary: Arc<dyn TelemetryStore>,
+    replica: Arc<dyn TelemetryStore>,
+}
+
+impl ReadRouted {
+    pub fn new(primary: Arc<dyn TelemetryStore>, replica: Arc<dyn TelemetryStore>) -> Self {
+        Self { primary, replica }
+    }
+}
+
+#[async_trait]
+impl TelemetryStore for ReadRouted {
+    async fn begin(
+        &self,
+        mowers: &[MowerId],
+    ) -> Result<(BTreeMap<MowerId, MowerSnapshot>, Box<dyn TelemetryBatch>), StoreError> {
+        self.primary.begin(mowers).await
+    }
+
+    async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
+        telemetry_read(
+            "latest",
+            self.replica.latest(mowers),
+            self.primary.latest(mowers),
+        )
+        .await
+    }
+
+    async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError> {
+        self.primary.health(mower).await
+    }
+
+    async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError> {
+        self.primary.export(mowers).await
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.primary.ping().await
+    }
+
+    async fn history(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<WindowRows<HistoryRow>, StoreError> {
+        telemetry_read(
+            "history",
+            self.replica.history(mower, window),
+            self.primary.history(mower, window),
+        )
+        .await
+    }
+
+    async fn track(
+        &self,
+        mower: MowerId,
+        window: &TimeWindow,
+    ) -> Result<WindowRows<PositionRow>, StoreError> {
+        telemetry_read(
+            "track",
+            self.replica.track(mower, window),
+            self.primary.track(mower, window),
+        )
+        .await
+    }
+
+    async fn days(
+        &self,
+        mower: MowerId,
+        from: NaiveDate,
+        to: NaiveDate,
+    ) -> Result<Vec<DayTotals>, StoreError> {
+        telemetry_read(
+            "days",
+            self.replica.days(mower, from, to),
+            self.primary.days(mower, from, to),
+        )
+        .await
+    }
+
+    fn forget(&self, mowers: &[MowerId]) {
+        self.primary.forget(mowers);
+        self.replica.forget(mowers);
+    }
+}
+
+/// The live projections' reads on a second store (see the module).
+pub struct ReadRoutedProjections {
+    primary: Arc<dyn ProjectionStore>,
+    replica: Arc<dyn ProjectionStore>,
+}
+
+impl ReadRoutedProjections {
+    pub fn new(primary: Arc<dyn ProjectionStore>, replica: Arc<dyn ProjectionStore>) -> Self {
+        Self { primary, replica }
+    }
+}
+
+#[async_trait]
+impl ProjectionStore for ReadRoutedProjections {
+    async fn window_mowers(
+        &self,
+        who: &Visibility,
+        limit: usize,
+    ) -> Result<Vec<MowerCard>, ProjectionError> {
+        projection_read(
+            "window_mowers",
+            self.replica.window_mowers(who, limit),
+            self.primary.window_mowers(who, limit),
+        )
+        .await
+    }
+
+    async fn window_sites(
+        &self,
+        who: &Visibility,
+        limit: usize,
+    ) -> Result<Vec<SiteCard>, ProjectionError> {
+        projection_read(
+            "window_sites",
+            self.replica.window_sites(who, limit),
+            self.primary.window_sites(who, limit),
+        )
+        .await
+    }
+
+    async fn site_mowers(
+        &self,
+        who: &Visibility,
+        sites: &[SiteId],
+        filter: MowerFilter,
+        per_site: usize,
+    ) -> Result<Vec<MowerCard>, ProjectionError> {
+        projection_read(
+            "site_mowers",
+            self.replica.site_mowers(who, sites, filter, per_site),
+            self.primary.site_mowers(who, sites, filter, per_site),
+        )
+        .await
+    }
+
+    async fn open_alerts(
+        &self,
+        who: &Visibility,
+        mowers: &[MowerId],
+        per_mower: usize,
+    ) -> Result<Vec<AlertCard>, ProjectionError> {
+        projection_read(
+            "open_alerts",
+            self.replica.open_alerts(who, mowers, per_mower),
+            self.primary.open_alerts(who, mowers, per_mower),
+        )
+        .await
+    }
+
+    async fn health(
+        &self,
+        who: &Visibility,
+        mowers: &[MowerId],
+    ) -> Result<Vec<HealthCard>, ProjectionError> {
+        projection_read(
+            "health",
+            self.replica.health(who, mowers),
+            self.primary.health(who, mowers),
+        )
+        .await
+    }
+
+    async fn operators_on_duty(
+        &self,
+        who: &Visibility,
+        mowers: &[MowerId],
+    ) -> Result<Vec<Assignment>, ProjectionError> {
+        projection_read(
+            "operators_on_duty",
+            self.replica.operators_on_duty(who, mowers),
+            self.primary.operators_on_duty(who, mowers),
+        )
+        .await
+    }
+}
