@@ -301,6 +301,7 @@ impl Default for WebhookSettings {
             allow_private: false,
             dispatch: true,
             timeout: Duration::ZERO,
+            limits: WebhookLimits::default(),
             delivery: DeliverySettings::default(),
         }
     }

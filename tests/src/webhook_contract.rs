@@ -377,7 +377,7 @@ pub async fn claims_leave_each_account_its_share(factory: &dyn WebhookFactory) {
     for (account, n) in [(a, 5u32), (b, 2)] {
         for i in 0..n {
             let e = endpoint(account, &format!("https://{i}.example/"));
-            store.create_endpoint(e.clone()).await.unwrap();
+            store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
             store.enqueue(vec![message(e.id, i, 0)]).await.unwrap();
             ids.push((account, e.id));
         }
@@ -427,7 +427,7 @@ pub async fn claims_leave_each_account_its_share(factory: &dyn WebhookFactory) {
 pub async fn settled_deliveries_expire_pending_ones_never(factory: &dyn WebhookFactory) {
     let (directory, store) = factory.fresh().await;
     let e = endpoint(account(&*directory).await, "https://old.example/");
-    store.create_endpoint(e.clone()).await.unwrap();
+    store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     store
         .enqueue((0..4).map(|n| message(e.id, n, i64::from(n))).collect())
         .await

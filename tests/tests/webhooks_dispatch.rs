@@ -57,8 +57,8 @@ struct Counting {
 
 #[async_trait]
 impl WebhookStore for Counting {
-    async fn create_endpoint(&self, e: Endpoint) -> Result<(), WebhookError> {
-        self.inner.create_endpoint(e).await
+    async fn create_endpoint(&self, e: Endpoint, at_most: usize) -> Result<(), WebhookError> {
+        self.inner.create_endpoint(e, at_most).await
     }
 
     async fn endpoint(&self, id: WebhookId) -> Result<Option<Endpoint>, WebhookError> {
@@ -193,7 +193,10 @@ impl Setup {
     async fn endpoint(&self, account: AccountId, id: u128, url: &str, count: u32) -> Endpoint {
         let mut e = endpoint(account, url);
         e.id = WebhookId(Uuid::from_u128(id));
-        self.store.create_endpoint(e.clone()).await.unwrap();
+        self.store
+            .create_endpoint(e.clone(), usize::MAX)
+            .await
+            .unwrap();
         let now = Utc::now();
         let batch = (0..count)
             .map(|n| NewDelivery {
@@ -290,7 +293,7 @@ async fn retention_deletes_old_settled_deliveries_only() {
     let now = Utc::now();
     let days = |d: i64| now - chrono::Duration::days(d);
     let e = endpoint(AccountId(Uuid::new_v4()), "https://x.example/");
-    store.create_endpoint(e.clone()).await.unwrap();
+    store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     let at = |n: u32, d: i64| NewDelivery {
         created_at: days(d),
         ..message(e.id, n, 0)
@@ -357,7 +360,7 @@ async fn retention_deletes_old_settled_deliveries_only() {
 async fn the_memory_store_keeps_its_cap_of_settled_deliveries() {
     let store = MemoryWebhooks::with_settled_cap(3);
     let e = endpoint(AccountId(Uuid::new_v4()), "https://x.example/");
-    store.create_endpoint(e.clone()).await.unwrap();
+    store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     store
         .enqueue((0..8).map(|n| message(e.id, n, 0)).collect())
         .await

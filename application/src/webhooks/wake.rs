@@ -58,8 +58,12 @@ impl WakingStore {
 
 #[async_trait]
 impl WebhookStore for WakingStore {
-    async fn create_endpoint(&self, endpoint: Endpoint) -> Result<(), WebhookError> {
-        let done = self.inner.create_endpoint(endpoint).await;
+    async fn create_endpoint(
+        &self,
+        endpoint: Endpoint,
+        at_most: usize,
+    ) -> Result<(), WebhookError> {
+        let done = self.inner.create_endpoint(endpoint, at_most).await;
         self.waking(done)
     }
 
