@@ -66,11 +66,11 @@ async fn resolves<S: TokenStore>(store: &S, token: &str) -> bool {
     store.principal(&hash_token(token)).await.unwrap().is_some()
 }
 
-/// Three starts with random tokens leave one live demo token, the last; an earlier version's
-/// unnamed demo token is revoked too, a token someone made in the demo account is not; a restart
-/// with the same `SWATH_DEMO_TOKEN` keeps it.
-async fn a_new_demo_token_revokes_the_earlier_ones<S: Directory + TokenStore>(store: &S) {
-    // What an earlier version stored: unnamed, every scope, every site.
+/// The demo account with two tokens besides any demo token: `legacy`, what an earlier version
+/// stored (unnamed, every scope, every site), and `ops`, a token someone made in the account.
+async fn demo_account_with_legacy_and_ops_tokens<S: Directory + TokenStore>(
+    store: &S,
+) -> (String, String) {
     let settings = SimulatorSettings {
         mowers: 0,
         ..SimulatorSettings::default()
@@ -95,6 +95,14 @@ async fn a_new_demo_token_revokes_the_earlier_ones<S: Directory + TokenStore>(st
         )
         .await
         .unwrap();
+    (legacy, ops)
+}
+
+/// Three starts with random tokens leave one live demo token, the last; an earlier version's
+/// unnamed demo token is revoked too, a token someone made in the demo account is not; a restart
+/// with the same `SWATH_DEMO_TOKEN` keeps it.
+async fn a_new_demo_token_revokes_the_earlier_ones<S: Directory + TokenStore>(store: &S) {
+    let (legacy, ops) = demo_account_with_legacy_and_ops_tokens(store).await;
 
     let tokens: Vec<String> = (0..3).map(|_| generate_token()).collect();
     let mut revoked = Vec::new();
@@ -125,30 +133,7 @@ async fn a_new_demo_token_revokes_the_earlier_ones<S: Directory + TokenStore>(st
 /// them: the second leaves no demo token of the demo account valid, keeps a token someone made in
 /// it, and a third start finds none left to revoke (issue 42 item 7, decision 182).
 async fn a_start_without_a_demo_revokes_every_demo_token<S: Directory + TokenStore>(store: &S) {
-    let settings = SimulatorSettings {
-        mowers: 0,
-        ..SimulatorSettings::default()
-    };
-    seed_demo_fleet(store, &settings).await.unwrap();
-    let legacy = generate_token();
-    store
-        .store_token(hash_token(&legacy), demo::demo_principal(DEMO_ACCOUNT_ID))
-        .await
-        .unwrap();
-    let ops = generate_token();
-    let mut principal = demo::demo_principal(DEMO_ACCOUNT_ID);
-    principal.scopes = vec![Scope::Read];
-    store
-        .create_token(
-            hash_token(&ops),
-            NewToken {
-                id: TokenId::new(),
-                name: "ops".to_owned(),
-                principal,
-            },
-        )
-        .await
-        .unwrap();
+    let (legacy, ops) = demo_account_with_legacy_and_ops_tokens(store).await;
     let earlier = "an-earlier-demo-token-of-at-least-32-chars";
     start(store, earlier).await;
     assert!(resolves(store, earlier).await);
