@@ -35,6 +35,14 @@ if [[ ${1:-} == stop ]]; then
     [[ -f $dir/$node/postmaster.pid ]] && kill -9 "$(head -n 1 "$dir/$node/postmaster.pid")" 2>/dev/null || true
   done
   kill "$ETCD_PID" 2>/dev/null || true
+  # What a wrapper's signal did not reach (runuser's child, say): found by its command line.
+  for pattern in "patroni $dir/node" "haproxy -f $dir/haproxy.cfg" "etcd --name swath-ha --data-dir $dir/etcd"; do
+    pkill -f -- "$pattern" 2>/dev/null || true
+  done
+  sleep 1
+  for pattern in "patroni $dir/node" "haproxy -f $dir/haproxy.cfg" "etcd --name swath-ha --data-dir $dir/etcd"; do
+    pkill -KILL -f -- "$pattern" 2>/dev/null || true
+  done
   exit 0
 fi
 

@@ -390,6 +390,7 @@ impl Drop for TestDatabase {
 // ---------------------------------------------------------------------------------------------
 // The service, its replicas, and what the scenarios share
 
+pub mod postgres_ha;
 mod replicas;
 pub mod scenario;
 mod service;
@@ -397,5 +398,5 @@ pub mod setup;
 
 pub use replicas::{partition_counts, wait_every_partition_grows, Dice, Kill, Replicas};
 pub use service::{
-    cpu_time, http_get, labelled_metric_value, metric_value, resident_bytes, Service,
+    cpu_time, http_get, http_request, labelled_metric_value, metric_value, resident_bytes, Service,
 };

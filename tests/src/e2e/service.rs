@@ -205,14 +205,30 @@ impl Drop for Service {
 
 /// A minimal HTTP/1.1 `GET` (no client library needed): status and body.
 pub async fn http_get(port: u16, path: &str) -> anyhow::Result<(u16, String)> {
+    http_request(port, "GET", path, &[], "").await
+}
+
+/// A minimal HTTP/1.1 request with extra headers and a body (empty: none): status and body.
+pub async fn http_request(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<(u16, String)> {
+    let mut request =
+        format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !body.is_empty() {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
     let io = async {
         let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
-        stream
-            .write_all(
-                format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-                    .as_bytes(),
-            )
-            .await?;
+        stream.write_all(request.as_bytes()).await?;
         let mut response = Vec::new();
         stream.read_to_end(&mut response).await?;
         anyhow::Ok(response)

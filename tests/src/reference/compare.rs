@@ -13,6 +13,27 @@ pub enum WatchChecked {
     FinalState,
 }
 
+/// Events the reference derives that `actual` lacks, and events `actual` holds beyond them, by
+/// id (an event's id is derived from what raised it, so a second copy of one is an extra id or a
+/// second row of one id), `went_offline` / `came_online` left out as in [`compare_watch`].
+pub fn events_lost_and_extra(expected: &WatchRows, actual: &WatchRows) -> (usize, usize) {
+    let offline = |k: EventKind| matches!(k, EventKind::WentOffline | EventKind::CameOnline);
+    let ids = |rows: &WatchRows| -> Vec<Uuid> {
+        rows.events
+            .iter()
+            .filter(|e| !offline(e.kind()))
+            .map(|e| e.id)
+            .collect()
+    };
+    let (expected, actual) = (ids(expected), ids(actual));
+    let wanted: std::collections::BTreeSet<Uuid> = expected.iter().copied().collect();
+    let held: std::collections::BTreeSet<Uuid> = actual.iter().copied().collect();
+    let lost = wanted.difference(&held).count();
+    // Ids held but not wanted, and every second row of one id.
+    let extra = held.difference(&wanted).count() + (actual.len() - held.len());
+    (lost, extra)
+}
+
 /// Every difference between the reference's notification rows and stored ones, as lines for
 /// people; empty when they agree. Left out (see the module's doc): `went_offline` /
 /// `came_online` events and `offline` alerts, a watch's `last_seen_at` and `offline`; zone

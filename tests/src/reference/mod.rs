@@ -27,6 +27,7 @@ mod telemetry;
 mod watcher;
 
 pub use compare::{
+    events_lost_and_extra,
     census, check_busy, check_final_state, compare_watch, WatchChecked, DERIVED_EVENT_KINDS,
 };
 
