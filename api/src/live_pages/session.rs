@@ -147,4 +147,17 @@ mod tests {
             assert_eq!(key.verify(&forged, now()), None, "{forged}");
         }
     }
+
+    #[test]
+    fn a_field_written_otherwise_breaks_the_signature() {
+        let key = SessionKey::from_secret(&[7; 32]);
+        let session = key.issue(&hash_token("swath_token"), now());
+        assert!(key.verify(&session, now()).is_some());
+        let (payload, tag) = session.rsplit_once('.').unwrap();
+        let (head, expires) = payload.rsplit_once('.').unwrap();
+        for expires in [format!("+{expires}"), format!("0{expires}")] {
+            let forged = format!("{head}.{expires}.{tag}");
+            assert_eq!(key.verify(&forged, now()), None, "{forged}");
+        }
+    }
 }
