@@ -1,7 +1,8 @@
-//! The live pages' sign-in (decision 143): the token is checked before any cookie is set; the
-//! cookie is a session signed with the server's key, never the token nor a value the token table
-//! holds; it expires, dies with its token, and is accepted by every replica given the same
-//! secret; `Secure` behind TLS.
+//! The live pages' sign-in (decisions 143 and 189): only the page's own form signs in (a POST
+//! from this server's origin; a token in the address sets nothing); the token is checked before
+//! any cookie is set; the cookie is a session signed byte for byte with the server's key, naming
+//! the token by its id, never the token nor its hash; it expires, dies with its token, and is
+//! accepted by every replica given the same secret; `Secure` behind TLS.
 
 mod helpers;
 
@@ -24,9 +25,7 @@ async fn fragment(app: &TestApp, cookie: &str) -> StatusCode {
 }
 
 async fn sign_in(app: &TestApp, headers: &[(&str, &str)]) -> String {
-    let response = app
-        .get_with(&format!("/live/fleet?token={TOKEN_A}"), None, headers)
-        .await;
+    let response = post_sign_in(app, "/live/fleet", TOKEN_A, headers).await;
     assert_eq!(response.status, StatusCode::SEE_OTHER);
     response.header("set-cookie").unwrap().to_owned()
 }
@@ -86,9 +85,8 @@ async fn a_token_is_checked_before_any_cookie_is_set() {
         (TOKEN_A_WRITE_ONLY, "`read` scope"),
         ("not%20a%20token", "not an API token"),
     ] {
-        let response = app
-            .get_with(&format!("/live/fleet?token={token}"), None, &[])
-            .await;
+        let origin = [("origin", "http://swath.example")];
+        let response = post_sign_in(&app, "/live/fleet", token, &origin).await;
         assert_eq!(response.status, StatusCode::UNAUTHORIZED, "{token}");
         assert_eq!(
             response.header("set-cookie"),
@@ -113,13 +111,14 @@ async fn the_cookie_is_a_signed_session_not_the_stored_hash() {
     let cookie = pair(&sign_in(&app, &[]).await);
     assert_ne!(cookie, format!("swath_live={stored}"));
     assert_eq!(fragment(&app, &cookie).await, StatusCode::OK);
-    // One changed byte of the signature, or of the hash it names, and it is refused.
+    // One changed byte of the signature, or of the token id it names, and it is refused.
     let mut tampered = cookie.clone().into_bytes();
     let last = tampered.len() - 2;
     tampered[last] = if tampered[last] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(tampered).unwrap();
     assert_eq!(fragment(&app, &tampered).await, StatusCode::UNAUTHORIZED);
-    let other = cookie.replace(&stored, &hash_token(helpers::TOKEN_B).0);
+    let id = app.token_ids[TOKEN_A].to_string();
+    let other = cookie.replace(&id, &app.token_ids[helpers::TOKEN_B].to_string());
     assert_ne!(other, cookie);
     assert_eq!(fragment(&app, &other).await, StatusCode::UNAUTHORIZED);
 }
