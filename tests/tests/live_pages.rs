@@ -15,7 +15,7 @@ use swath_application::ports::{Clock, LatLon, ManualClock};
 use swath_application::Watcher;
 use swath_domain::{AccountId, Mower, MowerId, Scope, SiteId};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
-use swath_tests::support::http::{self, add_token, get_with, run_chromium, wire_app};
+use swath_tests::support::http::{self, add_token, run_chromium, wire_app};
 use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 
 const TOKEN: &str = "swath_live_pages_test_token";

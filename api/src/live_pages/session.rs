@@ -101,7 +101,7 @@ mod tests {
     use swath_application::ports::hash_token;
 
     fn token() -> TokenId {
-        TokenId(Uuid::from_u128(0x0190_0000_0000_7000_8000_0000_0000_0001))
+        TokenId(Uuid::from_u128(0x0190_abcd_ef00_7000_8000_0000_0000_0001))
     }
 
     fn now() -> DateTime<Utc> {
