@@ -21,7 +21,8 @@
 //! ([`Access::mower_changed`]), one moved through another replica within that bound.
 
 use crate::ports::{
-    Cause, Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenStore,
+    Cause, Clock, DirectoryAdmin, DirectoryError, TokenError, TokenHash, TokenId, TokenInfo,
+    TokenStore,
 };
 use crate::ttl_cache::TtlCache;
 use std::collections::{HashMap, HashSet};
@@ -142,6 +143,8 @@ pub struct Access {
     clock: Arc<dyn Clock>,
     revocations: Revocations,
     principals: Arc<TtlCache<TokenHash, Principal>>,
+    /// A token's principal by its id, for the live pages' sessions (decision 189).
+    sessions: Arc<TtlCache<TokenId, Principal>>,
     /// A mower's account and site, for [`Access::visible_mower_id`].
     placements: Arc<TtlCache<MowerId, Placement>>,
     /// Bumped by [`Access::mower_changed`]: every kept placement is forgotten.
@@ -168,6 +171,7 @@ impl Access {
             clock,
             revocations,
             principals: Arc::new(TtlCache::new(Duration::ZERO, PRINCIPAL_CACHE_ENTRIES)),
+            sessions: Arc::new(TtlCache::new(Duration::ZERO, PRINCIPAL_CACHE_ENTRIES)),
             placements: Arc::new(TtlCache::new(Duration::ZERO, MOWER_CACHE_ENTRIES)),
             mower_changes: Arc::default(),
         }
@@ -177,6 +181,7 @@ impl Access {
     /// asks the stores on every request.
     pub fn with_cache_ttl(mut self, ttl: Duration) -> Self {
         self.principals = Arc::new(TtlCache::new(ttl, PRINCIPAL_CACHE_ENTRIES));
+        self.sessions = Arc::new(TtlCache::new(ttl, PRINCIPAL_CACHE_ENTRIES));
         self.placements = Arc::new(TtlCache::new(ttl, MOWER_CACHE_ENTRIES));
         self
     }
@@ -194,6 +199,24 @@ impl Access {
         let read = async { Ok::<_, AccessError>(self.tokens.principal(hash).await?) };
         self.principals
             .read_through(hash, now, || self.revocations.generation(), read)
+            .await
+    }
+
+    /// The token whose hash this is, from the token store itself (a live page's sign-in, which
+    /// names the session by the token's id), or `None` when unknown or revoked.
+    pub async fn token_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenInfo>, AccessError> {
+        Ok(self.tokens.token_by_hash(hash).await?)
+    }
+
+    /// The principal of the token with this id (a live page's session), or `None` once it is
+    /// revoked; kept like [`Access::principal`]'s answers, and never across a revocation in this
+    /// process.
+    pub async fn principal_of_token(&self, id: TokenId) -> Result<Option<Principal>, AccessError> {
+        let now = self.clock.now();
+        let read =
+            async { Ok::<_, AccessError>(self.tokens.token(id).await?.map(|t| t.principal)) };
+        self.sessions
+            .read_through(&id, now, || self.revocations.generation(), read)
             .await
     }
 

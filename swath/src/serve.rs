@@ -238,7 +238,7 @@ fn print_banner(addr: SocketAddr, demo: Option<&Demo>) {
     println!("  Account id:   {} (also GET /v1/me)", fleet.account.id);
     println!("  API:          {base}/v1/mowers");
     println!("  Docs:         {base}/docs");
-    println!("  Live view:    {base}/live/fleet?token={token}");
+    println!("  Live view:    {base}/live/fleet (sign in with the demo token)");
     println!("  OpenAPI:      {base}/openapi.json");
     println!("  Demo token:   {token}{origin}");
     println!("  Try:          curl -s -H 'Authorization: Bearer {token}' {base}/v1/mowers");

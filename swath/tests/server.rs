@@ -284,7 +284,10 @@ async fn behind_tls_the_live_pages_cookie_is_secure() {
     stream
         .write_all(
             format!(
-                "GET /live/fleet?token={} HTTP/1.1\r\nHost: swath\r\nConnection: close\r\n\r\n",
+                "POST /live/fleet HTTP/1.1\r\nHost: swath\r\nOrigin: https://swath\r\n\
+                 Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\ntoken={}",
+                "token=".len() + helpers::TOKEN_A.len(),
                 helpers::TOKEN_A
             )
             .as_bytes(),

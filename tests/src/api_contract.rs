@@ -595,7 +595,12 @@ pub async fn tokens_are_listed_within_powers_and_revoked(factory: &dyn ApiStoreF
     let info = store.tokens.token(ids[3]).await.unwrap().unwrap();
     assert_eq!(info.name, "token 3");
     assert_eq!(info.principal, tokens[3]);
+    // By its hash: the same token (a live page's sign-in names the session by this id).
+    let by_hash = store.tokens.token_by_hash(&hash(3)).await.unwrap();
+    assert_eq!(by_hash, Some(info));
+    assert_eq!(store.tokens.token_by_hash(&hash(99)).await.unwrap(), None);
     assert!(store.tokens.revoke_token(ids[3]).await.unwrap());
+    assert_eq!(store.tokens.token_by_hash(&hash(3)).await.unwrap(), None);
     assert_eq!(store.tokens.principal(&hash(3)).await.unwrap(), None);
     assert_eq!(store.tokens.token(ids[3]).await.unwrap(), None);
     assert!(!store.tokens.revoke_token(ids[3]).await.unwrap());

@@ -347,6 +347,9 @@ impl TokenStore for Counting {
     async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError> {
         self.inner.token(id).await
     }
+    async fn token_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenInfo>, TokenError> {
+        self.inner.token_by_hash(hash).await
+    }
     async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
         self.inner.revoke_token(id).await
     }

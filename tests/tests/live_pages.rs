@@ -15,7 +15,7 @@ use swath_application::ports::{Clock, LatLon, ManualClock};
 use swath_application::Watcher;
 use swath_domain::{AccountId, Mower, MowerId, Scope, SiteId};
 use swath_memory::{MemoryStore, MemoryStoreSettings};
-use swath_tests::support::http::{self, add_token, get_with, run_chromium, wire_app};
+use swath_tests::support::http::{self, add_token, run_chromium, wire_app};
 use swath_tests::support::{add_account, add_mower, add_site, mower, site};
 
 const TOKEN: &str = "swath_live_pages_test_token";
@@ -408,8 +408,8 @@ async fn the_map_says_what_it_cut_and_keeps_its_ceilings() {
     );
     assert!(!limited.contains("Riverside") && !limited.contains("Alpha"));
     // Signing in on the map keeps its site.
-    let sign_in = format!("/live/map?site={}&token={TOKEN}", f.harbour);
-    let response = get_with(&f.app, &sign_in, &[]).await;
+    let sign_in = format!("/live/map?site={}", f.harbour);
+    let response = http::sign_in_with_form(&f.app, &sign_in, TOKEN).await;
     assert_eq!(response.status, StatusCode::SEE_OTHER);
     assert_eq!(
         response.headers[header::LOCATION],
@@ -417,7 +417,7 @@ async fn the_map_says_what_it_cut_and_keeps_its_ceilings() {
     );
 }
 
-/// Debian's chromium, headless, renders each page (signing in by URL); the map's tile URL points
+/// Debian's chromium, headless, renders each page (signing in through the page's form); the map's tile URL points
 /// at a port nothing listens on, so its tiles fail and the markers and tracks must still be in
 /// the rendered DOM. Each screenshot is a PNG of some size; with `SWATH_SCREENSHOTS=<dir>` they
 /// are written there (`docs/screenshots` is where the committed ones come from).
@@ -430,7 +430,7 @@ async fn a_browser_renders_each_page() {
     let f = fleet("http://127.0.0.1:9/{z}/{x}/{y}.png").await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let app = f.app.clone();
+    let app = http::with_form_sign_in(f.app.clone(), TOKEN);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
     let out_dir = std::env::var_os("SWATH_SCREENSHOTS")
         .filter(|d| !d.is_empty())
@@ -459,8 +459,7 @@ async fn a_browser_renders_each_page() {
             "<g class=\"marker status-",
         ),
     ] {
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let url = format!("http://{addr}{path}{sep}token={TOKEN}");
+        let url = format!("http://{addr}/test-sign-in{path}");
         let png = dir.join(format!("{name}.png"));
         let _ = std::fs::remove_file(&png);
         let dom = {

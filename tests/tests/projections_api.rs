@@ -183,8 +183,8 @@ async fn the_page_renders_notices_and_labelled_regions() {
     assert!(page.contains("aria-labelledby=\"mower-"));
     assert!(page.contains("Mower &lt;000&gt;"), "names are escaped");
     assert!(!page.contains("aria-live=\"assertive\""));
-    // Signing in by URL sets a cookie and leaves the token out of the address bar.
-    let response = get_with(&app, &format!("/live/wall?token={TOKEN}"), &[]).await;
+    // Signing in through the form sets a cookie and sends the browser to the page.
+    let response = http::sign_in_with_form(&app, "/live/wall", TOKEN).await;
     assert_eq!(response.status, StatusCode::SEE_OTHER);
     assert_eq!(response.headers[header::LOCATION], "/live/wall");
     let cookie = response.headers[header::SET_COOKIE]
@@ -204,8 +204,8 @@ async fn the_page_renders_notices_and_labelled_regions() {
     assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
 }
 
-/// Debian's chromium, headless, loads `/live/fleet` of a truncated tenant (signing in by URL,
-/// following the redirect with its cookie) and the rendered DOM has the notice with
+/// Debian's chromium, headless, loads `/live/fleet` of a truncated tenant (signing in through
+/// the page's form, following the redirect with its cookie) and the rendered DOM has the notice with
 /// `role="status"`. Ignored, with the reason, when no chromium was found at build time
 /// (`tests/build.rs`; `.ci/run` installs it first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -217,8 +217,9 @@ async fn a_browser_finds_the_overflow_notice() {
     let (app, _, _) = service(65).await;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
+    let app = http::with_form_sign_in(app, TOKEN);
     let server = tokio::spawn(async move { axum::serve(listener, app).await });
-    let url = format!("http://{addr}/live/fleet?token={TOKEN}");
+    let url = format!("http://{addr}/test-sign-in/live/fleet");
     let dom = tokio::task::spawn_blocking(move || {
         let dump = ["--dump-dom".to_owned()];
         run_chromium(&std::env::temp_dir(), &dump, &url)

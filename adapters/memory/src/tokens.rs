@@ -58,6 +58,15 @@ impl TokenStore for MemoryStore {
         Ok(read(&self.tokens).by_id.get(&id).cloned())
     }
 
+    async fn token_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenInfo>, TokenError> {
+        let tokens = read(&self.tokens);
+        Ok(tokens
+            .by_hash
+            .get(hash)
+            .and_then(|id| tokens.by_id.get(id))
+            .cloned())
+    }
+
     async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
         let mut tokens = write(&self.tokens);
         if tokens.by_id.remove(&id).is_none() {

@@ -125,6 +125,14 @@ impl TokenStore for PostgresStore {
             .map(token_from))
     }
 
+    async fn token_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenInfo>, TokenError> {
+        Ok(api_token::Entity::find_by_id(hash.0.clone())
+            .one(&self.orm)
+            .await
+            .map_err(token_unavailable)?
+            .map(token_from))
+    }
+
     async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError> {
         let deleted = api_token::Entity::delete_many()
             .filter(api_token::Column::Id.eq(id.0))

@@ -20,17 +20,19 @@
 //!   region; the notices are (`role="status"` is polite), so an assistive technology hears a
 //!   notice when it appears or changes, never the whole page on every refresh.
 //! - **Signing in.** Browsers do not send bearer headers on navigation: a page accepts the usual
-//!   `Authorization: Bearer`, or a cookie set by opening it once with `?token=<API token>`. The
-//!   token is checked first: an unknown, revoked or read-less token gets the sign-in page (`401`)
-//!   and no cookie, so another site cannot sign a browser in with a made-up token. A valid one
-//!   gets a redirect to the same page without the token (it leaves the address bar and the
-//!   history) and a session cookie: the token's hash and an expiry, signed with the server's key
-//!   ([`session`], decision 143), never the token and never a value the database holds. It opens
-//!   only these read-only pages, for 12 hours, and stops working when the token is revoked (every
-//!   poll looks the token up again). It is `HttpOnly`, `SameSite=Lax`, limited to `/live`, and
-//!   `Secure` when the service is behind TLS (`SWATH_BEHIND_TLS`, or a proxy's
-//!   `X-Forwarded-Proto: https`). Without either, the page answers `401` with a form asking for a
-//!   token.
+//!   `Authorization: Bearer`, or a session cookie set by its sign-in form (decision 189). The
+//!   form POSTs the token (`application/x-www-form-urlencoded`) to the page's own address; a POST
+//!   whose `Origin` is not this server's (its `Host`), or, without an `Origin`, whose
+//!   `Sec-Fetch-Site` is not `same-origin`, is refused (`403`), so another site cannot sign a
+//!   browser in (login CSRF). A token in the address (`?token=`) signs nothing in. The token is
+//!   checked next: an unknown, revoked or read-less token gets the sign-in page (`401`) and no
+//!   cookie. A valid one gets `303` to the page and a session cookie: the token's id and an
+//!   expiry, signed byte for byte with the server's key ([`session`]), never the token and never
+//!   its hash. It opens only these read-only pages, for 12 hours, and stops working when the token
+//!   is revoked (every poll looks the token up again by its id). It is `HttpOnly`,
+//!   `SameSite=Lax`, limited to `/live`, and `Secure` when the service is behind TLS
+//!   (`SWATH_BEHIND_TLS`, or a proxy's `X-Forwarded-Proto: https`). Without either, the page
+//!   answers `401` with the form.
 //! - **Locked down.** Every page answer carries a Content-Security-Policy that lets the browser
 //!   run only the page's own inline script and style (by their hashes), load images only from
 //!   the map's tile host, fetch only from the page's origin, and be framed by no one, with
@@ -48,8 +50,9 @@ use crate::error::ApiError;
 use crate::routes::projections::views;
 use crate::server::BehindTls;
 use crate::state::AppState;
-use axum::extract::{Query, State};
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{Form, Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Extension;
@@ -70,16 +73,26 @@ pub const REFRESH_SECONDS: u32 = 5;
 pub fn routes() -> Router<AppState> {
     // One handler for the four: each route hands it its page as an extension.
     Page::ALL.into_iter().fold(Router::new(), |router, page| {
-        router.route(page.path(), get(serve).layer(Extension(page)))
+        router.route(
+            page.path(),
+            get(serve).post(sign_in_form).layer(Extension(page)),
+        )
     })
 }
 
-/// The query of a page: a token to sign in with, or the fragment to poll; the map's site.
+/// The query of a page: the fragment to poll; the map's site; a token, which no longer signs in
+/// (the sign-in page says so).
 #[derive(Debug, Default, Deserialize)]
 pub struct PageQuery {
     token: Option<String>,
     fragment: Option<String>,
     site: Option<String>,
+}
+
+/// What the sign-in form posts.
+#[derive(Debug, Deserialize)]
+pub struct SignInForm {
+    token: String,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -149,66 +162,126 @@ fn html(status: StatusCode, csp: &str, body: String) -> Response {
 /// What the sign-in form says to a token without the `read` scope, signing in or signed in.
 const NO_READ_SCOPE: &str = "This token does not have the `read` scope.";
 
-async fn serve(
-    Extension(page): Extension<Page>,
-    State(state): State<AppState>,
-    tls: Option<Extension<BehindTls>>,
-    headers: HeaderMap,
-    Query(query): Query<PageQuery>,
-) -> Response {
-    let behind_tls = tls.is_some();
-    // The map's site: a malformed id shows the first site (as no id does).
-    let site = match page {
+/// What the sign-in page says to a token in the address, which signs nothing in.
+const TOKEN_IN_ADDRESS: &str =
+    "A token in the address does not sign in: enter it here (and take it out of your bookmark).";
+
+/// The map's site of a page's query: a malformed id shows the first site (as no id does).
+fn site_of(page: Page, query: &PageQuery) -> Option<SiteId> {
+    match page {
         Page::Map => query
             .site
             .as_deref()
             .and_then(|s| s.trim().parse().ok())
             .map(SiteId),
         _ => None,
-    };
-    let csp = assets::content_security_policy(&state.map_tile_url);
-    // Signing in: the token is checked before any cookie is set; then a signed session of it is
-    // kept in a cookie, and the token taken out of the address bar.
-    if let Some(token) = query.token.as_deref().map(str::trim) {
-        let well_formed = !token.is_empty()
-            && token.len() <= 512
-            && token
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
-        if !well_formed {
-            return sign_in(page, site, &csp, "That is not an API token.");
-        }
-        let hash = hash_token(token);
-        let principal = match state.access.principal(&hash).await {
-            Ok(Some(principal)) => principal,
-            Ok(None) => return sign_in(page, site, &csp, "That token is unknown or revoked."),
-            Err(e) => return ApiError::from(e).into_response(),
-        };
-        if !principal.has_scope(Scope::Read) {
-            return sign_in(page, site, &csp, NO_READ_SCOPE);
-        }
-        let secure = if behind_tls || forwarded_https(&headers) {
-            "; Secure"
-        } else {
-            ""
-        };
-        let session = state.sessions.issue(&hash, state.clock.now());
-        let cookie = format!(
-            "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}{secure}"
-        );
-        let Ok(cookie) = HeaderValue::from_str(&cookie) else {
-            return sign_in(page, site, &csp, "That is not an API token.");
-        };
-        let mut response = (
-            StatusCode::SEE_OTHER,
-            [(header::LOCATION, address(page, site))],
-        )
-            .into_response();
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-        return response;
     }
+}
+
+/// Signing in: the form's POST. The request must come from this server's own page, then the
+/// token is checked before any cookie is set; a signed session of the token's id is kept in a
+/// cookie, and the browser sent to the page.
+async fn sign_in_form(
+    Extension(page): Extension<Page>,
+    State(state): State<AppState>,
+    tls: Option<Extension<BehindTls>>,
+    uri: Uri,
+    headers: HeaderMap,
+    Query(query): Query<PageQuery>,
+    form: Result<Form<SignInForm>, FormRejection>,
+) -> Response {
+    let site = site_of(page, &query);
+    let csp = assets::content_security_policy(&state.map_tile_url);
+    if !same_origin(&headers, &uri) {
+        return sign_in_answer(
+            StatusCode::FORBIDDEN,
+            page,
+            site,
+            &csp,
+            "This sign-in did not come from this page: sign in here.",
+        );
+    }
+    let Ok(Form(form)) = form else {
+        return sign_in(page, site, &csp, "That is not an API token.");
+    };
+    let token = form.token.trim();
+    let well_formed = !token.is_empty()
+        && token.len() <= 512
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !well_formed {
+        return sign_in(page, site, &csp, "That is not an API token.");
+    }
+    let found = match state.access.token_by_hash(&hash_token(token)).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return sign_in(page, site, &csp, "That token is unknown or revoked."),
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    if !found.principal.has_scope(Scope::Read) {
+        return sign_in(page, site, &csp, NO_READ_SCOPE);
+    }
+    let secure = if tls.is_some() || forwarded_https(&headers) {
+        "; Secure"
+    } else {
+        ""
+    };
+    let session = state.sessions.issue(found.id, state.clock.now());
+    let cookie = format!(
+        "{COOKIE}={session}; Path=/live; HttpOnly; SameSite=Lax; Max-Age={SESSION_SECONDS}{secure}"
+    );
+    let Ok(cookie) = HeaderValue::from_str(&cookie) else {
+        return sign_in(page, site, &csp, "That is not an API token.");
+    };
+    let mut response = (
+        StatusCode::SEE_OTHER,
+        [(header::LOCATION, address(page, site))],
+    )
+        .into_response();
+    response.headers_mut().insert(header::SET_COOKIE, cookie);
+    response
+}
+
+/// Whether a POST comes from this server's own pages: its `Origin`, when sent, names this
+/// server (the host and port of `Host`, or of the address for HTTP/2); without one, a browser's
+/// `Sec-Fetch-Site`, when sent, says `same-origin` (or `none`: the user's own action). A client
+/// that sends neither is no browser a cross-site page could drive. The scheme is not compared:
+/// behind a proxy that ends TLS the server cannot always know it, and the host is what another
+/// site cannot take.
+fn same_origin(headers: &HeaderMap, uri: &Uri) -> bool {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()));
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let Some(authority) = origin.to_str().ok().and_then(|o| {
+            o.strip_prefix("https://")
+                .or_else(|| o.strip_prefix("http://"))
+        }) else {
+            // `null` (a sandboxed or file page) or anything else: not this server.
+            return false;
+        };
+        return host.is_some_and(|host| authority.eq_ignore_ascii_case(host));
+    }
+    match headers.get("sec-fetch-site").map(HeaderValue::as_bytes) {
+        Some(site) => site == b"same-origin" || site == b"none",
+        None => true,
+    }
+}
+
+async fn serve(
+    Extension(page): Extension<Page>,
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<PageQuery>,
+) -> Response {
+    let site = site_of(page, &query);
+    let csp = assets::content_security_policy(&state.map_tile_url);
     let principal = match principal(&state, &headers).await {
         Ok(Some(p)) => p,
+        Ok(None) if query.token.is_some() => {
+            return sign_in(page, site, &csp, TOKEN_IN_ADDRESS);
+        }
         Ok(None) => return sign_in(page, site, &csp, ""),
         Err(e) => return e.into_response(),
     };
@@ -246,7 +319,7 @@ async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Princ
     }
     let now = state.clock.now();
     // The first cookie of ours that is a valid session (a browser may send a stale one too).
-    let token = headers
+    let id = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
@@ -254,8 +327,8 @@ async fn principal(state: &AppState, headers: &HeaderMap) -> Result<Option<Princ
         .filter_map(|c| c.trim().split_once('='))
         .filter(|(name, _)| *name == COOKIE)
         .find_map(|(_, value)| state.sessions.verify(value, now));
-    match token {
-        Some(hash) => Ok(state.access.principal(&hash).await?),
+    match id {
+        Some(id) => Ok(state.access.principal_of_token(id).await?),
         None => Ok(None),
     }
 }
@@ -280,7 +353,18 @@ fn forwarded_https(headers: &HeaderMap) -> bool {
     says_https("x-forwarded-proto") || says_https("forwarded")
 }
 
+/// The sign-in page (`401`), saying `problem` if not empty.
 fn sign_in(page: Page, site: Option<SiteId>, csp: &str, problem: &str) -> Response {
+    sign_in_answer(StatusCode::UNAUTHORIZED, page, site, csp, problem)
+}
+
+fn sign_in_answer(
+    status: StatusCode,
+    page: Page,
+    site: Option<SiteId>,
+    csp: &str,
+    problem: &str,
+) -> Response {
     let mut body = String::new();
     let _ = write!(
         body,
@@ -293,21 +377,14 @@ fn sign_in(page: Page, site: Option<SiteId>, csp: &str, problem: &str) -> Respon
     }
     let _ = write!(
         body,
-        "<form method=\"get\" action=\"{path}\">\
+        "<form method=\"post\" action=\"{action}\">\
          <label for=\"token\">API token with the <code>read</code> scope</label> \
          <input id=\"token\" name=\"token\" type=\"password\" autocomplete=\"off\" required> \
-         {hidden}<button type=\"submit\">Show</button></form>\
+         <button type=\"submit\">Show</button></form>\
          <p>This browser stays signed in for 12 hours (a cookie; the token itself is not kept).</p></section>",
-        path = page.path(),
-        hidden = site
-            .map(|s| format!("<input type=\"hidden\" name=\"site\" value=\"{s}\">"))
-            .unwrap_or_default(),
+        action = escape(&address(page, site)),
     );
-    html(
-        StatusCode::UNAUTHORIZED,
-        csp,
-        assets::document_static(page, &body),
-    )
+    html(status, csp, assets::document_static(page, &body))
 }
 
 async fn content(

@@ -212,6 +212,9 @@ mod tests {
         async fn token(&self, _: TokenId) -> Result<Option<TokenInfo>, TokenError> {
             unimplemented!("{NOT_READ}")
         }
+        async fn token_by_hash(&self, _: &TokenHash) -> Result<Option<TokenInfo>, TokenError> {
+            unimplemented!("{NOT_READ}")
+        }
         async fn revoke_token(&self, _: TokenId) -> Result<bool, TokenError> {
             unimplemented!("{NOT_READ}")
         }

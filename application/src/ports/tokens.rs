@@ -104,6 +104,9 @@ pub enum TokenError {
 ///   ([`Principal::covers`]; applied before the limit), in id order, strictly after
 ///   `query.after`, at most `query.limit`; never another account's;
 /// - `token`: answer the token with this id whatever its account (callers decide visibility);
+///   once it is revoked, `None`;
+/// - `token_by_hash`: answer the token whose hash this is (as `token` answers it: its id and
+///   principal), or `None` when unknown or revoked;
 /// - `revoke_token`: delete the token with this id: from then on its hash resolves to `None`;
 ///   answer whether it existed;
 /// - return [`TokenError::Unavailable`] when its backing store fails.
@@ -113,6 +116,7 @@ pub trait TokenStore: Send + Sync {
     async fn principal(&self, hash: &TokenHash) -> Result<Option<Principal>, TokenError>;
     async fn tokens(&self, query: &TokenQuery) -> Result<Vec<TokenInfo>, TokenError>;
     async fn token(&self, id: TokenId) -> Result<Option<TokenInfo>, TokenError>;
+    async fn token_by_hash(&self, hash: &TokenHash) -> Result<Option<TokenInfo>, TokenError>;
     async fn revoke_token(&self, id: TokenId) -> Result<bool, TokenError>;
 
     /// Stores an unnamed token with a new id (the demo token, tests).

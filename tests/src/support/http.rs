@@ -118,6 +118,55 @@ pub async fn get_with(app: &Router, uri: &str, headers: &[(header::HeaderName, &
     send(app, request.body(Body::empty()).unwrap()).await
 }
 
+/// Signs in to the live page `page` (its path and query) as its own form does: a same-origin
+/// `POST` of `token=<token>` (decision 189).
+pub async fn sign_in_with_form(app: &Router, page: &str, token: &str) -> Answer {
+    let request = Request::builder()
+        .method(Method::POST)
+        .uri(page)
+        .header(header::HOST, "swath.test")
+        .header(header::ORIGIN, "http://swath.test")
+        .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+        .body(Body::from(format!("token={token}")))
+        .unwrap();
+    send(app, request).await
+}
+
+/// `app`, and `GET /test-sign-in/<live page path>?<its query>` for a browser: the live page's
+/// own sign-in form, as the page renders it to a browser that is not signed in, with `token`
+/// filled in and submitted by a script once loaded. Served from the same origin as the pages,
+/// so the browser signs in through the form as a person would (the page's policy allows no
+/// script of ours, hence this page of the test's).
+pub fn with_form_sign_in(app: Router, token: &str) -> Router {
+    let token = token.to_owned();
+    let pages = app.clone();
+    let handler = move |uri: axum::http::Uri| {
+        let (pages, token) = (pages.clone(), token.clone());
+        async move {
+            let page = uri
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or_default()
+                .trim_start_matches("/test-sign-in")
+                .to_owned();
+            let request = Request::builder().uri(&page).body(Body::empty()).unwrap();
+            let sign_in = send(&pages, request).await.text();
+            let start = sign_in.find("<form").expect("the sign-in page has a form");
+            let end = sign_in[start..].find("</form>").expect("a closed form") + start;
+            let form = sign_in[start..end + "</form>".len()].replacen(
+                "name=\"token\"",
+                &format!("name=\"token\" value=\"{token}\""),
+                1,
+            );
+            axum::response::Html(format!(
+                "<!doctype html><html><body>{form}\
+                 <script>document.forms[0].submit()</script></body></html>"
+            ))
+        }
+    };
+    app.route("/test-sign-in/{*page}", axum::routing::get(handler))
+}
+
 /// The headless browser the browser tests drive (Debian's chromium): the first of the names
 /// `tests/build.rs` looks for that runs. Those tests are ignored when none was found at build
 /// time, so finding none here is a failure.
