@@ -192,11 +192,22 @@ class Hass:
             self.process.kill()
             self.process.wait()
 
-    def log_tail(self, lines: int = 80) -> str:
-        """The end of Home Assistant's log."""
+    def log_excerpt(self) -> str:
+        """Its warnings and errors (with their tracebacks), then the last lines of its log."""
         if not self.log.exists():
             return "(no log)"
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        lines = self.log.read_text(errors="replace").splitlines()
+        notable: list[str] = []
+        keep = False
+        for line in lines:
+            # A record starts with its date; a traceback's lines continue the record above.
+            if line[:2] == "20":
+                keep = " WARNING " in line or " ERROR " in line or " CRITICAL " in line
+            if keep:
+                notable.append(line)
+        return "\n".join(
+            ["(warnings and errors)", *notable[-60:], "(the last lines)", *lines[-20:]]
+        )
 
 
 class Clients:
@@ -646,8 +657,8 @@ def main() -> int:
         asyncio.run(run(swath, hass))
     except (Failure, AssertionError, RuntimeError, aiohttp.ClientError, TimeoutError) as err:
         print(f"acceptance: FAILED: {err}", file=sys.stderr)
-        print(f"--- the end of Home Assistant's log ({hass.log}):", file=sys.stderr)
-        print(hass.log_tail(), file=sys.stderr)
+        print(f"--- Home Assistant's log ({hass.log}, kept):", file=sys.stderr)
+        print(hass.log_excerpt(), file=sys.stderr)
         print("--- the end of swath's logs:", file=sys.stderr)
         print("\n".join(swath.log_text().splitlines()[-30:]), file=sys.stderr)
         return 1
