@@ -130,11 +130,13 @@ class Postgres:
         self.url = f"{base}/{self.name}"
 
     def _psql(self, sql: str) -> None:
-        subprocess.run(
+        done = subprocess.run(
             ["psql", "-q", "-v", "ON_ERROR_STOP=1", self.admin_url, "-c", sql],
-            check=True,
             capture_output=True,
+            text=True,
+            check=False,
         )
+        check(done.returncode == 0, f"psql {sql!r}: {done.stderr.strip()}")
 
     def create(self) -> None:
         """A new, empty database (swath migrates it at start-up)."""
@@ -509,7 +511,9 @@ async def live_changes(
         f"the fired event is Swath's error_raised: {state['attributes']} {listed['items'][:1]}",
     )
     for what, seconds in latencies.items():
+        # From before the POST to the poll that saw it: an upper bound of the push's latency.
         say(f"Latency of the {what}: {seconds * 1000:.0f} ms (deadline {LIVE_DEADLINE:.0f} s).")
+        check(seconds <= LIVE_DEADLINE, f"the {what} within {LIVE_DEADLINE} s of its POST")
     return latencies
 
 
@@ -641,9 +645,13 @@ def main() -> int:
     if not admin_url:
         print("acceptance: SWATH_TEST_DATABASE_URL is not set (test.sh sets it).", file=sys.stderr)
         return 1
-    work = Path(tempfile.mkdtemp(prefix="swath-ha-acceptance-"))
     database = Postgres(admin_url)
-    database.create()
+    try:
+        database.create()
+    except Failure as err:
+        print(f"acceptance: FAILED: {err}", file=sys.stderr)
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="swath-ha-acceptance-"))
     swath = SwathServer(
         work,
         env={
