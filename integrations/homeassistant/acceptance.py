@@ -157,6 +157,7 @@ class Hass:
         self.url = f"http://127.0.0.1:{self.port}"
         self.config = work / "hass"
         self.log = self.config / "home-assistant.log"
+        self.console = work / "hass-console.log"
         self.process: subprocess.Popen[bytes] | None = None
         (self.config / "custom_components").mkdir(parents=True)
         shutil.copytree(
@@ -169,6 +170,8 @@ class Hass:
     def start(self) -> None:
         """Start it; `hass` of this virtual environment, never installing anything."""
         hass = Path(sys.executable).parent / "hass"
+        # What it prints before its log file is open (an import error at start-up).
+        console = open(self.console, "wb")  # noqa: SIM115
         self.process = subprocess.Popen(
             [
                 str(hass),
@@ -179,9 +182,10 @@ class Hass:
                 "--log-file",
                 str(self.log),
             ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=console,
+            stderr=subprocess.STDOUT,
         )
+        console.close()
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it lingers."""
@@ -197,7 +201,9 @@ class Hass:
     def log_excerpt(self) -> str:
         """Its warnings and errors (with their tracebacks), then the last lines of its log."""
         if not self.log.exists():
-            return "(no log)"
+            if not self.console.exists():
+                return "(no log)"
+            return "\n".join(self.console.read_text(errors="replace").splitlines()[-40:])
         lines = self.log.read_text(errors="replace").splitlines()
         notable: list[str] = []
         keep = False
@@ -285,7 +291,7 @@ async def wait_for_hass(clients: Clients, hass: Hass) -> None:
 
 
 async def onboard(clients: Clients) -> None:
-    """The owner made through onboarding, logged in with the auth code; onboarding finished."""
+    """The owner made through onboarding and logged in with its auth code; the steps done."""
     url = clients.hass.url
     client_id = f"{url}/"
     steps = {s["step"]: s["done"] for s in await clients.hass_call("GET", "/api/onboarding")}
