@@ -58,7 +58,7 @@ cd "$here"
 echo "Type-checking the component (mypy --strict)."
 "$venv/bin/python" -m mypy --strict custom_components/swath
 # The acceptance script too (not the pytest helpers it imports, which are not held to --strict).
-"$venv/bin/python" -m mypy --strict --follow-imports=silent acceptance.py
+"$venv/bin/python" -m mypy --strict --follow-imports=silent acceptance.py acceptance_harness.py
 if [[ $# -gt 0 ]]; then
   # A chosen subset of the tests: no coverage floor.
   exec "$venv/bin/python" -m pytest tests "$@"
