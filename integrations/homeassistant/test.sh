@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # The Home Assistant integration's tests against a real Swath: creates (or reuses) a virtual
 # environment under target/ with the pinned requirements, builds the release `swath` of this
-# repository (incremental when it is already built), type-checks the component with
-# `mypy --strict`, then runs pytest with its coverage floors (95 % of the component, all of
-# config_flow.py). The tests start that binary themselves, on free ports, and fail when it is
-# missing. Extra arguments go to pytest, without the floors
-# (`integrations/homeassistant/test.sh -k stream -x`).
+# repository (incremental when it is already built), type-checks the component and the
+# acceptance script with `mypy --strict`, runs pytest with its coverage floors (95 % of the
+# component, all of config_flow.py), then the acceptance test (acceptance.py: a real `hass`
+# process onboarded and given the integration through its APIs, against swath on PostgreSQL at
+# SWATH_TEST_DATABASE_URL, by default postgres://postgres@127.0.0.1:5432/postgres). The tests
+# start that binary themselves, on free ports, and fail when it is missing.
+# SWATH_BIN set in the environment names a swath binary to test instead: the build is skipped
+# (CI leaves it unset). Extra arguments go to pytest, without the floors and without the
+# acceptance test (`integrations/homeassistant/test.sh -k stream -x`).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -40,15 +44,21 @@ if [[ ! -x $venv/bin/python || "$(cat "$venv/.requirements.sha256" 2>/dev/null)"
   echo "$want" >"$venv/.requirements.sha256"
 fi
 
-echo "Building the release swath."
-# The workspace's default members, as .ci/api-conformance builds it: the same features, so CI
-# builds the binary once for both.
-cargo build --release --bin swath
-export SWATH_BIN=$target/release/swath
+if [[ -n ${SWATH_BIN:-} ]]; then
+  echo "Testing $SWATH_BIN (SWATH_BIN is set: no build)."
+else
+  echo "Building the release swath."
+  # The workspace's default members, as .ci/api-conformance builds it: the same features, so CI
+  # builds the binary once for both.
+  cargo build --release --bin swath
+  export SWATH_BIN=$target/release/swath
+fi
 
 cd "$here"
 echo "Type-checking the component (mypy --strict)."
 "$venv/bin/python" -m mypy --strict custom_components/swath
+# The acceptance script too (not the pytest helpers it imports, which are not held to --strict).
+"$venv/bin/python" -m mypy --strict --follow-imports=silent acceptance.py acceptance_harness.py
 if [[ $# -gt 0 ]]; then
   # A chosen subset of the tests: no coverage floor.
   exec "$venv/bin/python" -m pytest tests "$@"
@@ -59,3 +69,6 @@ fi
   --cov-fail-under=95
 "$venv/bin/python" -m coverage report --include='custom_components/swath/config_flow.py' \
   --fail-under=100
+echo "Acceptance: a real hass process with the component against a running swath."
+SWATH_TEST_DATABASE_URL=${SWATH_TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres} \
+  "$venv/bin/python" acceptance.py

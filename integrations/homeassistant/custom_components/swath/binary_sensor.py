@@ -16,7 +16,8 @@ from homeassistant.core import HomeAssistant
 from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 
 from .const import BUSY_ACTIVITIES
-from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
+from .coordinator import SwathConfigEntry, SwathCoordinator
+from .model import MowerData
 from .entity import SwathEntity, add_entities_per_mower
 
 # Read-only entities updated by the coordinator: no limit on parallel updates.

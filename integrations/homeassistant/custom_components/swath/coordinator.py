@@ -11,6 +11,8 @@
   `GET /v1/events` for the events it would have fired; after each failure the interval doubles,
   up to POLL_INTERVAL_MAX. While the stream is up the refresh runs every REFRESH_INTERVAL, for
   what the stream does not carry (mowers added or deleted, health totals).
+
+What it holds of each mower, and how an answer or a stream item changes that, is model.py's.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import asyncio
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 import json
 import logging
 from typing import Any
@@ -41,57 +42,21 @@ from .api import (
     SwathNotFoundError,
     SwathRateLimitedError,
 )
-from .const import CONF_SITES, DOMAIN, KEPT_STATE_FIELDS, REQUIRED_HEALTH_FIELDS
+from .const import CONF_SITES, DOMAIN, REQUIRED_HEALTH_FIELDS
+from .model import (
+    MowerData,
+    PerMower,
+    StreamStats,
+    apply_alert_cleared,
+    apply_event,
+    apply_per_mower,
+    apply_state,
+    from_listing,
+)
 
 _LOGGER = logging.getLogger(__name__)
 
 type SwathConfigEntry = ConfigEntry[SwathCoordinator]
-
-
-@dataclass(slots=True)
-class MowerData:
-    """What the integration knows of one mower."""
-
-    summary: dict[str, Any]
-    """The mower as `GET /v1/mowers` lists it, without `state`."""
-    state: dict[str, Any] | None
-    """Its latest state (`GET /v1/mowers/{id}/state`), or None before its first report."""
-    health: dict[str, Any] | None = None
-    """Its running totals (`GET /v1/mowers/{id}/health`)."""
-    health_etag: str | None = None
-    alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Its open alerts by kind (one per kind)."""
-    zones: list[dict[str, Any]] = field(default_factory=list)
-    """Its zones (`GET /v1/mowers/{id}/zones`), each with `occupied`."""
-    today: dict[str, Any] | None = None
-    """Its totals of the current local day of its site (`GET /v1/mowers/{id}/days`)."""
-
-    @property
-    def zone(self) -> str | None:
-        """The name of the zone it is in, None when it is in none."""
-        return next((z["name"] for z in self.zones if z.get("occupied")), None)
-
-    @property
-    def online(self) -> bool:
-        """Swath's availability of the mower."""
-        return bool(self.summary.get("online"))
-
-
-@dataclass(slots=True)
-class StreamStats:
-    """What the stream did, for diagnostics and tests."""
-
-    connected: bool = False
-    opened: int = 0
-    resumed: int = 0
-    resets: int = 0
-    states: int = 0
-    events_fired: int = 0
-    last_error: str | None = None
-    end_reason: str | None = None
-    probes: int = 0
-    shutdowns: int = 0
-    """Streams Swath ended for its shutdown (`end`, `shutdown`)."""
 
 
 class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
@@ -189,7 +154,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         # A few at a time: a large fleet must not open a connection per mower at once.
         limit = asyncio.Semaphore(const.HEALTH_READS_AT_ONCE)
 
-        async def per_mower(mower_id: str) -> _PerMower:
+        async def per_mower(mower_id: str) -> PerMower:
             async with limit:
                 return await self._per_mower(mower_id)
 
@@ -201,25 +166,8 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         if summaries is None:
             result = dict(current)
         else:
-            for summary in summaries:
-                summary = dict(summary)
-                state = summary.pop("state", None)
-                old = current.get(summary["id"])
-                mower = MowerData(summary=summary, state=state)
-                if old is not None:
-                    mower.health, mower.health_etag = old.health, old.health_etag
-                    mower.zones, mower.today = old.zones, old.today
-                    _keep_last_known(old.state, mower.state)
-                    if _newer(old.state, state):
-                        # The stream brought a state after this answer was made.
-                        mower.state = old.state
-                        mower.summary.update(
-                            online=old.summary.get("online"),
-                            offline_reason=old.summary.get("offline_reason"),
-                            offline_since=old.summary.get("offline_since"),
-                            last_seen_at=old.summary.get("last_seen_at"),
-                        )
-                result[summary["id"]] = mower
+            for listed in summaries:
+                result[listed["id"]] = from_listing(listed, current.get(listed["id"]))
         for mower_id, answer in zip(ids, answers, strict=True):
             held = result.get(mower_id)
             if held is None:
@@ -228,10 +176,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 continue
             if isinstance(answer, BaseException):
                 raise answer
-            held.health_etag = answer.health_etag
-            if answer.health is not None:
-                held.health = answer.health
-            held.zones, held.today = answer.zones, answer.today
+            apply_per_mower(held, answer)
         self._check_api(result)
         for mower in result.values():
             mower.alerts = {}
@@ -242,7 +187,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         self._mowers_etag = listing.etag
         return result
 
-    async def _per_mower(self, mower_id: str) -> _PerMower:
+    async def _per_mower(self, mower_id: str) -> PerMower:
         """The mower's health (conditional), zones and totals of its site's current day."""
         old = (self.data or {}).get(mower_id)
         health = await self.client.health(mower_id, old.health_etag if old else None)
@@ -256,7 +201,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         zone = dt_util.get_time_zone(days["time_zone"]) or dt_util.UTC
         today = now.astimezone(zone).date().isoformat()
         current = next((d for d in days["items"] if d["day"] == today), None)
-        return _PerMower(health.etag, health.body, zones, current or {"day": today})
+        return PerMower(health.etag, health.body, zones, current or {"day": today})
 
     def _check_api(self, data: dict[str, MowerData]) -> None:
         """Raise a repair issue while Swath's health answers lack what this version reads."""
@@ -536,45 +481,15 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
                 self.hass, self.async_request_refresh(), "swath refresh for a new mower"
             )
             return
-        if _newer(mower.state, state):
+        if not apply_state(mower, state):
             return
-        _keep_last_known(mower.state, state)
-        mower.state = state
         self.stats.states += 1
-        mower.summary.update(
-            online=True,
-            offline_reason=None,
-            offline_since=None,
-            last_seen_at=state.get("last_seen_at"),
-        )
         self._notify(state["mower_id"])
 
     def _on_event(self, event: dict[str, Any]) -> None:
         mower = (self.data or {}).get(event["mower_id"])
         if mower is not None:
-            alert = event.get("alert")
-            if alert is not None:
-                if alert["change"] == "raised":
-                    mower.alerts[alert["kind"]] = {
-                        "id": event["id"],
-                        "kind": alert["kind"],
-                        "mower_id": event["mower_id"],
-                        "raised_at": event["observed_at"],
-                        "code": event["details"].get("error_code"),
-                    }
-                else:
-                    mower.alerts.pop(alert["kind"], None)
-            kind = event["kind"]
-            if kind == "went_offline":
-                mower.summary.update(
-                    online=False, offline_reason="silent", offline_since=event["observed_at"]
-                )
-            elif kind == "came_online":
-                mower.summary.update(online=True, offline_reason=None, offline_since=None)
-            elif kind == "blade_due" and mower.health is not None:
-                mower.health["blade_due"] = True
-            elif kind in ("zone_entered", "zone_left"):
-                _occupy(mower, event["details"], kind == "zone_entered")
+            apply_event(mower, event)
             self._notify(event["mower_id"])
         self._fire(event)
 
@@ -582,47 +497,5 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         mower = (self.data or {}).get(cleared["mower_id"])
         if mower is None:
             return
-        mower.alerts.pop(cleared["kind"], None)
-        if cleared["kind"] == "blade_due" and mower.health is not None:
-            mower.health["blade_due"] = False
+        apply_alert_cleared(mower, cleared)
         self._notify(cleared["mower_id"])
-
-
-@dataclass(slots=True)
-class _PerMower:
-    """The per-mower reads of one refresh."""
-
-    health_etag: str | None
-    health: dict[str, Any] | None
-    zones: list[dict[str, Any]]
-    today: dict[str, Any]
-
-
-def _keep_last_known(held: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
-    """A report without position or battery keeps the last known ones (users expect them)."""
-    if held is None or new is None:
-        return
-    for key in KEPT_STATE_FIELDS:
-        if new.get(key) is None and held.get(key) is not None:
-            new[key] = held[key]
-
-
-def _occupy(mower: MowerData, details: dict[str, Any], inside: bool) -> None:
-    """A zone event: the zone it names is occupied (entered) or not (left)."""
-    for zone in mower.zones:
-        if zone["id"] == details.get("zone_id"):
-            zone["occupied"] = inside
-
-
-def _newer(held: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
-    """Whether the held state was observed after the other one."""
-    if held is None or other is None:
-        return held is not None
-    return _instant(held["observed_at"]) > _instant(other["observed_at"])
-
-
-def _instant(value: str) -> datetime:
-    parsed = dt_util.parse_datetime(value)
-    if parsed is None:
-        raise SwathError(f"not an RFC 3339 instant: {value!r}")
-    return parsed

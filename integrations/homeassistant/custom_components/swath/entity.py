@@ -10,7 +10,8 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.helpers.update_coordinator import CoordinatorEntity
 
 from .const import DOMAIN
-from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
+from .coordinator import SwathConfigEntry, SwathCoordinator
+from .model import MowerData
 
 
 class SwathEntity(CoordinatorEntity[SwathCoordinator]):

@@ -19,7 +19,8 @@ from homeassistant.helpers.entity_platform import AddConfigEntryEntitiesCallback
 from homeassistant.util import dt as dt_util
 
 from .const import ACTIVITIES, NO_ZONE
-from .coordinator import MowerData, SwathConfigEntry, SwathCoordinator
+from .coordinator import SwathConfigEntry, SwathCoordinator
+from .model import MowerData
 from .entity import SwathEntity, add_entities_per_mower
 
 # Read-only entities updated by the coordinator: no limit on parallel updates.
