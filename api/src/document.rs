@@ -231,8 +231,7 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
 fn export_problem_example(status: &str) -> Option<Value> {
     let error = match status {
         "406" => ApiError::NotAcceptable(
-            "This operation answers in `text/csv`; the `Accept` header admits none of them."
-                .into(),
+            "This operation answers in `text/csv`; the `Accept` header admits none of them.".into(),
         ),
         "422" => ApiError::invalid("/to", "`to` must be after `from`."),
         _ => return None,

@@ -324,7 +324,10 @@ impl Access {
     }
 
     /// Every mower `principal` may see (an export's mowers).
-    pub async fn visible_mower_list(&self, principal: &Principal) -> Result<Vec<Mower>, AccessError> {
+    pub async fn visible_mower_list(
+        &self,
+        principal: &Principal,
+    ) -> Result<Vec<Mower>, AccessError> {
         self.seen_mowers(principal).await
     }
 

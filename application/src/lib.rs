@@ -85,8 +85,8 @@ pub mod webhooks;
 
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
-pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
+pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
 pub use fleet_directory::{CreateAccountError, FleetDirectory};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};

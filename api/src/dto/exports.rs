@@ -16,7 +16,8 @@ use utoipa::IntoParams;
 use uuid::Uuid;
 
 /// An example of a history CSV answer, for the document.
-pub const HISTORY_CSV_EXAMPLE: &str = "mower_id,observed_at,activity,lawn_mower_activity,battery_percent,error_code,blade_on\r\n\
+pub const HISTORY_CSV_EXAMPLE: &str =
+    "mower_id,observed_at,activity,lawn_mower_activity,battery_percent,error_code,blade_on\r\n\
 0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60,2026-06-01T12:00:00Z,mowing,mowing,87,,true\r\n";
 
 /// An example of a track CSV answer, for the document.
@@ -24,7 +25,8 @@ pub const TRACK_CSV_EXAMPLE: &str = "mower_id,observed_at,lat,lon,accuracy_m,hea
 0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60,2026-06-01T12:00:00Z,52.5163,-0.1277,0.4,270\r\n";
 
 /// An example of a day totals CSV answer, for the document.
-pub const DAYS_CSV_EXAMPLE: &str = "mower_id,day,mowing_seconds,blade_seconds,distance_m,error_count,charge_count,state_count\r\n\
+pub const DAYS_CSV_EXAMPLE: &str =
+    "mower_id,day,mowing_seconds,blade_seconds,distance_m,error_count,charge_count,state_count\r\n\
 0190a2b4-5c3e-7d21-9f00-3b1d2c4e5f60,2026-06-01,5400,5100.5,2140.125,1,2,3600\r\n";
 
 /// An example of an events CSV answer, for the document.

@@ -6,7 +6,9 @@
 
 use crate::auth::ReaderToken;
 use crate::csv::{csv_stream, export_pages};
-use crate::dto::exports::{DaysExportParams, HistoryExportParams, DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE};
+use crate::dto::exports::{
+    DaysExportParams, HistoryExportParams, DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE,
+};
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::negotiate::CsvOnly;
@@ -56,7 +58,11 @@ pub async fn export_history(
 ) -> Result<Response, ApiError> {
     let request = HistoryExport::new(params.site_id.map(SiteId), params.from, params.to)?;
     let stamp = |at: chrono::DateTime<chrono::Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
-    let filename = format!("swath-history-{}-{}.csv", stamp(request.from), stamp(request.to));
+    let filename = format!(
+        "swath-history-{}-{}.csv",
+        stamp(request.from),
+        stamp(request.to)
+    );
     let export = state.exports.history(&principal, token, request).await?;
     Ok(csv_stream(&filename, export_pages(export)))
 }

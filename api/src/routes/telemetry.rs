@@ -6,19 +6,19 @@
 //! client pages never shift or repeat the pages.
 
 use crate::auth::Reader;
+use crate::csv::{csv_answer, csv_page};
 use crate::dto::answers::{ById, NotAcceptable, StateById, WindowRefused};
+use crate::dto::exports::{DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE, TRACK_CSV_EXAMPLE};
 use crate::dto::params::{MowerPath, Revalidation};
 use crate::dto::reads::{
     DayItem, DayList, DayParams, HistoryItem, HistoryPage, TrackFeatureCollection, TrackFormat,
     TrackPage, TrackParams, TrackPoint, WindowParams,
 };
 use crate::dto::{MowerHealth, MowerState};
-use crate::csv::{csv_answer, csv_page};
-use crate::dto::exports::{DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE, TRACK_CSV_EXAMPLE};
 use crate::error::ApiError;
 use crate::etag::json_with_etag;
-use crate::negotiate::{JsonOrCsv, Representation};
 use crate::extract::{ApiPath, ApiQuery};
+use crate::negotiate::{JsonOrCsv, Representation};
 use crate::page::{self, Ask, List};
 use crate::state::AppState;
 use axum::extract::State;
