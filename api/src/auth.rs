@@ -62,6 +62,24 @@ scoped_principal!(
     "admin"
 );
 
+/// A [`Reader`] with its token's hash: for a request that runs long and checks its token again
+/// while it runs (an export, decision 194).
+#[derive(Clone, Debug)]
+pub struct ReaderToken {
+    pub principal: Principal,
+    pub token: swath_application::ports::TokenHash,
+}
+
+impl FromRequestParts<AppState> for ReaderToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Reader(principal) = Reader::from_request_parts(parts, state).await?;
+        let token = hash_token(bearer_token(&parts.headers)?);
+        Ok(ReaderToken { principal, token })
+    }
+}
+
 /// The principal of any valid token, whatever its scopes: for what every token may ask about
 /// itself (`GET /v1/me`). `401` without a valid token.
 #[derive(Clone, Debug)]

@@ -167,6 +167,11 @@ fn complete_operation(path: &str, operation: &mut Value, schemas: &Value) {
 /// The problem the service answers with this status on this path.
 fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value> {
     let collection = path.split('/').nth(2);
+    if collection == Some("exports") {
+        if let Some(example) = export_problem_example(status) {
+            return Some(example);
+        }
+    }
     if collection == Some("imports") {
         return import_problem_example(operation_id, status);
     }
@@ -179,6 +184,7 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
         Some("sites") => Resource::Site,
         Some("tokens") => Resource::Token,
         Some("accounts") => Resource::Account,
+        Some("exports") => Resource::Site,
         _ => Resource::Mower,
     };
     let error = match status {
@@ -195,6 +201,11 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
             "The body is larger than the {} bytes this service accepts.",
             crate::BODY_LIMIT_BYTES
         )),
+        "406" => ApiError::NotAcceptable(
+            "This operation answers in `application/json` or `text/csv`; the `Accept` header \
+            admits none of them."
+                .into(),
+        ),
         "415" => ApiError::UnsupportedMediaType(
             "Send the body as JSON, with `Content-Type: application/json`.".into(),
         ),
@@ -211,6 +222,18 @@ fn problem_example(path: &str, operation_id: &str, status: &str) -> Option<Value
         },
         "500" => ApiError::Internal(String::new()),
         "503" => ApiError::Unavailable(String::new()),
+        _ => return None,
+    };
+    serde_json::to_value(error.problem()).ok()
+}
+
+/// The problems only the export routes answer so (their `Accept` and their range).
+fn export_problem_example(status: &str) -> Option<Value> {
+    let error = match status {
+        "406" => ApiError::NotAcceptable(
+            "This operation answers in `text/csv`; the `Accept` header admits none of them.".into(),
+        ),
+        "422" => ApiError::invalid("/to", "`to` must be after `from`."),
         _ => return None,
     };
     serde_json::to_value(error.problem()).ok()

@@ -16,6 +16,7 @@
 //! - [`answers`]: the answers many operations share (refusals, `304`s), written once.
 //! - [`directory`]: accounts, sites, mowers' requests, tokens.
 //! - [`reads`]: history, track (JSON and GeoJSON), day totals, and their parameters.
+//! - [`exports`]: the CSV rows (history, track, days, events) and the exports' parameters.
 //! - [`ingest`]: `POST /v1/states`.
 //! - [`imports`]: `POST /v1/imports` and the import's document.
 //! - [`webhooks`]: webhook endpoints and their deliveries.
@@ -107,6 +108,7 @@ pub mod answers;
 pub mod assignments;
 pub mod directory;
 pub mod event_details;
+pub mod exports;
 pub mod imports;
 pub mod ingest;
 pub mod live_stream;

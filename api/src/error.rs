@@ -33,8 +33,8 @@ pub struct Problem {
     /// A stable URI that identifies the kind of problem; clients match on it. One of
     /// `https://swath.dev/problems/` followed by `unauthorized`, `forbidden`, `not-found`,
     /// `no-state-yet`, `bad-request`, `validation-failed`, `conflict`, `payload-too-large`,
-    /// `unsupported-media-type`, `method-not-allowed`, `uri-too-long`, `headers-too-large`,
-    /// `too-many-requests`, `unavailable` or `internal`.
+    /// `unsupported-media-type`, `not-acceptable`, `method-not-allowed`, `uri-too-long`,
+    /// `headers-too-large`, `too-many-requests`, `unavailable` or `internal`.
     #[serde(rename = "type")]
     #[schema(example = "https://swath.dev/problems/not-found")]
     pub type_uri: String,
@@ -157,6 +157,9 @@ pub enum ApiError {
     /// The body is not `application/json`.
     #[error("{0}")]
     UnsupportedMediaType(String),
+    /// The `Accept` header names no media type the operation answers in.
+    #[error("{0}")]
+    NotAcceptable(String),
     /// The request URI is longer than the server accepts.
     #[error("{0}")]
     UriTooLong(String),
@@ -247,6 +250,11 @@ impl ApiError {
                 "unsupported-media-type",
                 "Unsupported media type",
             ),
+            ApiError::NotAcceptable(_) => (
+                StatusCode::NOT_ACCEPTABLE,
+                "not-acceptable",
+                "Not acceptable",
+            ),
             ApiError::UriTooLong(_) => (StatusCode::URI_TOO_LONG, "uri-too-long", "URI too long"),
             ApiError::HeadersTooLarge(_) => (
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
@@ -297,6 +305,7 @@ impl ApiError {
             | ApiError::Conflict(detail)
             | ApiError::PayloadTooLarge(detail)
             | ApiError::UnsupportedMediaType(detail)
+            | ApiError::NotAcceptable(detail)
             | ApiError::UriTooLong(detail)
             | ApiError::HeadersTooLarge(detail)
             | ApiError::RevokedWhileRunning(detail)
@@ -491,6 +500,19 @@ impl From<MowerDataError> for ApiError {
             MowerDataError::NoNotifications => {
                 ApiError::Unavailable("no notification store is configured".into())
             }
+        }
+    }
+}
+
+impl From<swath_application::ExportError> for ApiError {
+    fn from(e: swath_application::ExportError) -> Self {
+        use swath_application::ExportError;
+        match e {
+            ExportError::Invalid(problems) => ApiError::problems(problems),
+            ExportError::Access(e) => e.into(),
+            ExportError::Directory(e) => e.into(),
+            ExportError::Store(e) => e.into(),
+            ExportError::Revoked => ApiError::InvalidToken,
         }
     }
 }

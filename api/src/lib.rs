@@ -14,6 +14,8 @@
 //! - [`error`]: [`ApiError`], mapped to RFC 9457 problems in one place.
 //! - [`extract`]: `Path`, `Query` and `Json` extractors whose rejections are problems.
 //! - [`etag`]: entity tags and `If-None-Match`.
+//! - [`csv`]: CSV answers (RFC 4180, formulas neutralised) and streamed exports.
+//! - [`negotiate`]: the `Accept` header: JSON or CSV, `406` for neither.
 //! - [`http_metrics`]: the request span (status, latency) and the latency histogram per route.
 //! - [`live_pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`,
 //!   `/live/map`).
@@ -25,6 +27,7 @@
 //!   operation shares (`401`, `403`, `500`, `503`) and an example for every body.
 
 pub mod auth;
+pub mod csv;
 pub mod document;
 pub mod dto;
 pub mod error;
@@ -33,6 +36,7 @@ pub mod extract;
 pub mod http_metrics;
 pub mod limits;
 pub mod live_pages;
+pub mod negotiate;
 pub mod page;
 pub mod routes;
 pub mod security_headers;
@@ -112,6 +116,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
     tags(
         (name = routes::mowers::TAG, description = "The mowers of the directory, with their latest states."),
         (name = routes::telemetry::TAG, description = "A mower's latest state, health totals, history, track and day totals."),
+        (name = routes::exports::TAG, description = "Fleet-wide CSV exports: every visible mower's history or day totals over a range, streamed."),
         (name = routes::states::TAG, description = "State reports over HTTP, through the same path as the bus."),
         (name = routes::imports::TAG, description = "History in bulk: NDJSON state reports, imported as `swath import` imports a file, and the import's progress and result. Scope `write` or `admin`."),
         (name = routes::sites::TAG, description = "The sites of the account and their time zones."),
@@ -167,6 +172,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_track))
         .routes(routes!(routes::telemetry::get_mower_track_geojson))
         .routes(routes!(routes::telemetry::get_mower_days))
+        .routes(routes!(routes::exports::export_history))
+        .routes(routes!(routes::exports::export_days))
         .routes(routes!(routes::states::record_states))
         .routes(routes!(
             routes::imports::create_import,

@@ -8,7 +8,7 @@ use swath_application::ports::{
     Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
 };
 use swath_application::{
-    Access, CreationLimits, CreationRate, FleetDirectory, Imports, Ingest, MowerData,
+    Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, Ingest, MowerData,
     MowerSettings, Projections, Readiness, Submissions, TokenAdmin, Webhooks,
 };
 
@@ -31,6 +31,8 @@ pub struct AppState {
     /// The read side of a mower: as every read shows it (latest state, site, availability), its
     /// telemetry and child data of the principal's account only, and its deletion.
     pub mower_data: MowerData,
+    /// Fleet-wide exports (`/v1/exports/…`): the visible mowers' rows, page by page.
+    pub exports: Exports,
     /// What is set on a mower: geofence, zones, assignments, blade resets.
     pub mower_settings: MowerSettings,
     /// Accounts, sites and mowers as a principal manages them.
@@ -99,6 +101,7 @@ impl AppState {
         );
         Self {
             mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
+            exports: Exports::new(access.clone(), telemetry.clone()),
             mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
             fleet: FleetDirectory::new(access.clone(), directory, rate.clone()),
             token_admin: TokenAdmin::new(tokens, revocations, rate.clone()),
@@ -153,6 +156,12 @@ impl AppState {
         self
     }
 
+    /// Exports read `rows` rows per page (tests: many pages of few rows).
+    pub fn with_export_page_rows(mut self, rows: usize) -> Self {
+        self.exports = self.exports.with_page_rows(rows);
+        self
+    }
+
     /// Another tile URL template for `/live/map` (empty: no tiles).
     pub fn with_map_tile_url(mut self, url: &str) -> Self {
         self.map_tile_url = Arc::from(url.trim());
@@ -165,6 +174,7 @@ impl AppState {
         self.submissions = self.submissions.with_access(access.clone());
         self.imports = self.imports.with_access(access.clone());
         self.mower_data = self.mower_data.with_access(access.clone());
+        self.exports = self.exports.with_access(access.clone());
         self.mower_settings = self.mower_settings.with_access(access.clone());
         self.fleet = self.fleet.with_access(access.clone());
         self.webhooks = self.webhooks.take().map(|w| w.with_access(access.clone()));

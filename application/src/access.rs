@@ -346,6 +346,14 @@ impl Access {
         Ok(mowers)
     }
 
+    /// Every mower `principal` may see (an export's mowers).
+    pub async fn visible_mower_list(
+        &self,
+        principal: &Principal,
+    ) -> Result<Vec<Mower>, AccessError> {
+        self.seen_mowers(principal).await
+    }
+
     /// The ids of every mower `principal` may see (the live stream's set).
     pub async fn visible_mowers(
         &self,

@@ -31,6 +31,8 @@
 //! - [`readiness`]: whether the store and the bus answer and ingestion progresses (`/readyz`).
 //! - [`submissions`]: state reports received over HTTP: the tenant filter, ingestion, and their
 //!   publication on the bus.
+//! - [`exports`]: fleet-wide CSV exports' rows (history, day totals), read page by page for a
+//!   principal, its token checked before each page.
 //! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
 //!   operator (`swath import`) or a token's principal.
 //! - [`imports`]: the imports made over the API, and the records their importers poll.
@@ -54,6 +56,7 @@ pub mod access;
 pub mod availability;
 pub mod consume;
 pub mod creation_rate;
+pub mod exports;
 pub mod fleet_directory;
 pub mod group_commit;
 pub mod import;
@@ -83,6 +86,7 @@ pub mod webhooks;
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
+pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
 pub use fleet_directory::{CreateAccountError, FleetDirectory};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};

@@ -14,6 +14,14 @@ use utoipa::IntoResponses;
 #[response(status = 400, description = "`limit` or `cursor` is not valid.")]
 pub struct PageRefused;
 
+/// The `406` of an operation that answers JSON or CSV.
+#[derive(IntoResponses)]
+#[response(
+    status = 406,
+    description = "The `Accept` header admits neither `application/json` nor `text/csv`."
+)]
+pub struct NotAcceptable;
+
 /// The `400` of a feed (events, alerts): its filters or its paging.
 #[derive(IntoResponses)]
 #[response(status = 400, description = "A parameter or the cursor is not valid.")]

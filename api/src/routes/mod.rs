@@ -10,6 +10,7 @@
 //! the page's limit.
 
 pub mod accounts;
+pub mod exports;
 pub mod imports;
 pub mod live;
 pub mod mowers;

@@ -6,7 +6,9 @@
 //! client pages never shift or repeat the pages.
 
 use crate::auth::Reader;
-use crate::dto::answers::{ById, StateById, WindowRefused};
+use crate::csv::{csv_answer, csv_page};
+use crate::dto::answers::{ById, NotAcceptable, StateById, WindowRefused};
+use crate::dto::exports::{DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE, TRACK_CSV_EXAMPLE};
 use crate::dto::params::{MowerPath, Revalidation};
 use crate::dto::reads::{
     DayItem, DayList, DayParams, HistoryItem, HistoryPage, TrackFeatureCollection, TrackFormat,
@@ -16,6 +18,7 @@ use crate::dto::{MowerHealth, MowerState};
 use crate::error::ApiError;
 use crate::etag::json_with_etag;
 use crate::extract::{ApiPath, ApiQuery};
+use crate::negotiate::{JsonOrCsv, Representation};
 use crate::page::{self, Ask, List};
 use crate::state::AppState;
 use axum::extract::State;
@@ -23,7 +26,7 @@ use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use swath_application::ports::TimeWindow;
-use swath_domain::{MowerId, Principal};
+use swath_domain::{MowerId, PositionRow, Principal};
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -138,22 +141,35 @@ fn window(params: &WindowParams, list: List) -> Result<(TimeWindow, Ask), ApiErr
     security(("bearer" = ["read"])),
     params(MowerPath, WindowParams),
     responses(
-        (status = 200, description = "A page of the mower's history.", body = HistoryPage),
+        (status = 200, description = "A page of the mower's history: JSON, or CSV on \
+            `Accept: text/csv` (the same rows, the mower's id first; the next page's cursor in \
+            the `Swath-Next-Cursor` header, absent on the last page).",
+            content(
+                (HistoryPage = "application/json"),
+                (String = "text/csv", example = json!(HISTORY_CSV_EXAMPLE)),
+            ),
+            headers(("Swath-Next-Cursor" = String, description = "CSV only: the `cursor` of \
+                the next page; absent on the last page."))),
         WindowRefused,
+        NotAcceptable,
     ),
 )]
 pub async fn get_mower_history(
     Reader(principal): Reader,
+    JsonOrCsv(representation): JsonOrCsv,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<WindowParams>,
-) -> Result<Json<HistoryPage>, ApiError> {
+) -> Result<Response, ApiError> {
     let (window, ask) = window(&params, List::History)?;
     let answer = state
         .mower_data
         .history(&principal, MowerId(id), &window)
         .await?;
     let page = ask.cut(answer.rows, |r| r.observed_at);
+    if representation == Representation::Csv {
+        return Ok(csv_page(&page.rows, page.next_cursor.as_deref()));
+    }
     Ok(Json(HistoryPage {
         mower_id: id,
         next_cursor: page.next_cursor,
@@ -161,7 +177,8 @@ pub async fn get_mower_history(
         limit: ask.limit as u32,
         truncated: page.truncated,
         oldest_kept: answer.oldest_kept,
-    }))
+    })
+    .into_response())
 }
 
 /// Read a mower's track
@@ -178,16 +195,30 @@ pub async fn get_mower_history(
     security(("bearer" = ["read"])),
     params(MowerPath, TrackParams),
     responses(
-        (status = 200, description = "A page of the mower's track.", body = TrackPage),
+        (status = 200, description = "A page of the mower's track: JSON, or CSV on \
+            `Accept: text/csv` (the same rows, the mower's id first; the next page's cursor in \
+            the `Swath-Next-Cursor` header, absent on the last page).",
+            content(
+                (TrackPage = "application/json"),
+                (String = "text/csv", example = json!(TRACK_CSV_EXAMPLE)),
+            ),
+            headers(("Swath-Next-Cursor" = String, description = "CSV only: the `cursor` of \
+                the next page; absent on the last page."))),
         WindowRefused,
+        NotAcceptable,
     ),
 )]
 pub async fn get_mower_track(
     Reader(principal): Reader,
+    JsonOrCsv(representation): JsonOrCsv,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<TrackParams>,
 ) -> Result<Response, ApiError> {
+    if representation == Representation::Csv {
+        let (rows, next_cursor) = track_rows(&principal, &state, id, &params).await?;
+        return Ok(csv_page(&rows, next_cursor.as_deref()));
+    }
     let track = track_page(&principal, &state, id, &params).await?;
     Ok(match params.format.unwrap_or_default() {
         TrackFormat::Json => Json(track).into_response(),
@@ -248,6 +279,22 @@ async fn track_page(
     })
 }
 
+/// The same page's positions and next cursor, for the CSV answer.
+async fn track_rows(
+    principal: &Principal,
+    state: &AppState,
+    id: Uuid,
+    params: &TrackParams,
+) -> Result<(Vec<PositionRow>, Option<String>), ApiError> {
+    let (window, ask) = window(&WindowParams::from(params), List::Track)?;
+    let answer = state
+        .mower_data
+        .track(principal, MowerId(id), &window)
+        .await?;
+    let page = ask.cut(answer.rows, |r| r.observed_at);
+    Ok((page.rows, page.next_cursor))
+}
+
 /// A track page as `application/geo+json`.
 fn geo_json(track: TrackPage) -> Response {
     let mut response = Json(TrackFeatureCollection::new(track)).into_response();
@@ -269,18 +316,25 @@ fn geo_json(track: TrackPage) -> Response {
     security(("bearer" = ["read"])),
     params(MowerPath, DayParams),
     responses(
-        (status = 200, description = "The mower's day totals of the range.", body = DayList),
+        (status = 200, description = "The mower's day totals of the range: JSON, or CSV on \
+            `Accept: text/csv` (the same days, the mower's id first).",
+            content(
+                (DayList = "application/json"),
+                (String = "text/csv", example = json!(DAYS_CSV_EXAMPLE)),
+            )),
         (status = 400, description = "The id is not a UUID, a date is missing or not valid, `from` \
             is after `to`, or the range has more than 366 days."),
         (status = 404, description = "No such mower is visible to this token."),
+        NotAcceptable,
     ),
 )]
 pub async fn get_mower_days(
     Reader(principal): Reader,
+    JsonOrCsv(representation): JsonOrCsv,
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<DayParams>,
-) -> Result<Json<DayList>, ApiError> {
+) -> Result<Response, ApiError> {
     if params.from > params.to {
         return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
     }
@@ -293,11 +347,15 @@ pub async fn get_mower_days(
         .mower_data
         .days(&principal, MowerId(id), params.from, params.to)
         .await?;
+    if representation == Representation::Csv {
+        return Ok(csv_answer(&days.days));
+    }
     Ok(Json(DayList {
         mower_id: days.mower.0,
         from: params.from,
         to: params.to,
         time_zone: days.time_zone,
         items: days.days.iter().map(DayItem::from).collect(),
-    }))
+    })
+    .into_response())
 }

@@ -103,9 +103,19 @@ impl TestApp {
         history_per_mower: usize,
         configure: impl FnOnce(swath_api::AppState) -> swath_api::AppState,
     ) -> TestApp {
+        Self::spawn_with_stores(history_per_mower, |stores| stores, configure).await
+    }
+
+    /// The test app over the memory stores as `stores` changes them (a port wrapped to count
+    /// its reads), its router serving `configure(state)`.
+    pub async fn spawn_with_stores(
+        history_per_mower: usize,
+        stores: impl FnOnce(Stores) -> Stores,
+        configure: impl FnOnce(swath_api::AppState) -> swath_api::AppState,
+    ) -> TestApp {
         let store = MemoryStore::new(MemoryStoreSettings { history_per_mower });
         let clock = Arc::new(ManualClock::new(t0() + Duration::minutes(1)));
-        let wired = wire_app(Stores::memory(store.clone()), clock.clone());
+        let wired = wire_app(stores(Stores::memory(store.clone())), clock.clone());
         let bus = Arc::clone(&wired.bus);
 
         let a = seed_tenant(
