@@ -23,6 +23,7 @@
 //! [`compare_watch`] leaves exactly these out, and says so.
 
 mod compare;
+pub mod sessions;
 mod telemetry;
 mod watcher;
 
