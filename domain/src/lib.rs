@@ -10,6 +10,7 @@
 //!   `lawn_mower` activity mapping (docs/rules.md §2).
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
 //! - [`rules`]: write rules W0–W6 (docs/rules.md §3) applied to a batch of states over rows held in memory.
+//! - [`sessions`]: W8 mowing sessions, a pure fold over a mower's states.
 //! - [`text`]: what every store can keep (no NUL in strings, instants in a four-digit-year
 //!   range), checked at the door.
 //! - [`events`]: events raised by the write rules, published after the commit.
@@ -30,6 +31,7 @@ pub mod live;
 pub mod report;
 pub mod rows;
 pub mod rules;
+pub mod sessions;
 pub mod text;
 pub mod watch;
 pub mod webhook;

@@ -9,6 +9,9 @@
 //! - **Totals (W4, W5)** are recomputed from scratch from the set of a mower's distinct states,
 //!   sorted by `observed_at`, pair by pair: no incremental state, no merge. That is the order-free
 //!   rule itself (decision 39).
+//! - **Sessions (W8)** ([`sessions::sessions`]): over the whole sorted sequence, the stretches
+//!   first, then their merges, then each session's values from the states in its span (decision
+//!   190); the domain's fold is incremental instead.
 //! - **Blade due (W6)** recomputes the mower's blade time from scratch after every new state, in
 //!   arrival order, and raises once when it reaches the threshold (no blade resets here).
 //! - **The watcher (§4), zones (W7) and the busy check** are transitions in arrival order, one
@@ -23,6 +26,7 @@
 //! [`compare_watch`] leaves exactly these out, and says so.
 
 mod compare;
+pub mod sessions;
 mod telemetry;
 mod watcher;
 
