@@ -7,6 +7,11 @@
 //! (read by the watcher's side), the export, and the ping (`/readyz` says whether the primary
 //! answers: a replica alone cannot ingest).
 //!
+//! The lookups every read makes first (its token, the mower's or site's place) go the other way
+//! round: the primary first, the read store when the primary does not answer
+//! ([`ReadRoutedDirectory`], [`ReadRoutedTokens`]), so that reads go on through a failover
+//! without giving up read-your-writes or an immediate revocation while the primary answers.
+//!
 //! Only [`StoreError::Unavailable`] (and [`ProjectionError::Unavailable`]) fall back: a standby
 //! that answers with a corrupt row says something about the data, not about where to read it.
 //! A read from the standby may be as stale as its replay lag (`swath_store_replica_lag_seconds`,
@@ -26,6 +31,9 @@ use swath_domain::{
     PositionRow, SiteId, TelemetryRows,
 };
 
+mod identity;
+pub use identity::{ReadRoutedDirectory, ReadRoutedTokens};
+
 /// Counts a read that the read store failed and the primary was asked for instead, and says why
 /// (a warning: an operator sees a standby that stopped answering).
 fn fell_back(read: &'static str, error: &(dyn std::error::Error + 'static)) {
@@ -38,38 +46,52 @@ fn fell_back(read: &'static str, error: &(dyn std::error::Error + 'static)) {
 }
 
 /// `on_replica`, or `on_primary` when the replica is unavailable.
-async fn telemetry_read<T, R, P>(
+///
+/// When the primary does not answer either, the read store is asked once more: the router cuts
+/// every session to a node it marks down (a standby being promoted leaves the standbys' port),
+/// so the first try may have failed on a cut session while a node stands behind the port again;
+/// the second try takes a new one. Otherwise that second it would answer 503 while the primary
+/// is gone, the moment a read store matters most.
+async fn telemetry_read<T, R, F, P>(
     read: &'static str,
     on_replica: R,
     on_primary: P,
 ) -> Result<T, StoreError>
 where
-    R: Future<Output = Result<T, StoreError>>,
+    R: Fn() -> F,
+    F: Future<Output = Result<T, StoreError>>,
     P: Future<Output = Result<T, StoreError>>,
 {
-    match on_replica.await {
+    match on_replica().await {
         Err(StoreError::Unavailable(cause)) => {
             fell_back(read, &StoreError::Unavailable(cause));
-            on_primary.await
+            match on_primary.await {
+                Err(StoreError::Unavailable(_)) => on_replica().await,
+                answer => answer,
+            }
         }
         answer => answer,
     }
 }
 
 /// The same for the projections' reads.
-async fn projection_read<T, R, P>(
+async fn projection_read<T, R, F, P>(
     read: &'static str,
     on_replica: R,
     on_primary: P,
 ) -> Result<T, ProjectionError>
 where
-    R: Future<Output = Result<T, ProjectionError>>,
+    R: Fn() -> F,
+    F: Future<Output = Result<T, ProjectionError>>,
     P: Future<Output = Result<T, ProjectionError>>,
 {
-    match on_replica.await {
+    match on_replica().await {
         Err(ProjectionError::Unavailable(cause)) => {
             fell_back(read, &ProjectionError::Unavailable(cause));
-            on_primary.await
+            match on_primary.await {
+                Err(ProjectionError::Unavailable(_)) => on_replica().await,
+                answer => answer,
+            }
         }
         answer => answer,
     }
@@ -99,7 +121,7 @@ impl TelemetryStore for ReadRouted {
     async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
         telemetry_read(
             "latest",
-            self.replica.latest(mowers),
+            || self.replica.latest(mowers),
             self.primary.latest(mowers),
         )
         .await
@@ -124,7 +146,7 @@ impl TelemetryStore for ReadRouted {
     ) -> Result<WindowRows<HistoryRow>, StoreError> {
         telemetry_read(
             "history",
-            self.replica.history(mower, window),
+            || self.replica.history(mower, window),
             self.primary.history(mower, window),
         )
         .await
@@ -137,7 +159,7 @@ impl TelemetryStore for ReadRouted {
     ) -> Result<WindowRows<PositionRow>, StoreError> {
         telemetry_read(
             "track",
-            self.replica.track(mower, window),
+            || self.replica.track(mower, window),
             self.primary.track(mower, window),
         )
         .await
@@ -151,7 +173,7 @@ impl TelemetryStore for ReadRouted {
     ) -> Result<Vec<DayTotals>, StoreError> {
         telemetry_read(
             "days",
-            self.replica.days(mower, from, to),
+            || self.replica.days(mower, from, to),
             self.primary.days(mower, from, to),
         )
         .await
@@ -184,7 +206,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         projection_read(
             "window_mowers",
-            self.replica.window_mowers(who, limit),
+            || self.replica.window_mowers(who, limit),
             self.primary.window_mowers(who, limit),
         )
         .await
@@ -197,7 +219,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<SiteCard>, ProjectionError> {
         projection_read(
             "window_sites",
-            self.replica.window_sites(who, limit),
+            || self.replica.window_sites(who, limit),
             self.primary.window_sites(who, limit),
         )
         .await
@@ -212,7 +234,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<MowerCard>, ProjectionError> {
         projection_read(
             "site_mowers",
-            self.replica.site_mowers(who, sites, filter, per_site),
+            || self.replica.site_mowers(who, sites, filter, per_site),
             self.primary.site_mowers(who, sites, filter, per_site),
         )
         .await
@@ -226,7 +248,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<AlertCard>, ProjectionError> {
         projection_read(
             "open_alerts",
-            self.replica.open_alerts(who, mowers, per_mower),
+            || self.replica.open_alerts(who, mowers, per_mower),
             self.primary.open_alerts(who, mowers, per_mower),
         )
         .await
@@ -239,7 +261,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<HealthCard>, ProjectionError> {
         projection_read(
             "health",
-            self.replica.health(who, mowers),
+            || self.replica.health(who, mowers),
             self.primary.health(who, mowers),
         )
         .await
@@ -252,7 +274,7 @@ impl ProjectionStore for ReadRoutedProjections {
     ) -> Result<Vec<Assignment>, ProjectionError> {
         projection_read(
             "operators_on_duty",
-            self.replica.operators_on_duty(who, mowers),
+            || self.replica.operators_on_duty(who, mowers),
             self.primary.operators_on_duty(who, mowers),
         )
         .await

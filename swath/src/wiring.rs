@@ -25,7 +25,9 @@ use swath_application::ports::{
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
     TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
-use swath_application::read_routing::{ReadRouted, ReadRoutedProjections};
+use swath_application::read_routing::{
+    ReadRouted, ReadRoutedDirectory, ReadRoutedProjections, ReadRoutedTokens,
+};
 use swath_application::ticks::Ticks;
 use swath_application::webhooks::delivery::{
     DeliverySettings, Dispatcher, Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS,
@@ -71,12 +73,20 @@ impl Stores {
     }
 
     /// PostgreSQL behind every port, with the read-only API's reads (telemetry and the live
-    /// projections) on `reads` and falling back to `store` when it does not answer.
+    /// projections) on `reads` and falling back to `store` when it does not answer, and the
+    /// token and directory lookups on `store` and falling back to `reads` (decision 196).
     pub fn postgres_with_reads(store: PostgresStore, reads: PostgresStore) -> Stores {
         let mut stores = Stores::postgres(store);
         let reads = Arc::new(reads);
         stores.telemetry = Arc::new(ReadRouted::new(stores.telemetry, reads.clone()));
-        stores.projections = Arc::new(ReadRoutedProjections::new(stores.projections, reads));
+        stores.projections = Arc::new(ReadRoutedProjections::new(
+            stores.projections,
+            reads.clone(),
+        ));
+        let directory = Arc::new(ReadRoutedDirectory::new(stores.admin, reads.clone()));
+        stores.directory = directory.clone();
+        stores.admin = directory;
+        stores.tokens = Arc::new(ReadRoutedTokens::new(stores.tokens, reads));
         stores
     }
 

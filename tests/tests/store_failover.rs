@@ -26,6 +26,8 @@ const ANSWERS: u8 = 0;
 const HANGS: u8 = 1;
 /// Every call fails at once: a router with no server behind its port.
 const REFUSES: u8 = 2;
+/// The next call fails, the ones after it answer: a session the router cut, then a new one.
+const CUT_ONCE: u8 = 3;
 
 /// A memory store that can be made to stop answering; counts the calls it was asked.
 struct Switchable {
@@ -56,6 +58,10 @@ impl Switchable {
         match self.mode.load(Ordering::SeqCst) {
             HANGS => std::future::pending().await,
             REFUSES => Err(StoreError::Unavailable("connection refused".into())),
+            CUT_ONCE => {
+                self.set(ANSWERS);
+                Err(StoreError::Unavailable("connection reset by peer".into()))
+            }
             _ => Ok(()),
         }
     }
@@ -296,6 +302,50 @@ async fn a_read_store_that_does_not_answer_falls_back_to_the_primary() {
         routed.latest(&[mower]).await,
         Err(StoreError::Unavailable(_))
     ));
+}
+
+/// A failover of two nodes: the primary is gone and the router cut the read store's sessions
+/// while it moved its port to the promoted node. The read is asked of the read store once more,
+/// on a new session, and answered, instead of a 503 for the length of the failover.
+#[tokio::test]
+async fn a_read_cut_while_the_primary_is_gone_is_asked_of_the_read_store_again() {
+    let (store, fleet) = seeded().await;
+    let primary = Switchable::new(store.clone());
+    let standby = Switchable::new(store);
+    let routed = ReadRouted::new(primary.clone(), standby.clone());
+    let ingest = Ingest::new(
+        Arc::new(ReadRouted::new(primary.clone(), standby.clone())),
+        Arc::new(RecordingBus::default()),
+        Arc::new(ManualClock::new(trace_start())),
+    );
+    ingest
+        .record_states(vec![
+            ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
+        ])
+        .await
+        .expect("stored");
+    let mower = fleet.mowers[0];
+    primary.set(REFUSES);
+    let (primary_before, standby_before) = (primary.calls(), standby.calls());
+
+    standby.set(CUT_ONCE);
+    let history = routed.history(mower, &window()).await.expect("answered");
+    assert_eq!(history.rows.len(), 1);
+    assert_eq!(standby.calls() - standby_before, 2, "the read store, twice");
+    assert_eq!(
+        primary.calls() - primary_before,
+        1,
+        "the primary in between"
+    );
+
+    // The read store refusing again, and the primary still gone: 503, after the same three tries.
+    standby.set(REFUSES);
+    assert!(matches!(
+        routed.latest(&[mower]).await,
+        Err(StoreError::Unavailable(_))
+    ));
+    assert_eq!(standby.calls() - standby_before, 4);
+    assert_eq!(primary.calls() - primary_before, 2);
 }
 
 swath_tests::postgres_tests!(

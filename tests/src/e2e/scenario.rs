@@ -76,7 +76,7 @@ pub async fn verify(
     watched: WatchChecked,
     services: &[&Service],
 ) {
-    let verdict = verdict(store, plan, checked, watched, services).await;
+    let verdict = verdict(store, plan, checked, watched).await;
     if !verdict.failures.is_empty() {
         print_logs(services);
         panic!("seed {}: {}", plan.seed, verdict.failures.join("\n\n"));
@@ -114,7 +114,6 @@ pub async fn verdict(
     plan: &Plan,
     checked: Checked,
     watched: WatchChecked,
-    services: &[&Service],
 ) -> Verdict {
     let mut verdict = Verdict::default();
     if let Err(e) = wait_stored(store.pool(), plan, plan.states, STALL, None).await {
