@@ -447,6 +447,10 @@ fn describe_metrics() {
         "swath_store_read_fallbacks_total",
         "Reads the read store failed and the primary answered instead, by read."
     );
+    describe_counter!(
+        "swath_store_primary_fallbacks_total",
+        "Token and directory lookups the primary failed and the read store answered instead, by lookup."
+    );
     describe_gauge!(
         "swath_memory_store_history_rows_limit",
         "History rows the memory store keeps per mower (SWATH_MEMORY_HISTORY_PER_MOWER)."
