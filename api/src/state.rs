@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use swath_application::live_feed::SharedFeed;
+use swath_application::live_streams::LiveStreams;
 use swath_application::ports::{
     Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
 };
@@ -51,9 +52,9 @@ pub struct AppState {
     pub live_views: Option<Projections>,
     /// Whether the store and the bus answer and ingestion progresses (`/readyz`, `/metrics`).
     pub readiness: Readiness,
-    /// The numbered feed the live stream sends and resumes from, one per process, started by
-    /// the first stream (decision 101).
-    pub live_feed: SharedFeed,
+    /// The live streams: who may open one, how many, what each is sent and when it ends, over
+    /// the process's numbered feed (decisions 101, 140, 181).
+    pub live_streams: LiveStreams,
     /// The time of the HTTP layer's own answers: when a state report was received, a live
     /// document generated, a page's session issued. Not a use case: these instants belong to the
     /// request, and a test sets them.
@@ -68,10 +69,6 @@ pub struct AppState {
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
     /// process unless set with [`AppState::with_session_secret`]).
     pub sessions: crate::live_pages::session::SessionKey,
-    /// Becomes `true` when the process begins to shut down: each live stream then sends its
-    /// last event `end` (`shutdown`) and closes, before the HTTP grace period runs out. Set with
-    /// [`AppState::with_shutdown`]; never `true` otherwise.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// How fast an account creates accounts and tokens, shared by [`AppState::fleet`] and
     /// [`AppState::token_admin`]. Set with [`AppState::with_creation_limits`].
     pub creation_rate: CreationRate,
@@ -97,27 +94,35 @@ impl AppState {
             directory.clone(),
             tokens.clone(),
             clock.clone(),
-            revocations.clone(),
+            revocations,
         );
+        let token_admin = TokenAdmin::new(access.clone(), tokens, rate.clone());
         Self {
             mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
             exports: Exports::new(access.clone(), telemetry.clone()),
             mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
-            fleet: FleetDirectory::new(access.clone(), directory, rate.clone()),
-            token_admin: TokenAdmin::new(tokens, revocations, rate.clone()),
+            fleet: FleetDirectory::new(
+                access.clone(),
+                directory,
+                token_admin.clone(),
+                rate.clone(),
+            ),
+            token_admin,
             submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
             imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
             webhooks: None,
             live_views: None,
             readiness: Readiness::new(telemetry, bus.clone(), ingest),
-            live_feed: SharedFeed::new(bus, clock.clone()),
+            live_streams: LiveStreams::new(
+                access.clone(),
+                SharedFeed::new(bus, clock.clone()),
+                crate::limits::RequestLimits::default().streams,
+            ),
             access,
             clock,
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
             sessions: crate::live_pages::session::SessionKey::random(),
-            // Its sender dropped at once: a state without `with_shutdown` never shuts streams.
-            shutdown: tokio::sync::watch::channel(false).1,
             creation_rate: rate,
         }
     }
@@ -126,7 +131,7 @@ impl AppState {
     /// shutdown), so that clients reconnect elsewhere at once instead of being cut off when the
     /// HTTP grace period ends.
     pub fn with_shutdown(mut self, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
-        self.shutdown = shutdown;
+        self.live_streams = self.live_streams.with_shutdown(shutdown);
         self
     }
 
@@ -153,6 +158,7 @@ impl AppState {
     /// otherwise.
     pub fn with_http_limits(mut self, limits: &crate::server::HttpLimits) -> Self {
         self.limits = crate::limits::RequestLimits::new(limits);
+        self.live_streams = self.live_streams.with_slots(self.limits.streams.clone());
         self
     }
 

@@ -64,6 +64,7 @@ pub mod imports;
 pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
+pub mod live_streams;
 pub mod mower_data;
 pub mod mower_settings;
 pub mod ports;
@@ -87,7 +88,9 @@ pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
 pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
-pub use fleet_directory::{CreateAccountError, FleetDirectory};
+pub use fleet_directory::{
+    CreatedMower, FleetDirectory, FleetError, MowerChanges, MowerRequest, SiteChanges, SiteRequest,
+};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
@@ -97,6 +100,6 @@ pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use submissions::{SubmissionError, Submissions, Submitted};
-pub use token_admin::{IssueError, TokenAdmin};
+pub use token_admin::{IssueError, IssuedToken, TokenAdmin, TokenRequest};
 pub use watcher::{Watcher, WatcherHandler};
 pub use webhooks::{EndpointPatch, EndpointSpec, WebhookLimits, Webhooks, WebhooksError};

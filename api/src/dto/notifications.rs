@@ -357,6 +357,15 @@ pub struct ZoneBody {
     pub polygon: PolygonGeometry,
 }
 
+impl ZoneBody {
+    /// The zone's name and polygon as the use case takes them, or the `422` of the first problem.
+    pub(crate) fn checked(&self) -> Result<(swath_domain::valid::Label, GeoPolygon), ApiError> {
+        use swath_domain::valid::{Label, TextRule};
+        let name = Label::new("name", self.name.as_str(), TextRule::ZONE_NAME)?;
+        Ok((name, self.polygon.validate("/polygon")?))
+    }
+}
+
 /// The scheduler's view of a mower: busy (on a run or in error) or free to start one.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = Busy)]
