@@ -96,15 +96,14 @@ async fn failovers_mid_ingest_lose_and_double_nothing() {
             Fault::Switchover => ha.switchover(primary).await.expect("a switchover"),
         }
         let services = replicas.all_services();
-        let (took, said_503) = match wait_storing_again(&services, since, Duration::from_secs(120))
-            .await
-        {
-            Ok(found) => found,
-            Err(e) => {
-                replicas.print_logs();
-                panic!("after {fault:?} of {}: {e}", NODES[primary]);
-            }
-        };
+        let (took, said_503) =
+            match wait_storing_again(&services, since, Duration::from_secs(120)).await {
+                Ok(found) => found,
+                Err(e) => {
+                    replicas.print_logs();
+                    panic!("after {fault:?} of {}: {e}", NODES[primary]);
+                }
+            };
         let was = primary;
         primary = ha
             .wait_whole(Duration::from_secs(180))
@@ -123,7 +122,10 @@ async fn failovers_mid_ingest_lose_and_double_nothing() {
         assert_ne!(primary, was, "the other node took over");
         if let Fault::Kill = fault {
             // The store was down for a while, and readiness said so.
-            assert!(said_503, "/readyz never said 503 while the primary was gone");
+            assert!(
+                said_503,
+                "/readyz never said 503 while the primary was gone"
+            );
             storing_again.push(took);
         }
         // Ingest goes on through the new primary before the next fault.

@@ -111,8 +111,8 @@ impl HaSet {
     /// instead of restarting it in place). Returns the killed pid.
     pub fn kill_postmaster(&self, node: usize) -> anyhow::Result<u32> {
         let file = self.dir.join(NODES[node]).join("postmaster.pid");
-        let text =
-            std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
         let pid: u32 = text
             .lines()
             .next()
@@ -203,16 +203,11 @@ impl SteadyReader {
             let mut reads = Vec::new();
             while !stopped.load(Ordering::Relaxed) {
                 let asked = Instant::now();
-                let status = http_request(
-                    port,
-                    "GET",
-                    &path,
-                    &[("Authorization", &authorization)],
-                    "",
-                )
-                .await
-                .map(|(status, _)| status)
-                .unwrap_or(0);
+                let status =
+                    http_request(port, "GET", &path, &[("Authorization", &authorization)], "")
+                        .await
+                        .map(|(status, _)| status)
+                        .unwrap_or(0);
                 reads.push((asked, status));
                 tokio::time::sleep(every.saturating_sub(asked.elapsed())).await;
             }

@@ -31,8 +31,8 @@ mod telemetry;
 mod watcher;
 
 pub use compare::{
-    events_lost_and_extra,
-    census, check_busy, check_final_state, compare_watch, WatchChecked, DERIVED_EVENT_KINDS,
+    census, check_busy, check_final_state, compare_watch, events_lost_and_extra, WatchChecked,
+    DERIVED_EVENT_KINDS,
 };
 
 use crate::load::diff_table;
