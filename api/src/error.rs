@@ -503,6 +503,7 @@ impl From<MowerDataError> for ApiError {
             MowerDataError::NoNotifications => {
                 ApiError::Unavailable("no notification store is configured".into())
             }
+            MowerDataError::Range(why) => ApiError::BadRequest(why),
         }
     }
 }

@@ -99,13 +99,11 @@ pub async fn create_account(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewAccount>,
 ) -> Result<Response, ApiError> {
-    let name = body.checked()?;
-    let (account, token) = state.fleet.create_account(&principal, name).await?;
-    tracing::info!(
-        account_id = %account.id,
-        created_by = %principal.account_id,
-        "Created an account with its first token."
-    );
+    let (account, token) = state
+        .fleet
+        .create_account(&principal, body.checked()?)
+        .await?;
+    tracing::info!(account_id = %account.id, created_by = %principal.account_id, "Created an account with its first token.");
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/accounts/{}", account.id))?,

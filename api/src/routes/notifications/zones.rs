@@ -3,7 +3,7 @@
 use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody, ZoneInvalid};
-use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList};
+use crate::dto::notifications::{ZoneBody, ZoneDto, ZoneList};
 use crate::dto::params::{MowerPath, ZonePath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -31,16 +31,7 @@ async fn zone_dtos(
                 .iter()
                 .find(|o| o.zone_id == z.id)
                 .map(|o| o.since);
-            ZoneDto {
-                id: z.id,
-                mower_id: z.mower_id.0,
-                name: z.name,
-                polygon: PolygonGeometry::of(&z.polygon),
-                occupied: since.is_some(),
-                occupied_since: since,
-                created_at: z.created_at,
-                updated_at: z.updated_at,
-            }
+            ZoneDto::new(z, since)
         })
         .collect())
 }
@@ -98,17 +89,8 @@ pub async fn create_zone(
         .mower_settings
         .create_zone(&principal, MowerId(id), name, polygon)
         .await?;
-    let dto = ZoneDto {
-        id: zone.id,
-        mower_id: zone.mower_id.0,
-        name: zone.name,
-        polygon: PolygonGeometry::of(&zone.polygon),
-        occupied: false,
-        occupied_since: None,
-        created_at: zone.created_at,
-        updated_at: zone.updated_at,
-    };
     let location = format!("/v1/mowers/{}/zones", zone.mower_id);
+    let dto = ZoneDto::new(zone, None);
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
