@@ -3,8 +3,11 @@
 //!
 //! - no handler body is longer than [`MAX_HANDLER_LINES`] non-blank lines (its attributes and
 //!   signature not counted), except the live stream's and the import's, which frame a stream;
-//! - no route module asks visibility or token powers itself, or maps an error type: no
-//!   `.access`, `.covers(`, `referenced_site` or `impl From<` in `api/src/routes`;
+//! - no route module asks visibility or token powers itself, maps an error type or names a
+//!   port: no `.access`, `.covers(`, `referenced_site`, `impl From<` or
+//!   `swath_application::ports` in `api/src/routes`;
+//! - the application has no `fn with_access`: the wiring builds each use case over its one
+//!   `Access`, and `AppState::new` takes use cases, never ports;
 //! - no route module or DTO validates display text itself (`chars().count()`, a default).
 
 use std::path::{Path, PathBuf};
@@ -117,7 +120,14 @@ fn in_routes(needle: &str) -> Vec<String> {
 
 #[test]
 fn routes_leave_visibility_powers_and_errors_to_others() {
-    for needle in [".access", ".covers(", "referenced_site", "impl From<"] {
+    let needles = [
+        ".access",
+        ".covers(",
+        "referenced_site",
+        "impl From<",
+        "swath_application::ports",
+    ];
+    for needle in needles {
         assert_eq!(
             in_routes(needle),
             Vec::<String>::new(),
@@ -142,4 +152,39 @@ fn routes_and_documents_validate_no_text_themselves() {
         }
     }
     assert_eq!(hits, Vec::<String>::new());
+}
+
+/// The files of `dir` (recursively) whose text holds `needle`.
+fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    sources(dir, &mut found);
+    found
+        .into_iter()
+        .filter(|(_, source)| source.contains(needle))
+        .map(|(path, _)| path.display().to_string())
+        .collect()
+}
+
+#[test]
+fn only_the_wiring_builds_the_use_cases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let application = root.join("application/src");
+    assert_eq!(
+        files_holding(&application, "fn with_access"),
+        Vec::<String>::new()
+    );
+    let state = std::fs::read_to_string(root.join("api/src/state.rs")).expect("state.rs");
+    let app_state = state
+        .split_once("pub struct AppState {")
+        .and_then(|(_, rest)| rest.split_once("\n}\n"))
+        .map(|(fields, _)| fields)
+        .expect("the AppState struct");
+    assert!(
+        !app_state.contains("pub access"),
+        "AppState's access is the crate's own"
+    );
+    assert!(
+        !state.contains("swath_application::ports::{"),
+        "AppState is built of use cases, not ports"
+    );
 }

@@ -139,12 +139,6 @@ impl FleetDirectory {
         self
     }
 
-    /// The same over another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// The account `id` if it is the principal's own (any other answers as an unknown one).
     pub async fn account(
         &self,

@@ -126,13 +126,6 @@ impl Imports {
         }
     }
 
-    /// The same imports with another access service (a principal cache of another bound); the
-    /// records are shared.
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// Imports `input` on behalf of `principal`, the principal of `token`: a record is made at
     /// once (its id logged), updated after each batch, and answered when the input is read to its
     /// end or the import failed (or `token` was revoked meanwhile).

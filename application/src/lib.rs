@@ -95,6 +95,12 @@ pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
 pub use mower_settings::{AssignmentSpec, MowerSettings, MowerSettingsError};
+/// The types the use cases take and answer that the ports define too (queries, ids, a token's
+/// hash): named from here by the API, whose routes name no port (decision 197).
+pub use ports::{
+    hash_token, AlertCursor, AlertQuery, EventQuery, ProjectionError, TimeWindow, TokenId,
+    TokenInfo, MAX_ASSIGNMENTS_PER_MOWER,
+};
 pub use projections::Projections;
 pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};

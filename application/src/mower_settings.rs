@@ -76,12 +76,6 @@ impl MowerSettings {
         self
     }
 
-    /// Another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     fn ports(&self) -> Result<&NotificationPorts, MowerSettingsError> {
         self.notifications
             .as_ref()

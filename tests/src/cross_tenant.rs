@@ -15,7 +15,7 @@ use crate::postgres::PostgresFactory;
 use crate::support::{add_account, add_mower, add_site, ingest_json, mower, site, RecordingBus};
 use crate::traces::ingest_clock;
 use async_trait::async_trait;
-use chrono::{Duration, NaiveDate};
+use chrono::Duration;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use swath::wiring::Stores;
@@ -333,8 +333,9 @@ impl World {
             enabled: Some(false),
             ..EndpointPatch::default()
         };
-        let day = NaiveDate::from_ymd_opt(2000, 1, 1).expect("a date");
-        let far = NaiveDate::from_ymd_opt(2100, 1, 1).expect("a date");
+        // Within the longest range a read may ask for, around the states.
+        let day = (ingest_clock() - Duration::days(30)).date_naive();
+        let far = (ingest_clock() + Duration::days(1)).date_naive();
         match method {
             // Only an account's own is visible; a site-limited token sees its own account, so
             // both are asked for A's id with B's principal standing in (documented: `404`).
@@ -572,6 +573,16 @@ pub async fn the_owner_is_answered(factory: &dyn CrossTenantFactory) {
             "{method} answers its owner"
         );
     }
+    // An answer, not another refusal (a range refused would pass the line above).
+    let (from, to) = (ingest_clock() - Duration::days(30), ingest_clock());
+    let days = w
+        .data
+        .days(&w.admin, w.south_mower, from.date_naive(), to.date_naive())
+        .await;
+    assert!(
+        days.is_ok_and(|d| !d.days.is_empty()),
+        "the owner's days are answered"
+    );
     // The feeds, the export, the map and the lists answer something for the owner too.
     let feeds = ["MowerData::events", "MowerData::open_alerts"];
     for method in feeds {

@@ -29,13 +29,13 @@ use futures::Stream;
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
+use swath_application::hash_token;
 use swath_application::live_feed::filter::{StreamFilter, StreamKind};
 use swath_application::live_feed::{FeedBody, FeedItem};
 use swath_application::live_streams::{
     LiveSession, LiveStreamError, Next, StreamRefusal, StreamRequest,
 };
 pub use swath_application::live_streams::{MOWER_REFRESH, PRINCIPAL_RECHECK};
-use swath_application::ports::hash_token;
 use swath_domain::live::{alert_change, AlertChange};
 use swath_domain::Principal;
 

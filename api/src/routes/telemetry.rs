@@ -25,7 +25,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::TimeWindow;
+use swath_application::TimeWindow;
 use swath_domain::{MowerId, PositionRow, Principal};
 use uuid::Uuid;
 

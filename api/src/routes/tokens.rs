@@ -18,7 +18,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::{TokenId, TokenInfo};
+use swath_application::{TokenId, TokenInfo};
 use swath_domain::Principal;
 use uuid::Uuid;
 

@@ -91,12 +91,6 @@ impl MowerData {
         }
     }
 
-    /// The same over another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// The same with the notification side's ports.
     pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
         self.notifications = Some(ports);

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
+use swath_application::MAX_ASSIGNMENTS_PER_MOWER;
 use swath_domain::MowerId;
 use uuid::Uuid;
 
