@@ -13,7 +13,8 @@
 use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
-use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore, TokenHash};
+use crate::ports::{chain, BusError, Clock, TelemetryStore, TokenHash};
+use crate::publish_only::{PublishOnly, Publisher};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, VecDeque};

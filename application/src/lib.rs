@@ -54,6 +54,7 @@
 
 pub mod access;
 pub mod availability;
+pub mod bus_rules;
 pub mod consume;
 pub mod creation_rate;
 pub mod exports;
@@ -70,6 +71,7 @@ pub mod mower_settings;
 pub mod ports;
 pub mod projections;
 pub mod publish;
+pub mod publish_only;
 pub mod rate_limit;
 pub mod read_routing;
 pub mod readiness;
