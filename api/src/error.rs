@@ -9,7 +9,10 @@ use axum::extract::rejection::{JsonRejection, PathRejection};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use swath_application::ports::{chain, DirectoryError, StoreError, TokenError, WebhookError};
+use swath_application::ports::{
+    chain, AssignmentError, DirectoryError, ProjectionError, StoreError, TokenError, WatchError,
+    WebhookError,
+};
 use swath_application::{
     AccessError, Hidden, MowerDataError, MowerSettingsError, SubmissionError, WebhooksError,
 };
@@ -500,6 +503,7 @@ impl From<MowerDataError> for ApiError {
             MowerDataError::NoNotifications => {
                 ApiError::Unavailable("no notification store is configured".into())
             }
+            MowerDataError::Range(why) => ApiError::BadRequest(why),
         }
     }
 }
@@ -576,18 +580,88 @@ impl From<swath_application::RateLimited> for ApiError {
 
 impl From<swath_application::IssueError> for ApiError {
     fn from(e: swath_application::IssueError) -> Self {
+        use swath_application::IssueError;
         match e {
-            swath_application::IssueError::RateLimited(e) => e.into(),
-            swath_application::IssueError::Store(e) => e.into(),
+            IssueError::Invalid(problems) => ApiError::problems(problems),
+            IssueError::NotCovered => {
+                ApiError::Forbidden(swath_application::token_admin::NOT_COVERED.to_owned())
+            }
+            IssueError::RateLimited(e) => e.into(),
+            IssueError::Access(e) => e.into(),
+            IssueError::Store(e) => e.into(),
         }
     }
 }
 
-impl From<swath_application::CreateAccountError> for ApiError {
-    fn from(e: swath_application::CreateAccountError) -> Self {
+impl From<swath_application::FleetError> for ApiError {
+    fn from(e: swath_application::FleetError) -> Self {
+        use swath_application::FleetError;
         match e {
-            swath_application::CreateAccountError::RateLimited(e) => e.into(),
-            swath_application::CreateAccountError::Store(e) => e.into(),
+            FleetError::Access(e) => e.into(),
+            FleetError::Forbidden(why) => ApiError::Forbidden(why.to_owned()),
+            FleetError::Invalid(problems) => ApiError::problems(problems),
+            FleetError::MowerTaken(id) => {
+                ApiError::Conflict(format!("A mower with the id {id} exists already."))
+            }
+            FleetError::SiteInUse => ApiError::Conflict(
+                "The site still has mowers; move them to another site or delete them first."
+                    .to_owned(),
+            ),
+            FleetError::RateLimited(e) => e.into(),
+            FleetError::FirstToken(e) => e.into(),
+            FleetError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<swath_application::live_streams::LiveStreamError> for ApiError {
+    /// A refusal for want of a slot is the route's to answer (it counts and says which limit).
+    fn from(e: swath_application::live_streams::LiveStreamError) -> Self {
+        use swath_application::live_streams::LiveStreamError;
+        match e {
+            LiveStreamError::Access(e) => e.into(),
+            LiveStreamError::Feed(e) => ApiError::Unavailable(e.to_string()),
+            LiveStreamError::Refused(_) => ApiError::Internal(chain(&e).to_string()),
+        }
+    }
+}
+
+/// A value of a request the domain refused: a `422` at its field.
+impl From<swath_domain::valid::Invalid> for ApiError {
+    fn from(e: swath_domain::valid::Invalid) -> Self {
+        ApiError::invalid(e.pointer, e.detail)
+    }
+}
+
+impl From<WatchError> for ApiError {
+    fn from(e: WatchError) -> Self {
+        match e {
+            WatchError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            WatchError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
+            WatchError::Limit(detail) => ApiError::Conflict(detail),
+        }
+    }
+}
+
+impl From<ProjectionError> for ApiError {
+    fn from(e: ProjectionError) -> Self {
+        match e {
+            ProjectionError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            ProjectionError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
+        }
+    }
+}
+
+impl From<AssignmentError> for ApiError {
+    fn from(e: AssignmentError) -> Self {
+        match e {
+            AssignmentError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
+            AssignmentError::Limit(detail) => ApiError::Conflict(detail),
+            AssignmentError::Conflict(_) => ApiError::Conflict(
+                "An assignment with this id exists already; try again.".to_owned(),
+            ),
+            // The mower was deleted between the visibility check and the insert.
+            AssignmentError::NotFound(_) => ApiError::NotFound(Resource::Mower),
         }
     }
 }

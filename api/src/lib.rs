@@ -46,7 +46,7 @@ pub mod validate;
 
 pub use error::{ApiError, Problem};
 
-pub use state::{AppState, NotificationPorts};
+pub use state::{AppState, UseCases};
 
 use axum::extract::DefaultBodyLimit;
 use axum::Router;

@@ -1,22 +1,15 @@
-//! What every handler can reach: the use cases, built once by `main` (or a test) over the ports
-//! it chose. No handler reaches a port: the rules of who sees what, and the account filter of
-//! every per-mower read, live in the use cases (`swath_application`), once.
+//! What every handler can reach: the use cases, built once by the wiring (`swath::wiring::wire`)
+//! over the ports it chose, and the HTTP layer's own settings. No handler reaches a port or
+//! decides who sees what: the rules live in the use cases (`swath_application`), once
+//! (decisions 157, 197).
 
 use std::sync::Arc;
-use swath_application::live_feed::SharedFeed;
-use swath_application::ports::{
-    Assignments, Clock, DirectoryAdmin, EventBus, TelemetryStore, TokenStore,
-};
+use swath_application::live_streams::LiveStreams;
+use swath_application::ports::Clock;
 use swath_application::{
-    Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, Ingest, MowerData,
+    Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, MowerData,
     MowerSettings, Projections, Readiness, Submissions, TokenAdmin, Webhooks,
 };
-
-/// The revocations of this process: see [`swath_application::Revocations`].
-pub use swath_application::Revocations;
-
-/// The notification side's ports: see [`swath_application::ports::NotificationPorts`].
-pub use swath_application::ports::NotificationPorts;
 
 /// The application state shared by every request. Cheap to clone: only `Arc`s and use cases
 /// (themselves `Arc`s).
@@ -26,8 +19,9 @@ pub use swath_application::ports::NotificationPorts;
 /// settings (tiles, limits, the sessions' key) and the clock (see [`AppState::clock`]).
 #[derive(Clone)]
 pub struct AppState {
-    /// Who may see what, and tokens to principals: every route asks it (decision 76).
-    pub access: Access,
+    /// Tokens to principals, for the extractors (`crate::auth`) and the live pages' sign-in;
+    /// no route asks it (decision 197).
+    pub(crate) access: Access,
     /// The read side of a mower: as every read shows it (latest state, site, availability), its
     /// telemetry and child data of the principal's account only, and its deletion.
     pub mower_data: MowerData,
@@ -44,16 +38,16 @@ pub struct AppState {
     /// Imports over HTTP (`POST /v1/imports`) and this process's records of them.
     pub imports: Imports,
     /// Webhook endpoints and their deliveries (`/v1/webhooks`); `None`: those routes answer
-    /// `503`. Set with [`AppState::with_webhooks`].
+    /// `503`.
     pub webhooks: Option<Webhooks>,
     /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages);
-    /// `None`: those routes answer `503`. Set with [`AppState::with_projections`].
+    /// `None`: those routes answer `503`.
     pub live_views: Option<Projections>,
     /// Whether the store and the bus answer and ingestion progresses (`/readyz`, `/metrics`).
     pub readiness: Readiness,
-    /// The numbered feed the live stream sends and resumes from, one per process, started by
-    /// the first stream (decision 101).
-    pub live_feed: SharedFeed,
+    /// The live streams: who may open one, how many, what each is sent and when it ends, over
+    /// the process's numbered feed (decisions 101, 140, 181).
+    pub live_streams: LiveStreams,
     /// The time of the HTTP layer's own answers: when a state report was received, a live
     /// document generated, a page's session issued. Not a use case: these instants belong to the
     /// request, and a test sets them.
@@ -68,10 +62,6 @@ pub struct AppState {
     /// The key the live pages' sessions are signed with (`SWATH_SESSION_SECRET`; random per
     /// process unless set with [`AppState::with_session_secret`]).
     pub sessions: crate::live_pages::session::SessionKey,
-    /// Becomes `true` when the process begins to shut down: each live stream then sends its
-    /// last event `end` (`shutdown`) and closes, before the HTTP grace period runs out. Set with
-    /// [`AppState::with_shutdown`]; never `true` otherwise.
-    pub shutdown: tokio::sync::watch::Receiver<bool>,
     /// How fast an account creates accounts and tokens, shared by [`AppState::fleet`] and
     /// [`AppState::token_admin`]. Set with [`AppState::with_creation_limits`].
     pub creation_rate: CreationRate,
@@ -80,45 +70,63 @@ pub struct AppState {
 /// The default of `SWATH_MAP_TILE_URL`: OpenStreetMap's standard tiles.
 pub const DEFAULT_MAP_TILE_URL: &str = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";
 
+/// The use cases an [`AppState`] serves, as the wiring built them.
+pub struct UseCases {
+    pub access: Access,
+    pub mower_data: MowerData,
+    pub exports: Exports,
+    pub mower_settings: MowerSettings,
+    pub fleet: FleetDirectory,
+    pub token_admin: TokenAdmin,
+    pub submissions: Submissions,
+    pub imports: Imports,
+    pub webhooks: Option<Webhooks>,
+    pub live_views: Option<Projections>,
+    pub readiness: Readiness,
+    pub live_streams: LiveStreams,
+    /// The rate shared by `fleet` and `token_admin`.
+    pub creation_rate: CreationRate,
+    pub clock: Arc<dyn Clock>,
+}
+
 impl AppState {
-    /// Builds the use cases over the ports. The memory store implements the first three, so
-    /// `main` passes the same store three times; other adapters may split them.
-    pub fn new(
-        directory: Arc<dyn DirectoryAdmin>,
-        tokens: Arc<dyn TokenStore>,
-        telemetry: Arc<dyn TelemetryStore>,
-        bus: Arc<dyn EventBus>,
-        clock: Arc<dyn Clock>,
-        ingest: Arc<Ingest>,
-    ) -> Self {
-        let revocations = Revocations::default();
-        let rate = CreationRate::new(CreationLimits::default(), clock.clone());
-        let access = Access::new(
-            directory.clone(),
-            tokens.clone(),
-            clock.clone(),
-            revocations.clone(),
-        );
-        Self {
-            mower_data: MowerData::new(access.clone(), directory.clone(), telemetry.clone(), None),
-            exports: Exports::new(access.clone(), telemetry.clone()),
-            mower_settings: MowerSettings::new(access.clone(), bus.clone(), clock.clone()),
-            fleet: FleetDirectory::new(access.clone(), directory, rate.clone()),
-            token_admin: TokenAdmin::new(tokens, revocations, rate.clone()),
-            submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
-            imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
-            webhooks: None,
-            live_views: None,
-            readiness: Readiness::new(telemetry, bus.clone(), ingest),
-            live_feed: SharedFeed::new(bus, clock.clone()),
+    /// The state over `use_cases`, with the HTTP layer's default settings (the `with_…`
+    /// methods change them).
+    pub fn new(use_cases: UseCases) -> Self {
+        let UseCases {
             access,
+            mower_data,
+            exports,
+            mower_settings,
+            fleet,
+            token_admin,
+            submissions,
+            imports,
+            webhooks,
+            live_views,
+            readiness,
+            live_streams,
+            creation_rate,
+            clock,
+        } = use_cases;
+        Self {
+            access,
+            mower_data,
+            exports,
+            mower_settings,
+            fleet,
+            token_admin,
+            submissions,
+            imports,
+            webhooks,
+            live_views,
+            readiness,
+            live_streams,
             clock,
             map_tile_url: Arc::from(DEFAULT_MAP_TILE_URL),
             limits: crate::limits::RequestLimits::default(),
             sessions: crate::live_pages::session::SessionKey::random(),
-            // Its sender dropped at once: a state without `with_shutdown` never shuts streams.
-            shutdown: tokio::sync::watch::channel(false).1,
-            creation_rate: rate,
+            creation_rate,
         }
     }
 
@@ -126,7 +134,7 @@ impl AppState {
     /// shutdown), so that clients reconnect elsewhere at once instead of being cut off when the
     /// HTTP grace period ends.
     pub fn with_shutdown(mut self, shutdown: tokio::sync::watch::Receiver<bool>) -> Self {
-        self.shutdown = shutdown;
+        self.live_streams = self.live_streams.with_shutdown(shutdown);
         self
     }
 
@@ -153,6 +161,7 @@ impl AppState {
     /// otherwise.
     pub fn with_http_limits(mut self, limits: &crate::server::HttpLimits) -> Self {
         self.limits = crate::limits::RequestLimits::new(limits);
+        self.live_streams = self.live_streams.with_slots(self.limits.streams.clone());
         self
     }
 
@@ -165,62 +174,6 @@ impl AppState {
     /// Another tile URL template for `/live/map` (empty: no tiles).
     pub fn with_map_tile_url(mut self, url: &str) -> Self {
         self.map_tile_url = Arc::from(url.trim());
-        self
-    }
-
-    /// Another bound for the principal and mower caches (zero: every request asks the stores).
-    pub fn with_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
-        let access = self.access.with_cache_ttl(ttl);
-        self.submissions = self.submissions.with_access(access.clone());
-        self.imports = self.imports.with_access(access.clone());
-        self.mower_data = self.mower_data.with_access(access.clone());
-        self.exports = self.exports.with_access(access.clone());
-        self.mower_settings = self.mower_settings.with_access(access.clone());
-        self.fleet = self.fleet.with_access(access.clone());
-        self.webhooks = self.webhooks.take().map(|w| w.with_access(access.clone()));
-        self.access = access;
-        self
-    }
-
-    /// Adds the webhooks use case over `store`; `allow_http`: plain `http` URLs are accepted
-    /// (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
-    pub fn with_webhooks(
-        mut self,
-        store: Arc<dyn swath_application::ports::WebhookStore>,
-        allow_http: bool,
-    ) -> Self {
-        self.webhooks = Some(Webhooks::new(
-            store,
-            self.access.clone(),
-            self.clock.clone(),
-            allow_http,
-        ));
-        self
-    }
-
-    /// Other limits for the webhooks use case (`SWATH_WEBHOOKS_PER_ACCOUNT`,
-    /// `SWATH_WEBHOOK_TESTS_PER_MINUTE`); nothing without one.
-    pub fn with_webhook_limits(mut self, limits: swath_application::WebhookLimits) -> Self {
-        self.webhooks = self.webhooks.take().map(|w| w.with_limits(limits));
-        self
-    }
-
-    /// Adds the notification side's ports to the use cases that read and set a mower's
-    /// notification data.
-    pub fn with_notifications(mut self, ports: NotificationPorts) -> Self {
-        self.mower_data = self.mower_data.with_notifications(ports.clone());
-        self.mower_settings = self.mower_settings.with_notifications(Some(ports));
-        self
-    }
-
-    /// Adds the live projections and the operator assignments.
-    pub fn with_projections(
-        mut self,
-        projections: Projections,
-        assignments: Arc<dyn Assignments>,
-    ) -> Self {
-        self.live_views = Some(projections);
-        self.mower_settings = self.mower_settings.with_assignments(Some(assignments));
         self
     }
 }

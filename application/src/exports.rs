@@ -216,12 +216,6 @@ impl Exports {
         self
     }
 
-    /// The same over another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// An export of `source` for `principal`, whose request came with the token `token`: the
     /// mowers it sees, of `site` when given (a site it cannot see is refused as not visible),
     /// in mower id order. Nothing is read of their rows until the first page is pulled.

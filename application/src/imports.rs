@@ -13,7 +13,8 @@
 use crate::access::Access;
 use crate::import::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
-use crate::ports::{chain, BusError, Clock, PublishOnly, Publisher, TelemetryStore, TokenHash};
+use crate::ports::{chain, BusError, Clock, TelemetryStore, TokenHash};
+use crate::publish_only::{PublishOnly, Publisher};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, VecDeque};
@@ -124,13 +125,6 @@ impl Imports {
             clock,
             records: Arc::default(),
         }
-    }
-
-    /// The same imports with another access service (a principal cache of another bound); the
-    /// records are shared.
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
     }
 
     /// Imports `input` on behalf of `principal`, the principal of `token`: a record is made at

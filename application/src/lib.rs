@@ -54,6 +54,7 @@
 
 pub mod access;
 pub mod availability;
+pub mod bus_rules;
 pub mod consume;
 pub mod creation_rate;
 pub mod exports;
@@ -64,11 +65,13 @@ pub mod imports;
 pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
+pub mod live_streams;
 pub mod mower_data;
 pub mod mower_settings;
 pub mod ports;
 pub mod projections;
 pub mod publish;
+pub mod publish_only;
 pub mod rate_limit;
 pub mod read_routing;
 pub mod readiness;
@@ -87,16 +90,24 @@ pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
 pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
-pub use fleet_directory::{CreateAccountError, FleetDirectory};
+pub use fleet_directory::{
+    CreatedMower, FleetDirectory, FleetError, MowerChanges, MowerRequest, SiteChanges, SiteRequest,
+};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
 pub use mower_settings::{AssignmentSpec, MowerSettings, MowerSettingsError};
+/// The types the use cases take and answer that the ports define too (queries, ids, a token's
+/// hash): named from here by the API, whose routes name no port (decision 197).
+pub use ports::{
+    hash_token, AlertCursor, AlertQuery, EventQuery, ProjectionError, TimeWindow, TokenId,
+    TokenInfo, MAX_ASSIGNMENTS_PER_MOWER,
+};
 pub use projections::Projections;
 pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
 pub use submissions::{SubmissionError, Submissions, Submitted};
-pub use token_admin::{IssueError, TokenAdmin};
+pub use token_admin::{IssueError, IssuedToken, TokenAdmin, TokenRequest};
 pub use watcher::{Watcher, WatcherHandler};
 pub use webhooks::{EndpointPatch, EndpointSpec, WebhookLimits, Webhooks, WebhooksError};

@@ -1,15 +1,18 @@
 //! What a principal sets on a mower: its geofence, its virtual zones, its operator assignments,
 //! and a blade reset.
 //!
-//! Each change takes the mower as [`crate::Access::visible_mower`] found it for the principal
-//! (the route checks visibility before it checks the body, so that an invisible mower answers
-//! the `404` of an unknown one whatever its body), and writes rows of that mower's account only.
-//! The reads of these rows are [`crate::MowerData`]'s, except the assignments, read here.
+//! Every method takes the principal and the mower's id, finds the mower as
+//! [`crate::Access::visible_mower`] answers it for that principal (another account's or a hidden
+//! site's mower answers [`MowerSettingsError::Access`], exactly like an unknown id), and writes
+//! rows of that mower's account only. Names and polygons come checked
+//! ([`swath_domain::valid::Label`], [`GeoPolygon`]). The reads of these rows are
+//! [`crate::MowerData`]'s, except the assignments, read here.
 
 use crate::access::{Access, AccessError};
 use crate::ports::{AssignmentError, Assignments, Clock, EventBus, NotificationPorts, WatchError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
+use swath_domain::valid::Label;
 use swath_domain::watch::zones::Zone;
 use swath_domain::watch::{GeoPolygon, Geofence};
 use swath_domain::{Assignment, Mower, MowerId, Principal, Priority};
@@ -35,7 +38,7 @@ pub enum MowerSettingsError {
 /// An assignment's fields as a principal gives them (checked).
 #[derive(Clone, Debug)]
 pub struct AssignmentSpec {
-    pub operator: String,
+    pub operator: Label,
     pub priority: Priority,
     pub active: bool,
 }
@@ -73,12 +76,6 @@ impl MowerSettings {
         self
     }
 
-    /// Another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     fn ports(&self) -> Result<&NotificationPorts, MowerSettingsError> {
         self.notifications
             .as_ref()
@@ -99,9 +96,11 @@ impl MowerSettings {
     /// Replaces the mower's geofence with `polygon` (a new version).
     pub async fn put_geofence(
         &self,
-        mower: &Mower,
+        principal: &Principal,
+        id: MowerId,
         polygon: GeoPolygon,
     ) -> Result<Geofence, MowerSettingsError> {
+        let mower = self.access.visible_mower(principal, id).await?;
         let geofence = Geofence {
             mower_id: mower.id,
             account_id: mower.account_id,
@@ -117,19 +116,24 @@ impl MowerSettings {
     }
 
     /// Removes the mower's geofence (none: nothing to do).
-    pub async fn delete_geofence(&self, mower: &Mower) -> Result<(), MowerSettingsError> {
+    pub async fn delete_geofence(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<(), MowerSettingsError> {
+        let mower = self.access.visible_mower(principal, id).await?;
         self.ports()?.geofences.delete_geofence(mower.id).await?;
         Ok(())
     }
 
     /// The zone `id` of the mower named `name` over `polygon`, changed now.
-    fn zone(&self, mower: &Mower, id: Uuid, name: String, polygon: GeoPolygon) -> Zone {
+    fn zone(&self, mower: &Mower, id: Uuid, name: Label, polygon: GeoPolygon) -> Zone {
         let now = self.now();
         Zone {
             id,
             mower_id: mower.id,
             account_id: mower.account_id,
-            name,
+            name: name.into_string(),
             polygon,
             created_at: now,
             updated_at: now,
@@ -139,11 +143,13 @@ impl MowerSettings {
     /// Adds a zone to the mower.
     pub async fn create_zone(
         &self,
-        mower: &Mower,
-        name: String,
+        principal: &Principal,
+        id: MowerId,
+        name: Label,
         polygon: GeoPolygon,
     ) -> Result<Zone, MowerSettingsError> {
-        let zone = self.zone(mower, Uuid::now_v7(), name, polygon);
+        let mower = self.access.visible_mower(principal, id).await?;
+        let zone = self.zone(&mower, Uuid::now_v7(), name, polygon);
         self.ports()?.zones.create_zone(zone.clone()).await?;
         Ok(zone)
     }
@@ -151,22 +157,35 @@ impl MowerSettings {
     /// Changes the mower's zone `id`; `false` when the mower has no such zone.
     pub async fn update_zone(
         &self,
-        mower: &Mower,
+        principal: &Principal,
+        mower: MowerId,
         id: Uuid,
-        name: String,
+        name: Label,
         polygon: GeoPolygon,
     ) -> Result<bool, MowerSettingsError> {
-        let zone = self.zone(mower, id, name, polygon);
+        let mower = self.access.visible_mower(principal, mower).await?;
+        let zone = self.zone(&mower, id, name, polygon);
         Ok(self.ports()?.zones.update_zone(zone).await?)
     }
 
     /// Removes the mower's zone `id`; `false` when the mower has no such zone.
-    pub async fn delete_zone(&self, mower: &Mower, id: Uuid) -> Result<bool, MowerSettingsError> {
+    pub async fn delete_zone(
+        &self,
+        principal: &Principal,
+        mower: MowerId,
+        id: Uuid,
+    ) -> Result<bool, MowerSettingsError> {
+        let mower = self.access.visible_mower(principal, mower).await?;
         Ok(self.ports()?.zones.delete_zone(mower.id, id).await?)
     }
 
     /// Resets the mower's blade time (its open `blade_due` alert is cleared and told).
-    pub async fn reset_blade(&self, mower: &Mower) -> Result<(), MowerSettingsError> {
+    pub async fn reset_blade(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<(), MowerSettingsError> {
+        let mower = self.access.visible_mower(principal, id).await?;
         crate::watcher::reset_blade(
             self.ports()?.feed.as_ref(),
             self.bus.as_ref(),
@@ -195,7 +214,7 @@ impl MowerSettings {
             id,
             mower_id: mower.id,
             account_id: mower.account_id,
-            operator: spec.operator,
+            operator: spec.operator.into_string(),
             priority: spec.priority,
             active: spec.active,
             updated_at: self.now(),
@@ -205,10 +224,12 @@ impl MowerSettings {
     /// Adds an assignment to the mower.
     pub async fn create_assignment(
         &self,
-        mower: &Mower,
+        principal: &Principal,
+        id: MowerId,
         spec: AssignmentSpec,
     ) -> Result<Assignment, MowerSettingsError> {
-        let assignment = self.assignment(mower, Uuid::now_v7(), spec);
+        let mower = self.access.visible_mower(principal, id).await?;
+        let assignment = self.assignment(&mower, Uuid::now_v7(), spec);
         let store = self.assignment_store()?;
         store.create_assignment(assignment.clone()).await?;
         Ok(assignment)
@@ -217,11 +238,13 @@ impl MowerSettings {
     /// Changes the mower's assignment `id`; `None` when the mower has no such assignment.
     pub async fn update_assignment(
         &self,
-        mower: &Mower,
+        principal: &Principal,
+        mower: MowerId,
         id: Uuid,
         spec: AssignmentSpec,
     ) -> Result<Option<Assignment>, MowerSettingsError> {
-        let assignment = self.assignment(mower, id, spec);
+        let mower = self.access.visible_mower(principal, mower).await?;
+        let assignment = self.assignment(&mower, id, spec);
         let store = self.assignment_store()?;
         let updated = store.update_assignment(assignment.clone()).await?;
         Ok(updated.then_some(assignment))
@@ -230,9 +253,11 @@ impl MowerSettings {
     /// Removes the mower's assignment `id`; `false` when the mower has no such assignment.
     pub async fn delete_assignment(
         &self,
-        mower: &Mower,
+        principal: &Principal,
+        mower: MowerId,
         id: Uuid,
     ) -> Result<bool, MowerSettingsError> {
+        let mower = self.access.visible_mower(principal, mower).await?;
         let store = self.assignment_store()?;
         Ok(store
             .delete_assignment(mower.account_id, mower.id, id)

@@ -58,12 +58,6 @@ impl Submissions {
         }
     }
 
-    /// The same over another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// Filters, records and publishes `batch` (reports already parsed, or refused by
     /// validation) on behalf of `principal`. A report the store refuses is isolated at once (a
     /// request has no second delivery) and the others are stored.

@@ -11,6 +11,7 @@
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
 //! - [`rules`]: write rules W0–W6 (docs/rules.md §3) applied to a batch of states over rows held in memory.
 //! - [`sessions`]: W8 mowing sessions, a pure fold over a mower's states.
+//! - [`valid`]: the values of a request checked once (display text, blade threshold, time zone).
 //! - [`text`]: what every store can keep (no NUL in strings, instants in a four-digit-year
 //!   range), checked at the door.
 //! - [`events`]: events raised by the write rules, published after the commit.
@@ -33,6 +34,7 @@ pub mod rows;
 pub mod rules;
 pub mod sessions;
 pub mod text;
+pub mod valid;
 pub mod watch;
 pub mod webhook;
 

@@ -49,6 +49,9 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             latest_cache: args.latest_cache,
             webhooks: args.webhooks.settings(),
             batch_timeout: args.store.database_batch_timeout,
+            // Principals and mower placements cached for a short while (decisions 78, 108); the
+            // in-process test app leaves it off.
+            cache_ttl: swath_application::access::PRINCIPAL_CACHE_TTL,
         },
     );
     let background = wired.start(&args.background()).await?;
@@ -133,11 +136,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     let server = swath_api::server::serve(
         listener,
-        // Principals and mower placements cached for a short while (decisions 78, 108); the
-        // in-process test app leaves it off.
         router(
             state
-                .with_cache_ttl(swath_application::access::PRINCIPAL_CACHE_TTL)
                 .with_map_tile_url(&args.map_tile_url)
                 .with_http_limits(&args.http_limits)
                 // A stream never finishes by itself: without this it would hold the grace period

@@ -18,12 +18,14 @@ use crate::config::{BusKind, ServeArgs, StoreArgs, StoreKind, WebhookArgs};
 use anyhow::Context;
 use std::sync::Arc;
 use std::time::Duration;
-use swath_api::{AppState, NotificationPorts};
+use swath_api::{AppState, UseCases};
 use swath_application::latest_cache::LatestCache;
+use swath_application::live_feed::SharedFeed;
+use swath_application::live_streams::LiveStreams;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
-    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
-    TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
+    NotificationFeed, NotificationPorts, Partitioning, ProjectionStore, RetentionStore, StartAt,
+    Subscription, TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
 use swath_application::read_routing::{
     ReadRouted, ReadRoutedDirectory, ReadRoutedProjections, ReadRoutedTokens,
@@ -35,7 +37,9 @@ use swath_application::webhooks::delivery::{
 use swath_application::webhooks::wake::{Wake, WakingStore};
 use swath_application::webhooks::WebhookLimits;
 use swath_application::{
-    subjects, Ingest, Projections, Retention, RetentionPolicy, SchedulerStatus, Watcher,
+    subjects, Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, Ingest,
+    MowerData, MowerSettings, Projections, Readiness, Retention, RetentionPolicy, Revocations,
+    SchedulerStatus, Submissions, TokenAdmin, Watcher, Webhooks,
 };
 use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
@@ -287,6 +291,9 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     /// The longest an ingest batch's unit of work may take (`SWATH_DATABASE_BATCH_TIMEOUT_SECONDS`).
     pub batch_timeout: Duration,
+    /// How long token principals and mower placements are answered from memory (decisions 78,
+    /// 108): `swath serve` keeps them [`swath_application::access::PRINCIPAL_CACHE_TTL`]; zero asks the stores every time.
+    pub cache_ttl: Duration,
 }
 
 /// How webhooks are delivered.
@@ -387,18 +394,21 @@ pub fn wire(
         Retention::new(retention, Arc::clone(&clock), settings.retention)
             .with_webhooks(Arc::clone(&webhooks)),
     );
-    let state = AppState::new(
-        Arc::clone(&admin),
-        Arc::clone(&tokens),
-        telemetry,
-        Arc::clone(&bus),
-        Arc::clone(&clock),
+    let state = AppState::new(use_cases(
+        Ports {
+            directory: Arc::clone(&admin),
+            tokens: Arc::clone(&tokens),
+            telemetry,
+            notifications,
+            projections,
+            assignments,
+            webhooks: Arc::clone(&webhooks),
+            bus: Arc::clone(&bus),
+            clock: Arc::clone(&clock),
+        },
         Arc::clone(&ingest),
-    )
-    .with_notifications(notifications)
-    .with_projections(Projections::new(projections), assignments)
-    .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private)
-    .with_webhook_limits(settings.webhooks.limits);
+        &settings,
+    ));
     Wired {
         webhooks,
         wake,
@@ -413,6 +423,82 @@ pub fn wire(
         watcher,
         scheduler,
         retention,
+    }
+}
+
+/// The ports the API's use cases are built over.
+struct Ports {
+    directory: Arc<dyn DirectoryAdmin>,
+    tokens: Arc<dyn TokenStore>,
+    telemetry: Arc<dyn TelemetryStore>,
+    notifications: NotificationPorts,
+    projections: Arc<dyn ProjectionStore>,
+    assignments: Arc<dyn Assignments>,
+    webhooks: Arc<dyn WebhookStore>,
+    bus: Arc<dyn EventBus>,
+    clock: Arc<dyn Clock>,
+}
+
+/// The API's use cases over `ports`: the one place they are built, each over the same
+/// [`Access`] (one cache of principals and placements, one set of revocations) and the same
+/// creation rate.
+fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases {
+    let Ports {
+        directory,
+        tokens,
+        telemetry,
+        notifications,
+        projections,
+        assignments,
+        webhooks,
+        bus,
+        clock,
+    } = ports;
+    let access = Access::new(
+        Arc::clone(&directory),
+        tokens.clone(),
+        Arc::clone(&clock),
+        Revocations::default(),
+    )
+    .with_cache_ttl(settings.cache_ttl);
+    let rate = CreationRate::new(CreationLimits::default(), Arc::clone(&clock));
+    let token_admin = TokenAdmin::new(access.clone(), tokens, rate.clone());
+    let mower_data = MowerData::new(
+        access.clone(),
+        Arc::clone(&directory),
+        Arc::clone(&telemetry),
+        None,
+    )
+    .with_notifications(notifications.clone());
+    let mower_settings = MowerSettings::new(access.clone(), Arc::clone(&bus), Arc::clone(&clock))
+        .with_notifications(Some(notifications))
+        .with_assignments(Some(assignments));
+    let webhooks = Webhooks::new(
+        webhooks,
+        access.clone(),
+        Arc::clone(&clock),
+        settings.webhooks.allow_private,
+    )
+    .with_limits(settings.webhooks.limits);
+    UseCases {
+        fleet: FleetDirectory::new(access.clone(), directory, token_admin.clone(), rate.clone()),
+        exports: Exports::new(access.clone(), Arc::clone(&telemetry)),
+        submissions: Submissions::new(access.clone(), Arc::clone(&ingest), Arc::clone(&bus)),
+        imports: Imports::new(access.clone(), Arc::clone(&telemetry), Arc::clone(&clock)),
+        readiness: Readiness::new(telemetry, Arc::clone(&bus), ingest),
+        live_streams: LiveStreams::new(
+            access.clone(),
+            SharedFeed::new(bus, Arc::clone(&clock)),
+            swath_api::limits::RequestLimits::default().streams,
+        ),
+        webhooks: Some(webhooks),
+        live_views: Some(Projections::new(projections)),
+        token_admin,
+        mower_data,
+        mower_settings,
+        creation_rate: rate,
+        access,
+        clock,
     }
 }
 

@@ -15,11 +15,13 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
-use swath_api::{router, AppState};
+use swath::wiring::{wire, Stores};
+use swath_api::router;
 use swath_application::ports::{hash_token, Clock, Directory, EventBus, SystemClock, TokenStore};
-use swath_application::{subjects, Ingest};
+use swath_application::subjects;
 use swath_domain::{Account, AccountId, Mower, MowerId, Principal, Scope, Site, SiteId};
 use swath_memory::{MemoryBus, MemoryBusSettings, MemoryStore, MemoryStoreSettings};
+use swath_tests::support::http::test_settings;
 use tower::ServiceExt;
 use uuid::Uuid;
 
@@ -50,11 +52,6 @@ async fn app() -> App {
     });
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ingest = Arc::new(Ingest::new(
-        Arc::new(store.clone()),
-        Arc::clone(&bus),
-        Arc::clone(&clock),
-    ));
     let (account_a, account_b) = (AccountId(id(0xa)), AccountId(id(0xb)));
     let sites = [
         (SiteId(id(0xa1)), account_a, "North"),
@@ -119,14 +116,13 @@ async fn app() -> App {
         .await
         .unwrap();
     }
-    let state = AppState::new(
-        Arc::new(store.clone()),
-        Arc::new(store.clone()),
-        Arc::new(store.clone()),
+    let state = wire(
+        Stores::memory(store.clone()),
         Arc::clone(&bus),
         clock,
-        ingest,
-    );
+        test_settings(),
+    )
+    .state;
     App {
         router: router(state),
         store,
@@ -487,19 +483,13 @@ async fn readyz_names_what_is_down() {
     });
     let bus: Arc<dyn EventBus> = Arc::new(DownBus);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let ingest = Arc::new(Ingest::new(
-        Arc::new(store.clone()),
-        Arc::clone(&bus),
-        Arc::clone(&clock),
-    ));
-    let state = AppState::new(
-        Arc::new(store.clone()),
-        Arc::new(store.clone()),
-        Arc::new(store),
+    let state = wire(
+        Stores::memory(store),
         Arc::clone(&bus),
         clock,
-        ingest,
-    );
+        test_settings(),
+    )
+    .state;
     let response = router(state)
         .oneshot(Request::get("/readyz").body(Body::empty()).unwrap())
         .await

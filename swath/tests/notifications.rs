@@ -8,11 +8,13 @@ use chrono::Duration;
 use helpers::{t0, TestApp, TOKEN_A, TOKEN_A_ADMIN, TOKEN_A_WRITE_ONLY, TOKEN_B};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use swath_api::{router, AppState, NotificationPorts};
+use swath::wiring::{wire, Stores};
+use swath_api::router;
 use swath_application::ports::Clock;
-use swath_application::{Ingest, SchedulerStatus, Watcher};
+use swath_application::{SchedulerStatus, Watcher};
 use swath_domain::watch::{AlertKind, Event, EventDetail, EventKind, WatchChanges};
 use swath_memory::MemoryBus;
+use swath_tests::support::http::test_settings;
 use swath_tests::support::{commit_watch, open_alert, store_alerts};
 
 /// The test application, with its watcher and busy check (the same store, as `swath serve` wires
@@ -337,19 +339,12 @@ async fn stored_reports_with_zones_pending_answer_200_and_publish_blade_due_once
     let faulty = FaultyWatch::new(shared.clone(), shared.clone());
     let clock: Arc<dyn Clock> = app.clock.clone();
     let bus = Arc::new(MemoryBus::default());
-    let ingest = Arc::new(
-        Ingest::new(Arc::new(store.clone()), bus.clone(), clock.clone()).with_zones(faulty.clone()),
-    );
-    let state_ = AppState::new(
-        Arc::new(store.clone()),
-        Arc::new(store.clone()),
-        Arc::new(store.clone()),
-        bus.clone(),
-        clock,
-        ingest.clone(),
-    )
-    .with_notifications(NotificationPorts::of(shared));
-    app.router = router(state_);
+    // The ingest's zone step over the faulty zones, wired as `swath serve` wires it.
+    let mut stores = Stores::memory(store.clone());
+    stores.notifications.zones = faulty.clone();
+    let wired = wire(stores, bus.clone(), clock, test_settings());
+    let ingest = Arc::clone(&wired.ingest);
+    app.router = router(wired.state);
     app.ingest = ingest.clone();
 
     let mower = app.a.mowers[0];

@@ -47,6 +47,7 @@
 pub mod api_contract;
 pub mod bus_contract;
 pub mod cluster;
+pub mod cross_tenant;
 pub mod e2e;
 pub mod faults;
 pub mod feed_contract;

@@ -31,7 +31,7 @@
 //! - a factory (`api_contract`, `telemetry_contract`, `projections_contract`,
 //!   `retention_contract`, `watch_contract`, `zone_contract`, `geofence_contract`,
 //!   `feed_contract`, `reuse_contract`,
-//!   `webhook_contract`, `webhook_access`): the adapter gives `#[test] factory = <expr>`, the
+//!   `webhook_contract`, `webhook_access`, `cross_tenant`): the adapter gives `#[test] factory = <expr>`, the
 //!   expression evaluated once per test, so that every test has a factory of its own;
 //! - a bus and a subject prefix (`bus_contract`): `#[test] bus = <future of a DynBus>,
 //!   root = <first subject tokens>`; each test gets a run-unique prefix
@@ -117,6 +117,14 @@ macro_rules! contract_suite {
             a_geofence_is_parsed_once_per_version,
             jitter_within_accuracy_raises_no_alarm,
             a_geofence_replaced_during_a_watcher_batch_never_clears_the_alarm,
+        );
+    };
+    (cross_tenant, $($adapter:tt)*) => {
+        $crate::contract_tests!(factory cross_tenant [$($adapter)*]
+            another_account_sees_nothing_of_an_id,
+            a_site_limited_token_sees_nothing_of_another_site,
+            the_owner_is_answered,
+            a_token_is_issued_only_within_its_issuers_powers,
         );
     };
     (webhook_access, $($adapter:tt)*) => {

@@ -7,9 +7,8 @@ use chrono::{DateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use swath_application::ports::{
-    BusError, Directory, PublishOnly, Publisher, TelemetryStore, TimeWindow, WatchStore,
-};
+use swath_application::ports::{BusError, Directory, TelemetryStore, TimeWindow, WatchStore};
+use swath_application::publish_only::{PublishOnly, Publisher};
 use swath_application::Ingest;
 use swath_domain::watch::{Alert, AlertChanges, AlertKind, WatchChanges};
 use swath_domain::{

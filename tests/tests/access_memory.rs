@@ -479,9 +479,9 @@ async fn without_a_bound_every_request_asks_the_store() {
 async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
     use axum::body::Body;
     use axum::http::{header, Method, Request, StatusCode};
-    use swath_api::{router, AppState};
+    use swath::wiring::{wire, Stores};
+    use swath_api::router;
     use swath_application::ports::EventBus;
-    use swath_application::Ingest;
     use swath_memory::{MemoryBus, MemoryBusSettings};
     use tower::ServiceExt;
 
@@ -508,22 +508,9 @@ async fn through_http_one_lookup_per_bound_and_a_revocation_refused_at_once() {
         .unwrap();
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t0()));
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-    let ingest = Arc::new(Ingest::new(
-        Arc::new(w.store.clone()),
-        Arc::clone(&bus),
-        Arc::clone(&clock),
-    ));
-    let app = router(
-        AppState::new(
-            Arc::new(w.store.clone()),
-            tokens.clone(),
-            Arc::new(w.store.clone()),
-            bus,
-            clock,
-            ingest,
-        )
-        .with_cache_ttl(std::time::Duration::from_secs(2)),
-    );
+    let mut stores = Stores::memory(w.store.clone());
+    stores.tokens = tokens.clone();
+    let app = router(wire(stores, bus, clock, cached()).state);
     let send = |method: Method, path: String| {
         let app = app.clone();
         async move {
@@ -666,9 +653,9 @@ async fn without_a_bound_every_mower_id_read_asks_the_directory() {
 async fn through_http_a_mower_moved_here_is_hidden_at_once() {
     use axum::body::Body;
     use axum::http::{header, Method, Request, StatusCode};
-    use swath_api::{router, AppState};
+    use swath::wiring::{wire, Stores};
+    use swath_api::router;
     use swath_application::ports::EventBus;
-    use swath_application::Ingest;
     use swath_memory::{MemoryBus, MemoryBusSettings};
     use tower::ServiceExt;
 
@@ -689,22 +676,8 @@ async fn through_http_a_mower_moved_here_is_hidden_at_once() {
     }
     let clock: Arc<dyn Clock> = Arc::new(ManualClock::new(t0()));
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-    let ingest = Arc::new(Ingest::new(
-        Arc::new(w.store.clone()),
-        Arc::clone(&bus),
-        Arc::clone(&clock),
-    ));
-    let app = router(
-        AppState::new(
-            Arc::new(w.store.clone()),
-            Arc::new(w.store.clone()),
-            Arc::new(w.store.clone()),
-            bus,
-            clock,
-            ingest,
-        )
-        .with_cache_ttl(std::time::Duration::from_secs(2)),
-    );
+    let stores = Stores::memory(w.store.clone());
+    let app = router(wire(stores, bus, clock, cached()).state);
     let send = |method: Method, path: String, token: &'static str, body: Option<String>| {
         let app = app.clone();
         async move {
@@ -746,4 +719,12 @@ async fn through_http_a_mower_moved_here_is_hidden_at_once() {
         send(Method::GET, history, reader, None).await,
         StatusCode::NOT_FOUND
     );
+}
+
+/// The test app's settings with the principal and placement caches on, for 2 s.
+fn cached() -> swath::wiring::Settings {
+    swath::wiring::Settings {
+        cache_ttl: std::time::Duration::from_secs(2),
+        ..swath_tests::support::http::test_settings()
+    }
 }

@@ -93,7 +93,7 @@ use bytes::Bytes;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
-use swath_application::ports::bus_rules::{
+use swath_application::bus_rules::{
     batch_limit, check_batch_subscription, check_live, check_subject, subject_matches,
 };
 use swath_application::ports::{

@@ -8,7 +8,7 @@
 
 use async_nats::jetstream::consumer::PullConsumer;
 use std::time::Duration;
-use swath_application::ports::bus_rules::stopped;
+use swath_application::bus_rules::stopped;
 use tokio::sync::watch;
 
 /// Messages of a partition's consumer not delivered yet (JetStream's `num_pending`).

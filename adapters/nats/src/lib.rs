@@ -19,7 +19,7 @@
 //! - `publish`: publishing one message, a unit of work's messages within a window, and a
 //!   pipelined stream in order; JetStream's refusals mapped onto the port's errors.
 //! - `subjects`: which stream covers a subject filter (the subject and name checks both buses
-//!   make are `swath_application::ports::bus_rules`).
+//!   make are `swath_application::bus_rules`).
 //!
 //! # Mapping the port onto JetStream
 //! - `publish` is a JetStream publish with `Nats-Msg-Id` set to the de-duplication id; it returns
@@ -87,7 +87,7 @@ use async_nats::{Client, ConnectOptions, Event};
 use async_trait::async_trait;
 use bytes::Bytes;
 use std::sync::Arc;
-use swath_application::ports::bus_rules;
+use swath_application::bus_rules;
 use swath_application::ports::{
     cause, chain, BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription,
     Publication, Subscription,

@@ -10,7 +10,7 @@ use async_nats::jetstream::{self, kv};
 use bytes::Bytes;
 use futures::StreamExt;
 use std::time::Duration;
-use swath_application::ports::bus_rules::{is_stopped, stopped};
+use swath_application::bus_rules::{is_stopped, stopped};
 use swath_application::ports::{cause, chain, BusError};
 use tokio::sync::watch;
 

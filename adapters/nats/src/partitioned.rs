@@ -25,7 +25,7 @@ use async_nats::jetstream::{self, stream::Stream};
 use async_nats::Client;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
-use swath_application::ports::bus_rules::is_stopped;
+use swath_application::bus_rules::is_stopped;
 use swath_application::ports::{
     chain, BatchHandler, BatchSettings, BusError, Partitioning, StartAt, Subscription,
 };

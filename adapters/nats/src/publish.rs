@@ -7,7 +7,7 @@ use async_nats::jetstream::context::PublishErrorKind;
 use async_nats::jetstream::{self, ErrorCode};
 use async_nats::HeaderMap;
 use bytes::Bytes;
-use swath_application::ports::bus_rules;
+use swath_application::bus_rules;
 use swath_application::ports::{cause, BusError, Publication};
 
 /// Messages [`EventBus::publish_all`](swath_application::ports::EventBus::publish_all) sends

@@ -1,5 +1,5 @@
 //! Which stream holds a subject filter. The subject and name checks both buses make are in
-//! `swath_application::ports::bus_rules`, so that what one bus refuses the other refuses too
+//! `swath_application::bus_rules`, so that what one bus refuses the other refuses too
 //! (and NATS never sees a request it would answer with an obscure error).
 
 /// Whether every subject `filter` matches is also matched by `subjects` (a stream's subject):

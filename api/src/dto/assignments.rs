@@ -99,3 +99,17 @@ pub struct AssignmentBody {
 fn active_default() -> bool {
     true
 }
+
+impl AssignmentBody {
+    /// The assignment as the use case takes it, or the `422` of its operator's name.
+    pub(crate) fn checked(
+        &self,
+    ) -> Result<swath_application::AssignmentSpec, crate::error::ApiError> {
+        use swath_domain::valid::{Label, TextRule};
+        Ok(swath_application::AssignmentSpec {
+            operator: Label::new("operator", self.operator.as_str(), TextRule::OPERATOR)?,
+            priority: self.priority.domain(),
+            active: self.active,
+        })
+    }
+}

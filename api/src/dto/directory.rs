@@ -5,57 +5,115 @@
 
 use crate::error::ApiError;
 use chrono::{DateTime, Utc};
-use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 use swath_application::ports::TokenInfo;
-use swath_domain::{self as domain, Scope as PortScope};
+use swath_application::{
+    IssuedToken, MowerChanges, MowerRequest, SiteChanges, SiteRequest, TokenRequest,
+};
+use swath_domain::valid::{time_zone, BladeThreshold, Label, TextRule};
+use swath_domain::{self as domain, MowerId, Scope as PortScope, SiteId};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// The longest name, model or serial accepted, in characters.
-pub const MAX_TEXT_CHARS: usize = 100;
-/// The largest blade threshold accepted: ten years of blade time, in seconds.
-pub const MAX_BLADE_THRESHOLD_SECONDS: f64 = 315_360_000.0;
-/// The blade threshold of a mower created without one: 100 hours (docs/rules.md §3, W6).
-pub const DEFAULT_BLADE_THRESHOLD_SECONDS: f64 = 360_000.0;
-
-/// A text field of a request: 1 to 100 characters, not only spaces.
-pub fn text(field: &str, value: String) -> Result<String, ApiError> {
-    let chars = value.chars().count();
-    if value.trim().is_empty() || chars > MAX_TEXT_CHARS {
-        return Err(ApiError::invalid(
-            format!("/{field}"),
-            format!("`/{field}` must have 1 to {MAX_TEXT_CHARS} characters, not only spaces."),
-        ));
-    }
-    Ok(value)
+/// A directory text of a request (name, model, serial), checked by the domain's one rule.
+fn text(field: &str, value: String) -> Result<Label, ApiError> {
+    Ok(Label::new(field, value, TextRule::DIRECTORY)?)
 }
 
-/// An IANA time zone name, as `chrono-tz` knows them.
-pub fn time_zone(value: &str) -> Result<Tz, ApiError> {
-    value.parse().map_err(|_| {
-        ApiError::invalid(
-            "/time_zone",
-            format!(
-                "`/time_zone` is {value:?}, which is not an IANA time zone name (like \
-                 `Europe/Berlin`)."
-            ),
-        )
-    })
+/// Each optional field of a patch, checked when given.
+fn some<T, U>(
+    value: Option<T>,
+    check: impl FnOnce(T) -> Result<U, ApiError>,
+) -> Result<Option<U>, ApiError> {
+    value.map(check).transpose()
 }
 
-/// A blade threshold in seconds, to milliseconds.
-pub fn blade_threshold_ms(seconds: f64) -> Result<i64, ApiError> {
-    if !seconds.is_finite() || !(1.0..=MAX_BLADE_THRESHOLD_SECONDS).contains(&seconds) {
-        return Err(ApiError::invalid(
-            "/blade_threshold_seconds",
-            format!(
-                "`/blade_threshold_seconds` is {seconds}; it must be between 1 and \
-                 {MAX_BLADE_THRESHOLD_SECONDS}."
-            ),
-        ));
+impl NewAccount {
+    /// The account's name, checked.
+    pub fn checked(self) -> Result<Label, ApiError> {
+        text("name", self.name)
     }
-    Ok((seconds * 1000.0).round() as i64)
+}
+
+impl NewSite {
+    /// The site as the use case takes it, or the `422` of its first problem.
+    pub fn checked(self) -> Result<SiteRequest, ApiError> {
+        Ok(SiteRequest {
+            name: text("name", self.name)?,
+            time_zone: time_zone(&self.time_zone)?,
+            display_order: self.display_order,
+        })
+    }
+}
+
+impl SitePatch {
+    /// The changes as the use case takes them, or the `422` of the first problem.
+    pub fn checked(self) -> Result<SiteChanges, ApiError> {
+        Ok(SiteChanges {
+            name: some(self.name, |n| text("name", n))?,
+            time_zone: some(self.time_zone, |z| Ok(time_zone(&z)?))?,
+            display_order: self.display_order,
+        })
+    }
+}
+
+impl NewMower {
+    /// The mower as the use case takes it (the blade threshold's default is the domain's), or the
+    /// `422` of its first problem.
+    pub fn checked(self) -> Result<MowerRequest, ApiError> {
+        Ok(MowerRequest {
+            id: self.id.map(MowerId),
+            site_id: SiteId(self.site_id),
+            name: text("name", self.name)?,
+            model: text("model", self.model)?,
+            serial: text("serial", self.serial)?,
+            display_order: self.display_order,
+            blade_threshold: BladeThreshold::or_default(self.blade_threshold_seconds)?,
+        })
+    }
+}
+
+impl MowerPatch {
+    /// The changes as the use case takes them, or the `422` of the first problem.
+    pub fn checked(self) -> Result<MowerChanges, ApiError> {
+        Ok(MowerChanges {
+            site_id: self.site_id.map(SiteId),
+            name: some(self.name, |n| text("name", n))?,
+            model: some(self.model, |m| text("model", m))?,
+            serial: some(self.serial, |s| text("serial", s))?,
+            display_order: self.display_order,
+            blade_threshold: some(self.blade_threshold_seconds, |s| {
+                Ok(BladeThreshold::from_seconds(s)?)
+            })?,
+        })
+    }
+}
+
+impl NewTokenRequest {
+    /// The token as the use case takes it, or the `422` of its name.
+    pub fn checked(self) -> Result<TokenRequest, ApiError> {
+        Ok(TokenRequest {
+            name: Label::new("name", self.name, TextRule::TOKEN_NAME)?,
+            scopes: self.scopes.iter().map(|s| (*s).into()).collect(),
+            sites: self.sites.map(|ids| ids.into_iter().map(SiteId).collect()),
+        })
+    }
+}
+
+impl From<IssuedToken> for CreatedToken {
+    fn from(t: IssuedToken) -> Self {
+        CreatedToken {
+            scopes: scopes(&t.principal),
+            sites: t
+                .principal
+                .sites
+                .as_ref()
+                .map(|s| s.iter().map(|id| id.0).collect()),
+            token: t.token,
+            id: t.id.0,
+            name: t.name,
+        }
+    }
 }
 
 /// An account (tenant). Every site, mower and token belongs to exactly one.

@@ -159,3 +159,68 @@ pub struct IngestResult {
     #[schema(example = false)]
     pub zones_pending: bool,
 }
+
+impl From<swath_application::Submitted> for IngestResult {
+    /// The answer of `POST /v1/states`: per report, in order, stored or dropped and why.
+    fn from(submitted: swath_application::Submitted) -> Self {
+        use swath_domain::StateOutcome;
+        let swath_application::Submitted {
+            outcomes,
+            refused,
+            zones_pending,
+        } = submitted;
+        let mut result = IngestResult {
+            items: Vec::with_capacity(outcomes.len()),
+            stored: 0,
+            dropped: 0,
+            zones_pending,
+        };
+        for (index, (outcome, refusal)) in outcomes.into_iter().zip(refused).enumerate() {
+            // serde names the domain's private wire type in its messages; clients know it as a
+            // report.
+            let detail = refusal.map(|e| {
+                e.detail
+                    .replace("struct WireReport", "a state report object")
+            });
+            let item = match outcome {
+                StateOutcome::Stored => {
+                    result.stored += 1;
+                    ReportOutcome {
+                        index: index as u32,
+                        outcome: Outcome::Stored,
+                        reason: None,
+                        detail: None,
+                    }
+                }
+                StateOutcome::Dropped(reason) => {
+                    result.dropped += 1;
+                    let (reason, detail) = dropped(detail, reason);
+                    ReportOutcome {
+                        index: index as u32,
+                        outcome: Outcome::Dropped,
+                        reason: Some(reason),
+                        detail: Some(detail),
+                    }
+                }
+            };
+            result.items.push(item);
+        }
+        result
+    }
+}
+
+/// Why a report was dropped, in the answer's words. No detail: refused by the store (the use case
+/// gives W0's refusals the detail of an unknown mower).
+fn dropped(detail: Option<String>, reason: DomainReason) -> (DropReason, String) {
+    match (detail, reason) {
+        (Some(detail), reason) => (reason.into(), detail),
+        (None, DomainReason::RejectedByStore) => (
+            DropReason::RejectedByStore,
+            "The store refused this report; sending it again gives the same answer.".to_owned(),
+        ),
+        (None, _) => (
+            DropReason::UnknownMower,
+            swath_application::access::MOWER_NOT_VISIBLE.to_owned(),
+        ),
+    }
+}

@@ -357,6 +357,34 @@ pub struct ZoneBody {
     pub polygon: PolygonGeometry,
 }
 
+impl ZoneDto {
+    /// The document of `zone`, occupied since `since` (`None`: not occupied).
+    pub(crate) fn new(
+        zone: swath_domain::watch::zones::Zone,
+        since: Option<DateTime<Utc>>,
+    ) -> Self {
+        ZoneDto {
+            id: zone.id,
+            mower_id: zone.mower_id.0,
+            polygon: PolygonGeometry::of(&zone.polygon),
+            name: zone.name,
+            occupied: since.is_some(),
+            occupied_since: since,
+            created_at: zone.created_at,
+            updated_at: zone.updated_at,
+        }
+    }
+}
+
+impl ZoneBody {
+    /// The zone's name and polygon as the use case takes them, or the `422` of the first problem.
+    pub(crate) fn checked(&self) -> Result<(swath_domain::valid::Label, GeoPolygon), ApiError> {
+        use swath_domain::valid::{Label, TextRule};
+        let name = Label::new("name", self.name.as_str(), TextRule::ZONE_NAME)?;
+        Ok((name, self.polygon.validate("/polygon")?))
+    }
+}
+
 /// The scheduler's view of a mower: busy (on a run or in error) or free to start one.
 #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
 #[schema(as = Busy)]

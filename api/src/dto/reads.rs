@@ -150,6 +150,25 @@ pub struct HistoryPage {
     pub oldest_kept: Option<DateTime<Utc>>,
 }
 
+impl HistoryPage {
+    /// A page of the mower `mower_id`'s history as `page` cut it at `limit`.
+    pub(crate) fn new(
+        mower_id: Uuid,
+        page: crate::page::Cut<HistoryRow>,
+        limit: usize,
+        oldest_kept: Option<DateTime<Utc>>,
+    ) -> Self {
+        HistoryPage {
+            mower_id,
+            items: page.rows.iter().map(HistoryItem::from).collect(),
+            next_cursor: page.next_cursor,
+            limit: limit as u32,
+            truncated: page.truncated,
+            oldest_kept,
+        }
+    }
+}
+
 /// One reported position of a mower.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TrackPoint {

@@ -6,10 +6,9 @@
 //! into it; the creating token cannot see the new account afterwards (see docs/decisions.md).
 
 use super::location;
-use super::tokens::issue;
 use crate::auth::{Admin, Authenticated};
 use crate::dto::answers::{ById, NotJson};
-use crate::dto::directory::{text, AccountDto, AccountList, CreatedAccount, Me, NewAccount};
+use crate::dto::directory::{AccountDto, AccountList, CreatedAccount, Me, NewAccount};
 use crate::dto::params::AccountPath;
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -18,14 +17,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_domain::{Account, AccountId, Principal, Scope};
+use swath_domain::AccountId;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "accounts";
-
-/// The name of the first token of a new account.
-const FIRST_TOKEN_NAME: &str = "first admin token";
 
 /// Who am I
 #[utoipa::path(
@@ -103,40 +99,17 @@ pub async fn create_account(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewAccount>,
 ) -> Result<Response, ApiError> {
-    if principal.sites.is_some() {
-        return Err(ApiError::Forbidden(
-            "A token limited to some sites cannot create accounts.".to_owned(),
-        ));
-    }
-    let account = Account {
-        id: AccountId::new(),
-        name: text("name", body.name)?,
-    };
-    state
+    let (account, token) = state
         .fleet
-        .create_account(&principal, account.clone())
+        .create_account(&principal, body.checked()?)
         .await?;
-    let token = issue(
-        &state,
-        FIRST_TOKEN_NAME.to_owned(),
-        Principal {
-            account_id: account.id,
-            scopes: vec![Scope::Read, Scope::Write, Scope::Admin],
-            sites: None,
-        },
-    )
-    .await?;
-    tracing::info!(
-        account_id = %account.id,
-        created_by = %principal.account_id,
-        "Created an account with its first token."
-    );
+    tracing::info!(account_id = %account.id, created_by = %principal.account_id, "Created an account with its first token.");
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/accounts/{}", account.id))?,
         Json(CreatedAccount {
             account: AccountDto::from(&account),
-            token,
+            token: token.into(),
         }),
     )
         .into_response())
@@ -160,10 +133,7 @@ pub async fn get_account(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<AccountDto>, ApiError> {
-    if AccountId(id) != principal.account_id {
-        return Err(ApiError::NotFound(Resource::Account));
-    }
-    match state.fleet.own_account(&principal).await? {
+    match state.fleet.account(&principal, AccountId(id)).await? {
         Some(account) => Ok(Json(AccountDto::from(&account))),
         None => Err(ApiError::NotFound(Resource::Account)),
     }

@@ -26,7 +26,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use swath_application::ports::hash_token;
+use swath_application::hash_token;
 use swath_application::ImportFailure;
 use swath_domain::{Principal, Scope};
 use uuid::Uuid;

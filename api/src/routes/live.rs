@@ -4,16 +4,13 @@
 //! The states and events come from the replica's [`LiveFeed`] (one live subscription per process,
 //! started by the first stream): every event has an `id:`, and a client that reconnects with
 //! `Last-Event-ID` gets what it missed while it is in the feed's window, or an event `reset`
-//! telling it to reload through REST (decisions 101 and 102). Visibility is decided per connection
-//! by the access service (`Access::visible_mower_sites`), from the directory, never from the
-//! item alone: the principal's mowers (its account's, limited to its sites when the token is)
-//! are resolved at connect and again every [`MOWER_REFRESH`], and an item is sent only when its
-//! mower is one of them *and* it names the principal's account. The client's filters and
-//! "changes only" are the application's ([`StreamView`], decision 103); this route only parses
-//! them. Reports that fail validation are never sent, nor a report published on another mower's
-//! subject. A client that reads too slowly catches up from the window or gets `reset`; it never
-//! slows ingestion. Comments (`: keep-alive`) every [`KEEP_ALIVE`] keep proxies from closing an
-//! idle stream.
+//! telling it to reload through REST (decisions 101 and 102). Who may open a stream, how many
+//! each token and account holds, which items a connection is sent (its visible mowers, resolved
+//! again every [`MOWER_REFRESH`], and the client's filters), the token's re-checks and when a
+//! stream ends are the application's
+//! ([`swath_application::live_streams::LiveStreams`]); this route parses the filters and frames
+//! what a [`LiveSession`] answers as Server-Sent Events. Comments (`: keep-alive`) every
+//! [`KEEP_ALIVE`] keep proxies from closing an idle stream.
 
 use crate::auth::{bearer_token, Reader};
 use crate::dto::live_stream::{
@@ -23,7 +20,7 @@ use crate::dto::notifications::{AlertKindDto, EventDto};
 use crate::dto::MowerState;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
-use crate::limits::{StreamRefusal, StreamSlot, STREAM_RETRY_AFTER_SECONDS};
+use crate::limits::STREAM_RETRY_AFTER_SECONDS;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -32,19 +29,18 @@ use futures::Stream;
 use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Duration;
-use swath_application::live_feed::filter::{StreamFilter, StreamKind, StreamView};
-use swath_application::live_feed::{Cursor, Delivery, FeedBody, FeedItem, LiveFeed, RESUME_WINDOW};
-use swath_application::ports::{chain, hash_token, TokenHash};
+use swath_application::hash_token;
+use swath_application::live_feed::filter::{StreamFilter, StreamKind};
+use swath_application::live_feed::{FeedBody, FeedItem};
+use swath_application::live_streams::{
+    LiveSession, LiveStreamError, Next, StreamRefusal, StreamRequest,
+};
+pub use swath_application::live_streams::{MOWER_REFRESH, PRINCIPAL_RECHECK};
 use swath_domain::live::{alert_change, AlertChange};
 use swath_domain::Principal;
-use tokio::time::Instant;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "live";
-
-/// How often a connection resolves the principal's mowers again (mowers added, moved or deleted
-/// since it connected).
-pub const MOWER_REFRESH: Duration = Duration::from_secs(30);
 
 /// How often an idle stream sends a comment.
 pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -68,19 +64,6 @@ pub const RESET_EVENT: &str = "reset";
 /// mowers it was given), `{"reason": "shutdown"}` when the process is shutting down (reconnect
 /// at once, with `Last-Event-ID`: another replica, or the restarted process, answers).
 pub const END_EVENT: &str = "end";
-
-/// Why Swath ended a stream: the `reason` of its `end` event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum EndReason {
-    /// The token was revoked, or lost the `read` scope or the mowers it was given.
-    TokenRevoked,
-    /// The process began to shut down.
-    Shutdown,
-}
-
-/// How often a connection checks that its token is still valid (at the same time as it resolves
-/// its mowers again); a revocation in the same process is noticed at once.
-pub const PRINCIPAL_RECHECK: Duration = MOWER_REFRESH;
 
 /// Stream the states and events of your mowers
 #[utoipa::path(
@@ -148,46 +131,21 @@ pub async fn live_stream(
     ApiQuery(params): ApiQuery<StreamParams>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, ApiError> {
-    let filter = stream_filter(&params)?;
-    // Subscribed before the mowers are read: a revocation from now on is seen.
-    let revocations = state.access.revocations().subscribe();
-    let token = hash_token(bearer_token(&headers)?);
-    // Before any work for it: one token, or one account's tokens, cannot hold every connection
-    // (decisions 140, 181).
-    let slot = state
-        .limits
-        .streams
-        .acquire(&token, principal.account_id)
-        .map_err(|refusal| stream_refused(&principal, refusal))?;
-    let last_event_id = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let feed = state
-        .live_feed
-        .get(RESUME_WINDOW)
-        .await
-        .map_err(|e| ApiError::Unavailable(e.to_string()))?;
-    let visible = state.access.visible_mower_sites(&principal).await?;
-    tracing::debug!(
-        account_id = %principal.account_id,
-        mowers = visible.len(),
-        resuming = last_event_id.is_some(),
-        "A live stream connected."
-    );
-    let cursor = feed.cursor(last_event_id.as_deref());
+    let request = StreamRequest {
+        token: hash_token(bearer_token(&headers)?),
+        filter: stream_filter(&params)?,
+        last_event_id: headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    };
+    let session = match state.live_streams.open(&principal, request).await {
+        Ok(session) => session,
+        Err(LiveStreamError::Refused(refusal)) => return Err(stream_refused(&principal, refusal)),
+        Err(e) => return Err(e.into()),
+    };
     let live = Live {
-        _slot: slot,
-        view: StreamView::new(principal.account_id, visible, filter),
-        shutdown: state.shutdown.clone(),
-        state,
-        principal,
-        token,
-        revocations,
-        ended: false,
-        feed,
-        cursor,
-        refresh_at: Instant::now() + MOWER_REFRESH,
+        session,
         _open: crate::http_metrics::OpenStream::new(),
     };
     let stream = futures::stream::unfold(live, |mut live| async move {
@@ -195,13 +153,6 @@ pub async fn live_stream(
         Some((Ok(event), live))
     });
     Ok(Sse::new(stream).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
-}
-
-/// Resolves once `shutdown` is `true`; an error when its sender is gone without it.
-async fn shutdown_began(
-    shutdown: &mut tokio::sync::watch::Receiver<bool>,
-) -> Result<(), tokio::sync::watch::error::RecvError> {
-    shutdown.wait_for(|stop| *stop).await.map(drop)
 }
 
 /// The filters of the query, checked: a malformed id or an unknown kind is a `400`.
@@ -274,155 +225,57 @@ fn stream_refused(principal: &Principal, refusal: StreamRefusal) -> ApiError {
     }
 }
 
-/// One connection's state.
+/// One connection: the application's session, framed.
 struct Live {
-    /// Its place among the streams, given back when the stream is dropped.
-    _slot: StreamSlot,
-    state: AppState,
-    principal: Principal,
-    /// The hash of the connection's token, checked again every [`PRINCIPAL_RECHECK`].
-    token: TokenHash,
-    /// Changes when a token is revoked in this process.
-    revocations: tokio::sync::watch::Receiver<u64>,
-    /// `true` once the process shuts down (see [`AppState::shutdown`]).
-    shutdown: tokio::sync::watch::Receiver<bool>,
-    /// The `end` event was sent: the stream is over.
-    ended: bool,
-    feed: LiveFeed,
-    cursor: Cursor,
-    view: StreamView,
-    refresh_at: Instant,
+    session: LiveSession,
     /// Counts the stream in `swath_http_live_streams` while it lives.
     _open: crate::http_metrics::OpenStream,
 }
 
 impl Live {
-    /// The next item the principal may see (or a `reset`); the `end` event once its token is no
-    /// longer valid or the process shuts down; `None` after that, or once the feed ended.
+    /// The next SSE event of the session; `None` once it is over.
     async fn next_event(&mut self) -> Option<Event> {
-        if self.ended {
-            return None;
-        }
         loop {
-            // A refresh that is due runs before the next item is looked at.
-            let delivery = tokio::select! {
-                biased;
-                // First: nothing more is sent once shutdown began. A state that never shuts
-                // down has dropped its sender, which disables this branch.
-                Ok(()) = shutdown_began(&mut self.shutdown) => {
-                    return Some(self.end(EndReason::Shutdown));
-                }
-                Ok(()) = self.revocations.changed() => {
-                    if !self.token_valid().await {
-                        return Some(self.end(EndReason::TokenRevoked));
+            return Some(match self.session.next().await? {
+                Next::Reset { reason, id } => Event::default()
+                    .event(RESET_EVENT)
+                    .id(id)
+                    .data(format!(r#"{{"reason":"{reason}"}}"#)),
+                Next::End(reason) => Event::default()
+                    .event(END_EVENT)
+                    .data(format!(r#"{{"reason":"{}"}}"#, reason.as_str())),
+                Next::Item { item, id } => match encode(&item) {
+                    Ok(event) => event.id(id),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "Could not serialise a live item.");
+                        continue;
                     }
-                    continue;
-                }
-                () = tokio::time::sleep_until(self.refresh_at) => {
-                    if !self.token_valid().await {
-                        return Some(self.end(EndReason::TokenRevoked));
-                    }
-                    self.refresh().await;
-                    continue;
-                }
-                delivery = self.cursor.next() => delivery?,
-            };
-            let item = match delivery {
-                Delivery::Reset { reason, head } => {
-                    tracing::debug!(
-                        account_id = %self.principal.account_id,
-                        reason = reason.as_str(),
-                        "A live stream could not resume; the client is told to reload."
-                    );
-                    return Some(
-                        Event::default()
-                            .event(RESET_EVENT)
-                            .id(self.feed.event_id(head))
-                            .data(format!(r#"{{"reason":"{}"}}"#, reason.as_str())),
-                    );
-                }
-                Delivery::Item(item) => item,
-            };
-            if !self.view.admits(&item) {
-                continue;
-            }
-            match self.encode(&item) {
-                Ok(event) => return Some(event.id(self.feed.event_id(item.seq))),
-                Err(e) => tracing::warn!(error = %e, "Could not serialise a live item."),
-            }
+                },
+            });
         }
     }
+}
 
-    fn encode(&self, item: &FeedItem) -> Result<Event, axum::Error> {
-        match &item.body {
-            FeedBody::State(row) => Event::default()
-                .event(STATE_EVENT)
-                .json_data(MowerState::from(row.as_ref())),
-            FeedBody::Event(event) => Event::default().event(EVENT_EVENT).json_data(StreamEvent {
-                alert: alert_change(event.kind()).map(|change| {
-                    let (kind, change) = match change {
-                        AlertChange::Raised(k) => (k, AlertChangeKind::Raised),
-                        AlertChange::Cleared(k) => (k, AlertChangeKind::Cleared),
-                    };
-                    StreamAlert {
-                        kind: AlertKindDto::of(kind),
-                        change,
-                    }
-                }),
-                event: EventDto::from(event.clone()),
+fn encode(item: &FeedItem) -> Result<Event, axum::Error> {
+    match &item.body {
+        FeedBody::State(row) => Event::default()
+            .event(STATE_EVENT)
+            .json_data(MowerState::from(row.as_ref())),
+        FeedBody::Event(event) => Event::default().event(EVENT_EVENT).json_data(StreamEvent {
+            alert: alert_change(event.kind()).map(|change| {
+                let (kind, change) = match change {
+                    AlertChange::Raised(k) => (k, AlertChangeKind::Raised),
+                    AlertChange::Cleared(k) => (k, AlertChangeKind::Cleared),
+                };
+                StreamAlert {
+                    kind: AlertKindDto::of(kind),
+                    change,
+                }
             }),
-            FeedBody::Cleared(clear) => Event::default()
-                .event(ALERT_EVENT)
-                .json_data(StreamAlertCleared::from(clear)),
-        }
-    }
-
-    /// Whether the connection's token still gives its principal (not revoked, scopes and sites
-    /// unchanged). Asked of the token store itself, never of the principal cache, so that a
-    /// revocation through another replica ends the stream at this check. A store that does not
-    /// answer keeps the stream going until the next check.
-    async fn token_valid(&mut self) -> bool {
-        match self.state.access.principal_uncached(&self.token).await {
-            Ok(Some(principal)) => principal == self.principal,
-            Ok(None) => false,
-            Err(e) => {
-                tracing::warn!(error = %chain(&e), "Could not check a live stream's token; checking again later.");
-                true
-            }
-        }
-    }
-
-    /// The last event: the token is no longer valid, or the process shuts down.
-    fn end(&mut self, reason: EndReason) -> Event {
-        self.ended = true;
-        let data = match reason {
-            EndReason::TokenRevoked => {
-                tracing::info!(
-                    account_id = %self.principal.account_id,
-                    "Ended a live stream: its token was revoked."
-                );
-                r#"{"reason":"token_revoked"}"#
-            }
-            EndReason::Shutdown => {
-                tracing::debug!(
-                    account_id = %self.principal.account_id,
-                    "Ended a live stream: the process is shutting down."
-                );
-                r#"{"reason":"shutdown"}"#
-            }
-        };
-        Event::default().event(END_EVENT).data(data)
-    }
-
-    /// Resolves the principal's mowers again; on failure keeps the previous list (and logs).
-    async fn refresh(&mut self) {
-        self.refresh_at = Instant::now() + MOWER_REFRESH;
-        match self.state.access.visible_mower_sites(&self.principal).await {
-            Ok(mowers) => self.view.set_visible(mowers),
-            Err(e) => tracing::warn!(
-                error = %chain(&e),
-                "Could not refresh a live stream's mowers; keeping the previous list."
-            ),
-        }
+            event: EventDto::from(event.clone()),
+        }),
+        FeedBody::Cleared(clear) => Event::default()
+            .event(ALERT_EVENT)
+            .json_data(StreamAlertCleared::from(clear)),
     }
 }

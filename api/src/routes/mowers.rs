@@ -4,12 +4,10 @@
 use super::location;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody, MowerInvalid, NotJson, NotModified, PageRefused};
-use crate::dto::directory::{
-    blade_threshold_ms, text, MowerPatch, NewMower, DEFAULT_BLADE_THRESHOLD_SECONDS,
-};
+use crate::dto::directory::{MowerPatch, NewMower};
 use crate::dto::params::{MowerPath, PageParams, Revalidation};
 use crate::dto::{MowerList, MowerSummary};
-use crate::error::{ApiError, FieldProblem, Resource};
+use crate::error::ApiError;
 use crate::etag::json_with_etag;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
@@ -18,9 +16,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::DirectoryError;
 use swath_application::MowerView;
-use swath_domain::{Mower, MowerId, SiteId};
+use swath_domain::MowerId;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -93,66 +90,19 @@ pub async fn create_mower(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewMower>,
 ) -> Result<Response, ApiError> {
-    // Both problems of the body at once: a nil id and a site the token may not see.
-    let mut problems = Vec::new();
-    let id = match body.id {
-        Some(id) if id.is_nil() => {
-            problems.push(FieldProblem::new("/id", "`/id` must not be the nil UUID."));
-            MowerId(id)
-        }
-        Some(id) => MowerId(id),
-        None => MowerId::new(),
-    };
-    let site = match state
-        .access
-        .referenced_site(&principal, SiteId(body.site_id))
-        .await
-        .map_err(ApiError::from)
-    {
-        Ok(site) => Some(site),
-        Err(ApiError::Validation(mut found)) => {
-            problems.append(&mut found);
-            None
-        }
-        Err(other) => return Err(other),
-    };
-    let Some(site) = site.filter(|_| problems.is_empty()) else {
-        return Err(ApiError::Validation(problems));
-    };
-    let mower = Mower {
-        id,
-        account_id: principal.account_id,
-        site_id: site.id,
-        name: text("name", body.name)?,
-        model: text("model", body.model)?,
-        serial: text("serial", body.serial)?,
-        display_order: body.display_order,
-        blade_threshold_ms: blade_threshold_ms(
-            body.blade_threshold_seconds
-                .unwrap_or(DEFAULT_BLADE_THRESHOLD_SECONDS),
-        )?,
-    };
-    match state.fleet.create_mower(mower.clone()).await {
-        Ok(()) => {}
-        Err(DirectoryError::Conflict(_)) => {
-            return Err(ApiError::Conflict(format!(
-                "A mower with the id {id} exists already."
-            )))
-        }
-        // The site was deleted between the check and the insert.
-        Err(DirectoryError::NotFound(_)) => {
-            return Err(ApiError::invalid(
-                "/site_id",
-                "`/site_id` names no site visible to this token.",
-            ))
-        }
-        Err(e) => return Err(e.into()),
-    }
+    let created = state
+        .fleet
+        .create_mower(&principal, body.checked()?)
+        .await?;
+    let id = created.mower.id;
     tracing::info!(mower_id = %id, account_id = %principal.account_id, "Added a mower.");
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/mowers/{id}"))?,
-        Json(MowerSummary::from(&MowerView::unreported(mower, site.name))),
+        Json(MowerSummary::from(&MowerView::unreported(
+            created.mower,
+            created.site_name,
+        ))),
     )
         .into_response())
 }
@@ -211,35 +161,11 @@ pub async fn update_mower(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<MowerPatch>,
 ) -> Result<Json<MowerSummary>, ApiError> {
-    let mut mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    if let Some(site_id) = patch.site_id {
-        mower.site_id = state
-            .access
-            .referenced_site(&principal, SiteId(site_id))
-            .await?
-            .id;
-    }
-    if let Some(name) = patch.name {
-        mower.name = text("name", name)?;
-    }
-    if let Some(model) = patch.model {
-        mower.model = text("model", model)?;
-    }
-    if let Some(serial) = patch.serial {
-        mower.serial = text("serial", serial)?;
-    }
-    if let Some(order) = patch.display_order {
-        mower.display_order = order;
-    }
-    if let Some(seconds) = patch.blade_threshold_seconds {
-        mower.blade_threshold_ms = blade_threshold_ms(seconds)?;
-    }
-    match state.fleet.update_mower(mower.clone()).await {
-        Ok(()) => {}
-        // Deleted (or its new site deleted) since the checks above.
-        Err(DirectoryError::NotFound(_)) => return Err(ApiError::NotFound(Resource::Mower)),
-        Err(e) => return Err(e.into()),
-    }
+    let changes = patch.checked()?;
+    let mower = state
+        .fleet
+        .update_mower(&principal, MowerId(id), changes)
+        .await?;
     let mut views = state.mower_data.views(&principal, vec![mower]).await?;
     Ok(Json(MowerSummary::from(&views.remove(0))))
 }

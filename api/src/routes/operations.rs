@@ -91,12 +91,22 @@ pub async fn readyz(
     if store.is_ok() && bus.is_ok() && stalled.is_none() {
         return axum::Json(checks).into_response();
     }
+    not_ready(checks, &store, &bus, stalled)
+}
+
+/// The `503` of a replica that is not ready: which checks failed, each logged.
+fn not_ready(
+    checks: Readiness,
+    store: &Result<(), String>,
+    bus: &Result<(), String>,
+    stalled: Option<std::time::Duration>,
+) -> axum::response::Response {
     let mut down = Vec::new();
-    if let Err(cause) = &store {
+    if let Err(cause) = store {
         tracing::warn!(error = %cause, "Not ready: the store does not answer.");
         down.push("the store");
     }
-    if let Err(cause) = &bus {
+    if let Err(cause) = bus {
         tracing::warn!(error = %cause, "Not ready: the event bus does not answer.");
         down.push("the event bus");
     }

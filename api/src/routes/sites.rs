@@ -4,9 +4,9 @@
 use super::location;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody, NotJson, PageRefused, SiteInvalid};
-use crate::dto::directory::{text, time_zone, NewSite, SiteDto, SitePage, SitePatch};
+use crate::dto::directory::{NewSite, SiteDto, SitePage, SitePatch};
 use crate::dto::params::{PageParams, SitePath};
-use crate::error::{ApiError, Resource};
+use crate::error::ApiError;
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
 use crate::page::{self, List};
 use crate::state::AppState;
@@ -14,8 +14,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::DirectoryError;
-use swath_domain::{Site, SiteId};
+use swath_domain::SiteId;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -71,19 +70,7 @@ pub async fn create_site(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewSite>,
 ) -> Result<Response, ApiError> {
-    if principal.sites.is_some() {
-        return Err(ApiError::Forbidden(
-            "A token limited to some sites cannot add sites.".to_owned(),
-        ));
-    }
-    let site = Site {
-        id: SiteId::new(),
-        account_id: principal.account_id,
-        name: text("name", body.name)?,
-        time_zone: time_zone(&body.time_zone)?,
-        display_order: body.display_order,
-    };
-    state.fleet.create_site(site.clone()).await?;
+    let site = state.fleet.create_site(&principal, body.checked()?).await?;
     tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Added a site.");
     Ok((
         StatusCode::CREATED,
@@ -111,7 +98,7 @@ pub async fn get_site(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<SiteDto>, ApiError> {
-    let site = state.access.visible_site(&principal, SiteId(id)).await?;
+    let site = state.fleet.site(&principal, SiteId(id)).await?;
     Ok(Json(SiteDto::from(&site)))
 }
 
@@ -138,21 +125,12 @@ pub async fn update_site(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(patch): ApiJson<SitePatch>,
 ) -> Result<Json<SiteDto>, ApiError> {
-    let mut site = state.access.visible_site(&principal, SiteId(id)).await?;
-    if let Some(name) = patch.name {
-        site.name = text("name", name)?;
-    }
-    if let Some(zone) = patch.time_zone {
-        site.time_zone = time_zone(&zone)?;
-    }
-    if let Some(order) = patch.display_order {
-        site.display_order = order;
-    }
-    match state.fleet.update_site(site.clone()).await {
-        Ok(()) => Ok(Json(SiteDto::from(&site))),
-        Err(DirectoryError::NotFound(_)) => Err(ApiError::NotFound(Resource::Site)),
-        Err(e) => Err(e.into()),
-    }
+    let changes = patch.checked()?;
+    let site = state
+        .fleet
+        .update_site(&principal, SiteId(id), changes)
+        .await?;
+    Ok(Json(SiteDto::from(&site)))
 }
 
 /// Delete a site without mowers
@@ -175,16 +153,7 @@ pub async fn delete_site(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let site = state.access.visible_site(&principal, SiteId(id)).await?;
-    match state.fleet.delete_site(&principal, site.id).await {
-        Ok(()) => {
-            tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Deleted a site.");
-            Ok(StatusCode::NO_CONTENT)
-        }
-        Err(DirectoryError::InUse(_)) => Err(ApiError::Conflict(
-            "The site still has mowers; move them to another site or delete them first.".to_owned(),
-        )),
-        Err(DirectoryError::NotFound(_)) => Err(ApiError::NotFound(Resource::Site)),
-        Err(e) => Err(e.into()),
-    }
+    let site = state.fleet.delete_site(&principal, SiteId(id)).await?;
+    tracing::info!(site_id = %site.id, account_id = %principal.account_id, "Deleted a site.");
+    Ok(StatusCode::NO_CONTENT)
 }

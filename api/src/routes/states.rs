@@ -11,16 +11,14 @@
 
 use crate::auth::Writer;
 use crate::dto::answers::NotJson;
-use crate::dto::ingest::{DropReason, IngestResult, Outcome, ReportOutcome, StateReportIn};
+use crate::dto::ingest::{IngestResult, StateReportIn};
 use crate::error::ApiError;
 use crate::extract::ApiJsonElements;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
 use serde_json::Value;
-use swath_application::access::MOWER_NOT_VISIBLE;
-use swath_application::Submitted;
-use swath_domain::{DropReason as Reason, InvalidReport, StateOutcome, StateReport};
+use swath_domain::{InvalidReport, StateReport};
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "ingest";
@@ -66,13 +64,7 @@ pub async fn record_states(
     ApiJsonElements(reports): ApiJsonElements<Vec<Value>>,
 ) -> Result<Json<IngestResult>, ApiError> {
     if reports.len() > MAX_REPORTS {
-        return Err(ApiError::invalid(
-            "",
-            format!(
-                "The body has {} reports; at most {MAX_REPORTS} are accepted per request.",
-                reports.len()
-            ),
-        ));
+        return Err(ApiError::invalid("", too_many(reports.len())));
     }
     let received_at = state.clock.now();
     let batch: Vec<Result<StateReport, InvalidReport>> = reports
@@ -81,61 +73,11 @@ pub async fn record_states(
         .collect();
     // Only a store failure is an error here: it stored nothing (a `503` to retry as is). Rows
     // stored with their zones pending are an answer like any other (decision 47).
-    let Submitted {
-        outcomes,
-        refused,
-        zones_pending,
-    } = state.submissions.submit(&principal, batch).await?;
-    // serde names the domain's private wire type in its messages; clients know it as a report.
-    let details: Vec<Option<String>> = refused
-        .into_iter()
-        .map(|r| {
-            r.map(|e| {
-                e.detail
-                    .replace("struct WireReport", "a state report object")
-            })
-        })
-        .collect();
+    let submitted = state.submissions.submit(&principal, batch).await?;
+    Ok(Json(IngestResult::from(submitted)))
+}
 
-    let mut result = IngestResult {
-        items: Vec::with_capacity(outcomes.len()),
-        stored: 0,
-        dropped: 0,
-        zones_pending,
-    };
-    for (index, (outcome, detail)) in outcomes.into_iter().zip(details).enumerate() {
-        let item = match outcome {
-            StateOutcome::Stored => {
-                result.stored += 1;
-                ReportOutcome {
-                    index: index as u32,
-                    outcome: Outcome::Stored,
-                    reason: None,
-                    detail: None,
-                }
-            }
-            StateOutcome::Dropped(reason) => {
-                result.dropped += 1;
-                // No detail: refused by the store (the use case gives W0's refusals the detail of
-                // an unknown mower).
-                let (reason, detail) = match (detail, reason) {
-                    (Some(detail), reason) => (reason.into(), detail),
-                    (None, Reason::RejectedByStore) => (
-                        DropReason::RejectedByStore,
-                        "The store refused this report; sending it again gives the same answer."
-                            .to_owned(),
-                    ),
-                    (None, _) => (DropReason::UnknownMower, MOWER_NOT_VISIBLE.to_owned()),
-                };
-                ReportOutcome {
-                    index: index as u32,
-                    outcome: Outcome::Dropped,
-                    reason: Some(reason),
-                    detail: Some(detail),
-                }
-            }
-        };
-        result.items.push(item);
-    }
-    Ok(Json(result))
+/// The refusal of a body with too many reports.
+fn too_many(reports: usize) -> String {
+    format!("The body has {reports} reports; at most {MAX_REPORTS} are accepted per request.")
 }

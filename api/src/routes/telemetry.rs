@@ -11,8 +11,8 @@ use crate::dto::answers::{ById, NotAcceptable, StateById, WindowRefused};
 use crate::dto::exports::{DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE, TRACK_CSV_EXAMPLE};
 use crate::dto::params::{MowerPath, Revalidation};
 use crate::dto::reads::{
-    DayItem, DayList, DayParams, HistoryItem, HistoryPage, TrackFeatureCollection, TrackFormat,
-    TrackPage, TrackParams, TrackPoint, WindowParams,
+    DayItem, DayList, DayParams, HistoryPage, TrackFeatureCollection, TrackFormat, TrackPage,
+    TrackParams, TrackPoint, WindowParams,
 };
 use crate::dto::{MowerHealth, MowerState};
 use crate::error::ApiError;
@@ -25,7 +25,7 @@ use axum::extract::State;
 use axum::http::{header, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::TimeWindow;
+use swath_application::TimeWindow;
 use swath_domain::{MowerId, PositionRow, Principal};
 use uuid::Uuid;
 
@@ -36,7 +36,7 @@ pub const TAG: &str = "telemetry";
 pub const GEO_JSON: &str = "application/geo+json";
 
 /// The longest range of days one request may ask for.
-pub const MAX_DAYS: i64 = 366;
+pub use swath_application::mower_data::MAX_DAYS;
 
 /// Get a mower's latest state
 #[utoipa::path(
@@ -170,15 +170,8 @@ pub async fn get_mower_history(
     if representation == Representation::Csv {
         return Ok(csv_page(&page.rows, page.next_cursor.as_deref()));
     }
-    Ok(Json(HistoryPage {
-        mower_id: id,
-        next_cursor: page.next_cursor,
-        items: page.rows.iter().map(HistoryItem::from).collect(),
-        limit: ask.limit as u32,
-        truncated: page.truncated,
-        oldest_kept: answer.oldest_kept,
-    })
-    .into_response())
+    let page = HistoryPage::new(id, page, ask.limit, answer.oldest_kept);
+    Ok(Json(page).into_response())
 }
 
 /// Read a mower's track
@@ -335,14 +328,6 @@ pub async fn get_mower_days(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<DayParams>,
 ) -> Result<Response, ApiError> {
-    if params.from > params.to {
-        return Err(ApiError::BadRequest("`from` is after `to`.".to_owned()));
-    }
-    if (params.to - params.from).num_days() >= MAX_DAYS {
-        return Err(ApiError::BadRequest(format!(
-            "The range has more than {MAX_DAYS} days; ask for fewer."
-        )));
-    }
     let days = state
         .mower_data
         .days(&principal, MowerId(id), params.from, params.to)

@@ -8,9 +8,7 @@
 use super::location;
 use crate::auth::Admin;
 use crate::dto::answers::{ById, NotJson, PageRefused};
-use crate::dto::directory::{
-    scopes, CreatedToken, NewTokenRequest, TokenDto, TokenPage, MAX_TEXT_CHARS,
-};
+use crate::dto::directory::{CreatedToken, NewTokenRequest, TokenDto, TokenPage};
 use crate::dto::params::{PageParams, TokenPath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath, ApiQuery};
@@ -20,9 +18,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::access::invisible_ids;
-use swath_application::ports::{TokenId, TokenInfo};
-use swath_domain::{Principal, Scope, SiteId};
+use swath_application::{TokenId, TokenInfo};
+use swath_domain::Principal;
 use uuid::Uuid;
 
 /// The OpenAPI tag of these routes.
@@ -86,85 +83,14 @@ pub async fn create_token(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewTokenRequest>,
 ) -> Result<Response, ApiError> {
-    // The schema walk of `ApiJson` refuses these first; kept for what reaches here otherwise.
-    if body.name.chars().count() > MAX_TEXT_CHARS {
-        return Err(ApiError::invalid(
-            "/name",
-            format!("`/name` has more than {MAX_TEXT_CHARS} characters."),
-        ));
-    }
-    let mut scopes: Vec<Scope> = body.scopes.iter().map(|s| (*s).into()).collect();
-    scopes.sort();
-    scopes.dedup();
-    if scopes.is_empty() {
-        return Err(ApiError::invalid(
-            "/scopes",
-            "`/scopes` must name at least one scope.",
-        ));
-    }
-    let sites = match body.sites {
-        None => None,
-        Some(ids) if ids.is_empty() => {
-            return Err(ApiError::invalid(
-                "/sites",
-                "`/sites` must name at least one site, or be absent for every site.",
-            ))
-        }
-        Some(ids) => {
-            // The sites the token may not see are named (the first few, then counted), not only
-            // the first.
-            let mut sites: Vec<SiteId> = ids.into_iter().map(SiteId).collect();
-            let bad = state.access.invisible_sites(&principal, &sites).await?;
-            if !bad.is_empty() {
-                return Err(ApiError::problems(invisible_ids(
-                    "/sites", &sites, &bad, "site",
-                )));
-            }
-            sites.sort();
-            sites.dedup();
-            Some(sites)
-        }
-    };
-    let new = Principal {
-        account_id: principal.account_id,
-        scopes,
-        sites,
-    };
-    if !principal.covers(&new) {
-        return Err(ApiError::Forbidden(
-            "A token can only create tokens with some of its own scopes and sites.".to_owned(),
-        ));
-    }
-    let created = issue(&state, body.name, new).await?;
+    let created = state.token_admin.issue(&principal, body.checked()?).await?;
     tracing::info!(token_id = %created.id, account_id = %principal.account_id, "Created an API token.");
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/tokens/{}", created.id))?,
-        Json(created),
+        Json(CreatedToken::from(created)),
     )
         .into_response())
-}
-
-/// Generates a token for `principal`, stores its hash, and answers it (the only time it is shown).
-pub(crate) async fn issue(
-    state: &AppState,
-    name: String,
-    principal: Principal,
-) -> Result<CreatedToken, ApiError> {
-    let (token, id) = state
-        .token_admin
-        .issue(name.clone(), principal.clone())
-        .await?;
-    Ok(CreatedToken {
-        token,
-        id: id.0,
-        name,
-        scopes: scopes(&principal),
-        sites: principal
-            .sites
-            .as_ref()
-            .map(|s| s.iter().map(|id| id.0).collect()),
-    })
 }
 
 /// The token `id` if the principal covers it; otherwise the one error of every invisible token.

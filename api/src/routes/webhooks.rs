@@ -41,6 +41,17 @@ fn sites(ids: Option<Vec<Uuid>>) -> Option<Vec<SiteId>> {
     ids.map(|s| s.into_iter().map(SiteId).collect())
 }
 
+/// The endpoint a new webhook's body asks for.
+fn spec(body: NewWebhook) -> EndpointSpec {
+    EndpointSpec {
+        url: body.url,
+        kinds: body.kinds.into_iter().map(Into::into).collect(),
+        mowers: mowers(body.mowers),
+        sites: sites(body.sites),
+        enabled: body.enabled,
+    }
+}
+
 /// List the webhook endpoints
 #[utoipa::path(
     get,
@@ -97,14 +108,7 @@ pub async fn create_webhook(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<NewWebhook>,
 ) -> Result<Response, ApiError> {
-    let spec = EndpointSpec {
-        url: body.url,
-        kinds: body.kinds.into_iter().map(Into::into).collect(),
-        mowers: mowers(body.mowers),
-        sites: sites(body.sites),
-        enabled: body.enabled,
-    };
-    let (endpoint, secret) = webhooks(&state)?.create(&principal, spec).await?;
+    let (endpoint, secret) = webhooks(&state)?.create(&principal, spec(body)).await?;
     Ok((
         StatusCode::CREATED,
         location(format!("/v1/webhooks/{}", endpoint.id))?,

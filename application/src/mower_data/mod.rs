@@ -20,7 +20,7 @@
 mod telemetry;
 mod views;
 
-pub use telemetry::MowerDays;
+pub use telemetry::{MowerDays, MAX_DAYS};
 pub use views::MowerView;
 
 use crate::access::{of_account, Access, AccessError, Hidden};
@@ -52,6 +52,9 @@ pub enum MowerDataError {
     /// The service runs without a notification store.
     #[error("no notification store is configured")]
     NoNotifications,
+    /// A range of days that is reversed or too long, in the service's words.
+    #[error("{0}")]
+    Range(String),
 }
 
 /// A mower's zones, with what W7 remembers of it (which zones it is in).
@@ -86,12 +89,6 @@ impl MowerData {
             telemetry,
             notifications,
         }
-    }
-
-    /// The same over another access (its caches' bound changed).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
     }
 
     /// The same with the notification side's ports.

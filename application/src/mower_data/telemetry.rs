@@ -15,6 +15,9 @@ pub struct MowerDays {
     pub days: Vec<DayTotals>,
 }
 
+/// The longest range of days one request may ask for.
+pub const MAX_DAYS: i64 = 366;
+
 impl MowerData {
     /// The mower's history in `window`, if `principal` may see it.
     pub async fn history(
@@ -38,7 +41,8 @@ impl MowerData {
         Ok(self.telemetry.track(mower, window).await?)
     }
 
-    /// The mower's day totals from `from` to `to` (both included), if `principal` may see it.
+    /// The mower's day totals from `from` to `to` (both included, at most [`MAX_DAYS`] days), if
+    /// `principal` may see it.
     pub async fn days(
         &self,
         principal: &Principal,
@@ -46,6 +50,15 @@ impl MowerData {
         from: NaiveDate,
         to: NaiveDate,
     ) -> Result<MowerDays, MowerDataError> {
+        // The range first: a bad range is refused alike for every id.
+        if from > to {
+            return Err(MowerDataError::Range("`from` is after `to`.".to_owned()));
+        }
+        if (to - from).num_days() >= MAX_DAYS {
+            return Err(MowerDataError::Range(format!(
+                "The range has more than {MAX_DAYS} days; ask for fewer."
+            )));
+        }
         let mower = self.access.visible_mower(principal, id).await?;
         let site = self.directory.site(mower.site_id).await?;
         let days = self.telemetry.days(mower.id, from, to).await?;

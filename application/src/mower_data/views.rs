@@ -36,7 +36,7 @@ impl MowerData {
     /// one account filter of the latest-state read (decision 134). A replica may keep, for a
     /// second, the last state of a deleted mower whose id another account has taken since; such
     /// a row is never answered.
-    pub async fn latest_states(
+    pub(crate) async fn latest_states(
         &self,
         principal: &Principal,
         mowers: &[MowerId],

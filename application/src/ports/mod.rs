@@ -6,13 +6,11 @@
 //! (accounts, sites, mowers, principals, assignments, geofences…) are `swath_domain`'s.
 
 mod bus;
-pub mod bus_rules;
 pub mod cause;
 mod clock;
 mod directory;
 mod partitions;
 mod projections;
-mod publish_only;
 mod retention;
 mod telemetry;
 mod tokens;
@@ -31,7 +29,6 @@ pub use projections::{
     AlertCard, AssignmentError, Assignments, HealthCard, LatLon, MowerCard, MowerFilter,
     ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
-pub use publish_only::{PublishOnly, Publisher};
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };

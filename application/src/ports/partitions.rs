@@ -66,7 +66,7 @@ impl Partitioning {
 
     /// The partition of a subject the pattern matches; `None` for any other subject.
     pub fn partition_of(&self, subject: &str) -> Option<u32> {
-        if !super::bus_rules::subject_matches(&self.subjects, subject) {
+        if !crate::bus_rules::subject_matches(&self.subjects, subject) {
             return None;
         }
         let (_, key) = subject.rsplit_once('.')?;

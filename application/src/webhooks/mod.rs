@@ -151,12 +151,6 @@ impl Webhooks {
         self
     }
 
-    /// The same use case with another access service (a principal cache of another bound).
-    pub fn with_access(mut self, access: Access) -> Self {
-        self.access = access;
-        self
-    }
-
     /// Now, to the microsecond: what the stores keep (decision 1), so that an answer made from
     /// the endpoint in hand equals the endpoint read back later.
     fn now(&self) -> chrono::DateTime<chrono::Utc> {

@@ -21,14 +21,20 @@ use tower::ServiceExt;
 /// API, and a test runs the watcher itself when it needs it.
 pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
     let bus = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-    let settings = Settings {
+    wire(stores, bus, clock, test_settings())
+}
+
+/// The settings of the in-process test app: the default offline delay, retention and webhooks,
+/// no principal cache (every request asks the stores).
+pub fn test_settings() -> Settings {
+    Settings {
         offline_after: DEFAULT_OFFLINE_AFTER,
         retention: RetentionPolicy::default(),
         latest_cache: LATEST_CACHE_TTL,
         webhooks: swath::wiring::WebhookSettings::default(),
         batch_timeout: swath_application::ingest::DEFAULT_UNIT_DEADLINE,
-    };
-    wire(stores, bus, clock, settings)
+        cache_ttl: std::time::Duration::ZERO,
+    }
 }
 
 /// Stores `token` for `account_id` with `scopes`, on every site (`None`) or on `sites`.

@@ -5,7 +5,7 @@
 use super::Inner;
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::bus_rules::stopped;
+use swath_application::bus_rules::stopped;
 use tokio::sync::watch;
 
 /// How often the gauges are refreshed: below Prometheus's usual scrape interval.

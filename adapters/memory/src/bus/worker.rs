@@ -4,7 +4,7 @@
 use super::holders::Hold;
 use super::Inner;
 use std::sync::Arc;
-use swath_application::ports::bus_rules::{
+use swath_application::bus_rules::{
     call_handler, is_stopped, judge, linger_left, stopped, warn_outlived_drain, HandlerResult,
     Settled, Verdict,
 };

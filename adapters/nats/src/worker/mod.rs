@@ -118,7 +118,7 @@ use std::pin::pin;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
-use swath_application::ports::bus_rules::{batch_limit, call_handler, stopped, Settled};
+use swath_application::bus_rules::{batch_limit, call_handler, stopped, Settled};
 use swath_application::ports::{BatchHandler, BatchSettings, Message};
 use tokio::sync::watch;
 use tokio::time::Instant;

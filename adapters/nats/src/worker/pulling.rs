@@ -12,7 +12,7 @@ use futures::StreamExt;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-use swath_application::ports::bus_rules::{is_stopped, linger_left, stopped};
+use swath_application::bus_rules::{is_stopped, linger_left, stopped};
 use swath_application::ports::chain;
 use tokio::time::Instant;
 

@@ -7,7 +7,7 @@ use async_nats::jetstream::{self, AckKind};
 use bytes::Bytes;
 use std::pin::pin;
 use std::sync::atomic::Ordering;
-use swath_application::ports::bus_rules::{
+use swath_application::bus_rules::{
     is_stopped, judge, warn_outlived_drain, HandlerResult, Settled, Verdict,
 };
 use swath_application::ports::{chain, HandlerError, Settle};

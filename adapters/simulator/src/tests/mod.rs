@@ -20,9 +20,8 @@ use geo::{Contains, Distance, Haversine, Point};
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use swath_application::ports::{
-    BusError, Clock, Directory, DirectoryError, ManualClock, PublishOnly, Publisher,
-};
+use swath_application::ports::{BusError, Clock, Directory, DirectoryError, ManualClock};
+use swath_application::publish_only::{PublishOnly, Publisher};
 use swath_application::subjects;
 use swath_domain::rules::DEFAULT_BLADE_THRESHOLD_MS;
 use swath_domain::{Account, AccountId, Activity, Mower, MowerId, Site, StateReport};

@@ -10,7 +10,7 @@ use crate::page::{self, List};
 use crate::state::AppState;
 use axum::extract::State;
 use axum::Json;
-use swath_application::ports::{AlertCursor, AlertQuery};
+use swath_application::{AlertCursor, AlertQuery};
 use swath_domain::MowerId;
 
 /// List open alerts

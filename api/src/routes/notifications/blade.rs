@@ -33,8 +33,10 @@ pub async fn reset_blade(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    state.mower_settings.reset_blade(&mower).await?;
-    tracing::info!(mower_id = %mower.id, "Reset a mower's blade.");
+    state
+        .mower_settings
+        .reset_blade(&principal, MowerId(id))
+        .await?;
+    tracing::info!(mower_id = %id, "Reset a mower's blade.");
     Ok(StatusCode::NO_CONTENT)
 }

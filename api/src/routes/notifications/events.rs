@@ -14,7 +14,7 @@ use crate::state::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::EventQuery;
+use swath_application::EventQuery;
 use swath_domain::MowerId;
 
 /// List events

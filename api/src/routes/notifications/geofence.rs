@@ -66,9 +66,11 @@ pub async fn put_geofence(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<PolygonGeometry>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     let polygon = body.validate("")?;
-    let geofence = state.mower_settings.put_geofence(&mower, polygon).await?;
+    let geofence = state
+        .mower_settings
+        .put_geofence(&principal, MowerId(id), polygon)
+        .await?;
     Ok(Json(geofence.into()))
 }
 
@@ -91,7 +93,9 @@ pub async fn delete_geofence(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    state.mower_settings.delete_geofence(&mower).await?;
+    state
+        .mower_settings
+        .delete_geofence(&principal, MowerId(id))
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -18,18 +18,5 @@ pub mod events;
 pub mod geofence;
 pub mod zones;
 
-use crate::error::ApiError;
-use swath_application::ports::{chain, WatchError};
-
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "notifications";
-
-impl From<WatchError> for ApiError {
-    fn from(e: WatchError) -> Self {
-        match e {
-            WatchError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
-            WatchError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
-            WatchError::Limit(detail) => ApiError::Conflict(detail),
-        }
-    }
-}

@@ -3,7 +3,7 @@
 use super::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::{ById, ByIdWithBody, ZoneInvalid};
-use crate::dto::notifications::{PolygonGeometry, ZoneBody, ZoneDto, ZoneList};
+use crate::dto::notifications::{ZoneBody, ZoneDto, ZoneList};
 use crate::dto::params::{MowerPath, ZonePath};
 use crate::error::{ApiError, Resource};
 use crate::extract::{ApiJson, ApiPath};
@@ -13,7 +13,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use swath_application::MowerZones;
-use swath_domain::watch::zones::MAX_ZONE_NAME_CHARS;
 use swath_domain::{MowerId, Principal};
 use uuid::Uuid;
 
@@ -32,16 +31,7 @@ async fn zone_dtos(
                 .iter()
                 .find(|o| o.zone_id == z.id)
                 .map(|o| o.since);
-            ZoneDto {
-                id: z.id,
-                mower_id: z.mower_id.0,
-                name: z.name,
-                polygon: PolygonGeometry::of(&z.polygon),
-                occupied: since.is_some(),
-                occupied_since: since,
-                created_at: z.created_at,
-                updated_at: z.updated_at,
-            }
+            ZoneDto::new(z, since)
         })
         .collect())
 }
@@ -69,18 +59,6 @@ pub async fn list_zones(
     }))
 }
 
-fn check_name(name: &str) -> Result<String, ApiError> {
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > MAX_ZONE_NAME_CHARS {
-        return Err(ApiError::invalid(
-            "/name",
-            format!("`/name` must have 1 to {MAX_ZONE_NAME_CHARS} characters."),
-        ));
-    }
-    Ok(name.to_owned())
-}
-
 /// Add a zone to a mower
 #[utoipa::path(
     post,
@@ -106,24 +84,13 @@ pub async fn create_zone(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Response, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let name = check_name(&body.name)?;
-    let polygon = body.polygon.validate("/polygon")?;
+    let (name, polygon) = body.checked()?;
     let zone = state
         .mower_settings
-        .create_zone(&mower, name, polygon)
+        .create_zone(&principal, MowerId(id), name, polygon)
         .await?;
-    let dto = ZoneDto {
-        id: zone.id,
-        mower_id: mower.id.0,
-        name: zone.name,
-        polygon: PolygonGeometry::of(&zone.polygon),
-        occupied: false,
-        occupied_since: None,
-        created_at: zone.created_at,
-        updated_at: zone.updated_at,
-    };
-    let location = format!("/v1/mowers/{}/zones", mower.id);
+    let location = format!("/v1/mowers/{}/zones", zone.mower_id);
+    let dto = ZoneDto::new(zone, None);
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
@@ -154,17 +121,16 @@ pub async fn update_zone(
     ApiPath((id, zone_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<ZoneBody>,
 ) -> Result<Json<ZoneDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let name = check_name(&body.name)?;
-    let polygon = body.polygon.validate("/polygon")?;
-    if !state
-        .mower_settings
-        .update_zone(&mower, zone_id, name, polygon)
+    let (name, polygon) = body.checked()?;
+    let mower = MowerId(id);
+    let settings = &state.mower_settings;
+    if !settings
+        .update_zone(&principal, mower, zone_id, name, polygon)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Zone));
     }
-    zone_dtos(&state, &principal, mower.id)
+    zone_dtos(&state, &principal, mower)
         .await?
         .into_iter()
         .find(|z| z.id == zone_id)
@@ -191,8 +157,11 @@ pub async fn delete_zone(
     State(state): State<AppState>,
     ApiPath((id, zone_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    if !state.mower_settings.delete_zone(&mower, zone_id).await? {
+    let settings = &state.mower_settings;
+    if !settings
+        .delete_zone(&principal, MowerId(id), zone_id)
+        .await?
+    {
         return Err(ApiError::NotFound(Resource::Zone));
     }
     Ok(StatusCode::NO_CONTENT)

@@ -12,31 +12,9 @@ use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use swath_application::ports::MAX_ASSIGNMENTS_PER_MOWER;
-use swath_application::AssignmentSpec;
-use swath_domain::{MowerId, MAX_OPERATOR_CHARS};
+use swath_application::MAX_ASSIGNMENTS_PER_MOWER;
+use swath_domain::MowerId;
 use uuid::Uuid;
-
-/// The assignment of `body`, checked.
-fn spec(body: &AssignmentBody) -> Result<AssignmentSpec, ApiError> {
-    Ok(AssignmentSpec {
-        operator: check_operator(&body.operator)?,
-        priority: body.priority.domain(),
-        active: body.active,
-    })
-}
-
-fn check_operator(name: &str) -> Result<String, ApiError> {
-    let name = name.trim();
-    let chars = name.chars().count();
-    if chars == 0 || chars > MAX_OPERATOR_CHARS {
-        return Err(ApiError::invalid(
-            "/operator",
-            format!("`/operator` must be 1 to {MAX_OPERATOR_CHARS} characters."),
-        ));
-    }
-    Ok(name.to_owned())
-}
 
 /// List a mower's operator assignments
 #[utoipa::path(
@@ -92,10 +70,15 @@ pub async fn create_assignment(
     ApiPath(id): ApiPath<Uuid>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Response, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let spec = spec(&body)?;
-    let assignment = state.mower_settings.create_assignment(&mower, spec).await?;
-    let location = format!("/v1/mowers/{}/assignments/{}", mower.id, assignment.id);
+    let spec = body.checked()?;
+    let assignment = state
+        .mower_settings
+        .create_assignment(&principal, MowerId(id), spec)
+        .await?;
+    let location = format!(
+        "/v1/mowers/{}/assignments/{}",
+        assignment.mower_id, assignment.id
+    );
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
@@ -126,11 +109,10 @@ pub async fn update_assignment(
     ApiPath((id, assignment_id)): ApiPath<(Uuid, Uuid)>,
     ApiJson(body): ApiJson<AssignmentBody>,
 ) -> Result<Json<AssignmentDto>, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
-    let spec = spec(&body)?;
+    let spec = body.checked()?;
     state
         .mower_settings
-        .update_assignment(&mower, assignment_id, spec)
+        .update_assignment(&principal, MowerId(id), assignment_id, spec)
         .await?
         .map(|a| Json(a.into()))
         .ok_or(ApiError::NotFound(Resource::Assignment))
@@ -155,10 +137,9 @@ pub async fn delete_assignment(
     State(state): State<AppState>,
     ApiPath((id, assignment_id)): ApiPath<(Uuid, Uuid)>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.access.visible_mower(&principal, MowerId(id)).await?;
     if !state
         .mower_settings
-        .delete_assignment(&mower, assignment_id)
+        .delete_assignment(&principal, MowerId(id), assignment_id)
         .await?
     {
         return Err(ApiError::NotFound(Resource::Assignment));

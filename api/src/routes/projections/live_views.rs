@@ -17,8 +17,8 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use swath_application::ports::ProjectionError;
 use swath_application::projections::{FleetSnapshot, HealthSnapshot, WallSnapshot};
+use swath_application::ProjectionError;
 use swath_application::Projections;
 use swath_domain::Principal;
 

@@ -7,42 +7,17 @@
 //!
 //! [`live_views`] holds the three views' routes, [`assignments`] the assignments'; their
 //! documents are in `crate::dto::live_views` and `crate::dto::assignments` (decision 158). This
-//! module keeps what they share: the errors of the projection and assignment ports, and the use
-//! case.
+//! module keeps what they share: the use case (their errors are mapped in `crate::error`).
 
 pub mod assignments;
 pub mod live_views;
 
-use crate::error::{ApiError, Resource};
+use crate::error::ApiError;
 use crate::state::AppState;
-use swath_application::ports::{chain, AssignmentError, ProjectionError};
 use swath_application::Projections;
 
 /// The OpenAPI tag of these routes.
 pub const TAG: &str = "projections";
-
-impl From<ProjectionError> for ApiError {
-    fn from(e: ProjectionError) -> Self {
-        match e {
-            ProjectionError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
-            ProjectionError::Corrupt(_) => ApiError::Internal(chain(&e).to_string()),
-        }
-    }
-}
-
-impl From<AssignmentError> for ApiError {
-    fn from(e: AssignmentError) -> Self {
-        match e {
-            AssignmentError::Unavailable(_) => ApiError::Unavailable(chain(&e).to_string()),
-            AssignmentError::Limit(detail) => ApiError::Conflict(detail),
-            AssignmentError::Conflict(_) => ApiError::Conflict(
-                "An assignment with this id exists already; try again.".to_owned(),
-            ),
-            // The mower was deleted between the visibility check and the insert.
-            AssignmentError::NotFound(_) => ApiError::NotFound(Resource::Mower),
-        }
-    }
-}
 
 /// The live views, or `503` when the service was started without them.
 pub(crate) fn views(state: &AppState) -> Result<&Projections, ApiError> {

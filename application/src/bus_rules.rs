@@ -1,4 +1,4 @@
-//! What every [`EventBus`](super::EventBus) adapter does the same way, written once: the subject
+//! What every [`EventBus`](crate::ports::EventBus) adapter does the same way, written once: the subject
 //! and name checks, NATS subject matching, which partitioning a batch subscription's filter
 //! falls under (or its refusal), the refusal of live options that need acknowledgements, the
 //! stop signal of a subscription, the batch size limit, what is left of a linger, the handler
@@ -9,7 +9,7 @@
 //! must not differ in what they refuse or in how they read a handler's answer, or the contract
 //! suite would pass on one bus for reasons the other does not share. Both call these functions.
 
-use super::{
+use crate::ports::{
     chain, BatchHandler, BatchSettings, BusError, HandlerError, LiveOptions, Message, Partitioning,
     Settle, MAX_IN_FLIGHT,
 };
@@ -157,7 +157,7 @@ pub fn check_live(subject: &str, options: &LiveOptions) -> Result<(), BusError> 
     check_filter(subject)
 }
 
-/// Whether a subscription's stop signal (the `watch` behind [`Subscription`](super::Subscription))
+/// Whether a subscription's stop signal (the `watch` behind [`Subscription`](crate::ports::Subscription))
 /// says stop: `true` was sent, or the `Subscription` was dropped (then nobody could stop the
 /// worker any more, so it stops).
 pub fn is_stopped(stop: &watch::Receiver<bool>) -> bool {

@@ -1,7 +1,7 @@
 //! A bus that only publishes: for a use case whose publications nobody subscribes to (an
 //! import's ingest), and for the fakes of tests that record what a use case publishes.
 
-use super::{
+use crate::ports::{
     BatchHandler, BatchSettings, BusError, EventBus, LiveOptions, LiveSubscription, Subscription,
 };
 use async_trait::async_trait;

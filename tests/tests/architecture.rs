@@ -1,0 +1,131 @@
+//! ARCHITECTURE.md says where each rule lives, as "`Name` (`path.rs`)": every such name must be
+//! defined in that file (a `fn`, `struct`, `enum`, `trait`, `const`, `type`, `static` or public
+//! field of that name), so that the map stays true when code moves (decision 197).
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() && !name.starts_with('.') && name != "target" {
+            rust_files(&path, found);
+        } else if name.ends_with(".rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The names of a line said to live in a file, with that file: "`A`, `B` and `C` (`path.rs`":
+/// the names right before an opening parenthesis whose first span is a path, separated only by
+/// commas, "and", "or" or slashes.
+fn named_with_paths(line: &str) -> Vec<(&str, &str)> {
+    // Even positions are text, odd ones code.
+    let parts: Vec<&str> = line.split('`').collect();
+    let mut found = Vec::new();
+    for k in (1..parts.len()).step_by(2) {
+        if !is_path(parts[k]) || parts[k - 1] != " (" || k < 2 {
+            continue;
+        }
+        let mut j = k - 2;
+        loop {
+            if is_name(parts[j]) {
+                found.push((parts[j], parts[k]));
+            }
+            let separator = parts[j - 1];
+            if j < 3 || ![", ", " and ", ", and ", " or ", " / "].contains(&separator) {
+                break;
+            }
+            j -= 2;
+        }
+    }
+    found
+}
+
+fn is_path(span: &str) -> bool {
+    span.ends_with(".rs") && !span.contains(' ')
+}
+
+/// A code name: segments of identifiers joined by `::`, maybe with `()`, that looks like code
+/// (a path, a snake case word or a type), not a plain word such as a scope.
+fn is_name(span: &str) -> bool {
+    let bare = span.trim_end_matches("()");
+    let identifiers = bare.split("::").all(|s| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    });
+    identifiers
+        && (bare.contains("::") || bare.contains('_') || bare.starts_with(char::is_uppercase))
+}
+
+/// Whether `text` holds `word` as a whole word.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, m)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + m.len()..].chars().next();
+        let edge = |c: Option<char>| c.is_none_or(|c| !(c.is_alphanumeric() || c == '_'));
+        edge(before) && edge(after)
+    })
+}
+
+/// Whether `source` defines `name`: an item of that name, a public field of it, or, in a file
+/// that defines a macro, any word of it (the extractors are made by one).
+fn defines(source: &str, name: &str) -> bool {
+    let items = [
+        "fn", "struct", "enum", "trait", "const", "type", "static", "pub",
+    ];
+    items
+        .iter()
+        .any(|kind| has_word(source, &format!("{kind} {name}")))
+        || (source.contains("macro_rules!") && has_word(source, name))
+}
+
+#[test]
+fn every_function_the_architecture_names_is_where_it_says() {
+    let text = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut files = Vec::new();
+    for dir in [
+        "domain",
+        "application",
+        "adapters",
+        "api",
+        "swath",
+        "tests",
+        "migrations",
+    ] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for line in text.lines() {
+        for (name, path) in named_with_paths(line) {
+            let candidates: Vec<&PathBuf> = files
+                .iter()
+                .filter(|f| f.to_string_lossy().ends_with(&format!("/{path}")))
+                .collect();
+            let bare = name
+                .trim_end_matches("()")
+                .rsplit("::")
+                .next()
+                .unwrap_or(name);
+            let found = candidates
+                .iter()
+                .any(|f| std::fs::read_to_string(f).is_ok_and(|source| defines(&source, bare)));
+            checked += 1;
+            if !found {
+                missing.push(format!("`{name}` in `{path}` ({} files)", candidates.len()));
+            }
+        }
+    }
+    assert!(checked > 50, "the names are found ({checked})");
+    assert!(missing.is_empty(), "named but not there: {missing:#?}");
+}
