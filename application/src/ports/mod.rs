@@ -14,6 +14,7 @@ mod partitions;
 mod projections;
 mod publish_only;
 mod retention;
+mod sessions;
 mod telemetry;
 mod tokens;
 mod watch;
@@ -35,6 +36,7 @@ pub use publish_only::{PublishOnly, Publisher};
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
+pub use sessions::{SessionError, SessionQuery, SessionStore, SessionWindow};
 pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows};
 pub use tokens::{
     generate_token, hash_token, NewToken, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery,
