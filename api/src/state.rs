@@ -46,6 +46,9 @@ pub struct AppState {
     /// Webhook endpoints and their deliveries (`/v1/webhooks`); `None`: those routes answer
     /// `503`. Set with [`AppState::with_webhooks`].
     pub webhooks: Option<Webhooks>,
+    /// W8's mowing sessions (`/v1/sessions`, `/v1/mowers/{id}/sessions`); `None`: those routes
+    /// answer `503`. Set with [`AppState::with_mowing_sessions`].
+    pub mowing_sessions: Option<swath_application::Sessions>,
     /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages);
     /// `None`: those routes answer `503`. Set with [`AppState::with_projections`].
     pub live_views: Option<Projections>,
@@ -108,6 +111,7 @@ impl AppState {
             submissions: Submissions::new(access.clone(), ingest.clone(), bus.clone()),
             imports: Imports::new(access.clone(), telemetry.clone(), clock.clone()),
             webhooks: None,
+            mowing_sessions: None,
             live_views: None,
             readiness: Readiness::new(telemetry, bus.clone(), ingest),
             live_feed: SharedFeed::new(bus, clock.clone()),
@@ -178,12 +182,25 @@ impl AppState {
         self.mower_settings = self.mower_settings.with_access(access.clone());
         self.fleet = self.fleet.with_access(access.clone());
         self.webhooks = self.webhooks.take().map(|w| w.with_access(access.clone()));
+        self.mowing_sessions = self
+            .mowing_sessions
+            .take()
+            .map(|s| s.with_access(access.clone()));
         self.access = access;
         self
     }
 
     /// Adds the webhooks use case over `store`; `allow_http`: plain `http` URLs are accepted
     /// (`SWATH_WEBHOOK_ALLOW_PRIVATE`).
+    /// Serves W8's sessions from `store`.
+    pub fn with_mowing_sessions(
+        mut self,
+        store: Arc<dyn swath_application::ports::SessionStore>,
+    ) -> Self {
+        self.mowing_sessions = Some(swath_application::Sessions::new(self.access.clone(), store));
+        self
+    }
+
     pub fn with_webhooks(
         mut self,
         store: Arc<dyn swath_application::ports::WebhookStore>,

@@ -118,6 +118,14 @@ pub struct StoreArgs {
         value_name = "SWATH_DATABASE_BATCH_TIMEOUT_SECONDS", default_value = "10",
         value_parser = parse_positive_seconds)]
     pub database_batch_timeout: Duration,
+    /// W8's merge gap, in seconds: a mowing stretch that starts at most this long after the
+    /// previous session ended joins it (a charge or a rain stop is not a new session); 0: every
+    /// stretch is a session. Every writer (each replica, `swath import`) must use the same value:
+    /// stored sessions are those of the gap they were folded with (decision 200).
+    #[arg(long = "session-merge-gap-seconds", env = "SWATH_SESSION_MERGE_GAP_SECONDS",
+        value_name = "SWATH_SESSION_MERGE_GAP_SECONDS", default_value = "7200",
+        value_parser = parse_seconds)]
+    pub session_merge_gap: Duration,
     /// History and position rows the memory store keeps per mower (the oldest go first; the
     /// history and track pages then say where the kept rows begin). The default keeps more than
     /// a day of one state a second.

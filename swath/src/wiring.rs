@@ -22,7 +22,8 @@ use swath_api::{AppState, NotificationPorts};
 use swath_application::latest_cache::LatestCache;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
-    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, StartAt, Subscription,
+    NotificationFeed, Partitioning, ProjectionStore, RetentionStore, SessionStore, StartAt,
+    Subscription,
     TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
 use swath_application::read_routing::{ReadRouted, ReadRoutedProjections};
@@ -61,6 +62,8 @@ pub struct Stores {
     pub assignments: Arc<dyn Assignments>,
     /// Webhook endpoints and their queues of deliveries.
     pub webhooks: Arc<dyn WebhookStore>,
+    /// W8's sessions (written by the telemetry batches, read by the API).
+    pub sessions: Arc<dyn SessionStore>,
 }
 
 impl Stores {
@@ -101,7 +104,7 @@ impl Stores {
         webhooks: Arc<dyn WebhookStore>,
     ) -> Stores
     where
-        S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + 'static,
+        S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + SessionStore + 'static,
         S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed,
     {
         Stores {
@@ -112,6 +115,7 @@ impl Stores {
             admin: store.clone(),
             tokens: store.clone(),
             telemetry: store.clone(),
+            sessions: store.clone(),
             notifications: NotificationPorts::of(store.clone()),
             retention: store,
         }
@@ -277,6 +281,8 @@ pub struct Settings {
     pub webhooks: WebhookSettings,
     /// The longest an ingest batch's unit of work may take (`SWATH_DATABASE_BATCH_TIMEOUT_SECONDS`).
     pub batch_timeout: Duration,
+    /// W8's merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    pub session_merge_gap: chrono::Duration,
 }
 
 /// How webhooks are delivered.
@@ -351,6 +357,7 @@ pub fn wire(
         projections,
         assignments,
         webhooks,
+        sessions,
     } = stores;
     // One wrapped store for every writer and reader, so that each commit of this process
     // forgets the latest rows it replaced before a read can be answered from memory.
@@ -358,7 +365,8 @@ pub fn wire(
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
             .with_zones(Arc::clone(&notifications.zones))
-            .with_unit_deadline(settings.batch_timeout),
+            .with_unit_deadline(settings.batch_timeout)
+            .with_session_merge_gap(settings.session_merge_gap),
     );
     let watcher = Arc::new(Watcher::new(
         Arc::clone(&notifications.watch),
@@ -388,7 +396,8 @@ pub fn wire(
     .with_notifications(notifications)
     .with_projections(Projections::new(projections), assignments)
     .with_webhooks(Arc::clone(&webhooks), settings.webhooks.allow_private)
-    .with_webhook_limits(settings.webhooks.limits);
+    .with_webhook_limits(settings.webhooks.limits)
+    .with_mowing_sessions(sessions);
     Wired {
         webhooks,
         wake,

@@ -27,6 +27,7 @@ pub fn wire_app(stores: Stores, clock: Arc<dyn Clock>) -> Wired {
         latest_cache: LATEST_CACHE_TTL,
         webhooks: swath::wiring::WebhookSettings::default(),
         batch_timeout: swath_application::ingest::DEFAULT_UNIT_DEADLINE,
+        session_merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
     };
     wire(stores, bus, clock, settings)
 }
