@@ -11,6 +11,7 @@ use uuid::Uuid;
 /// Why a session ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = EndReason)]
 pub enum EndReasonDto {
     /// The next state, within 5 minutes, was `docked` or `charging`.
     Docked,
