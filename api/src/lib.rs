@@ -178,6 +178,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::sessions::list_sessions))
         .routes(routes!(routes::exports::export_history))
         .routes(routes!(routes::exports::export_days))
+        .routes(routes!(routes::exports::export_sessions))
         .routes(routes!(routes::states::record_states))
         .routes(routes!(
             routes::imports::create_import,

@@ -197,6 +197,7 @@ impl AppState {
         mut self,
         store: Arc<dyn swath_application::ports::SessionStore>,
     ) -> Self {
+        self.exports = self.exports.with_sessions(Arc::clone(&store));
         self.mowing_sessions = Some(swath_application::Sessions::new(self.access.clone(), store));
         self
     }

@@ -87,7 +87,10 @@ pub mod webhooks;
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
-pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
+pub use exports::{
+    DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport, SessionsExport,
+    SessionsSource,
+};
 pub use fleet_directory::{CreateAccountError, FleetDirectory};
 pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};

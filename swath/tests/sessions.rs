@@ -182,3 +182,23 @@ async fn a_bad_range_or_cursor_is_refused() {
     let response = app.get("/v1/sessions?cursor=bm90LWEtY3Vyc29y", Some(TOKEN_A)).await;
     assert_eq!(response.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn the_sessions_export_streams_the_fleets_sessions_as_csv() {
+    let app = TestApp::spawn().await;
+    three_sessions(&app).await;
+    let (from, to) = (t0() - Duration::hours(1), t0() + Duration::hours(12));
+    let path = format!("/v1/exports/sessions.csv?from={}&to={}", q(from), q(to));
+    let export = app.get_with(&path, Some(TOKEN_A), CSV).await;
+    assert_eq!(export.status, StatusCode::OK);
+    assert_eq!(
+        export.header("content-disposition"),
+        Some("attachment; filename=\"swath-sessions-20260601T110000Z-20260602T000000Z.csv\"")
+    );
+    let page = app
+        .get_with("/v1/sessions", Some(TOKEN_A), CSV)
+        .await;
+    assert_eq!(export.body, page.body, "one mower with sessions: the same rows, newest first");
+    let south = app.get_with(&path, Some(TOKEN_A_SOUTH), CSV).await;
+    assert_eq!(south.body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count(), 1, "the header only");
+}
