@@ -436,6 +436,13 @@ pub struct RetentionArgs {
         value_name = "SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS", default_value_t = 30,
         value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub webhook_deliveries_keep_days: u32,
+    /// Days W8's mowing sessions are kept after their end; older ones are deleted, except each
+    /// mower's newest. At least SWATH_HISTORY_KEEP_DAYS: sessions outlive the states they were
+    /// folded from, and thinning or deleting those states never changes them.
+    #[arg(long = "sessions-keep-days", env = "SWATH_SESSIONS_KEEP_DAYS",
+        value_name = "SWATH_SESSIONS_KEEP_DAYS", default_value_t = 3650,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub sessions_keep_days: u32,
 }
 
 impl RetentionArgs {
@@ -447,6 +454,7 @@ impl RetentionArgs {
             track_keep_days: self.track_keep_days,
             history_keep_days: self.history_keep_days,
             webhook_deliveries_keep_days: self.webhook_deliveries_keep_days,
+            sessions_keep_days: self.sessions_keep_days,
         }
         .validate()
         .unwrap_or_else(|e| {
