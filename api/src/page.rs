@@ -310,7 +310,10 @@ impl Key for (DateTime<Utc>, swath_domain::MowerId) {
 
     fn read(text: &str) -> Option<Self> {
         let (micros, id) = text.split_once(',')?;
-        Some((DateTime::<Utc>::read(micros)?, swath_domain::MowerId(id.parse().ok()?)))
+        Some((
+            DateTime::<Utc>::read(micros)?,
+            swath_domain::MowerId(id.parse().ok()?),
+        ))
     }
 }
 

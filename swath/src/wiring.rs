@@ -23,8 +23,7 @@ use swath_application::latest_cache::LatestCache;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
     NotificationFeed, Partitioning, ProjectionStore, RetentionStore, SessionStore, StartAt,
-    Subscription,
-    TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
+    Subscription, TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
 };
 use swath_application::read_routing::{ReadRouted, ReadRoutedProjections};
 use swath_application::ticks::Ticks;

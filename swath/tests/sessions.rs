@@ -29,12 +29,14 @@ async fn three_sessions(app: &TestApp) {
     };
     app.record(report(t0() + Duration::seconds(60), "docked", 78))
         .await;
-    app.clock.set(t0() + Duration::hours(3) + Duration::minutes(1));
+    app.clock
+        .set(t0() + Duration::hours(3) + Duration::minutes(1));
     for (s, activity, battery) in [(0, "mowing", 90), (30, "mowing", 89), (60, "idle", 88)] {
         let at = t0() + Duration::hours(3) + Duration::seconds(s);
         app.record(report(at, activity, battery)).await;
     }
-    app.clock.set(t0() + Duration::hours(6) + Duration::minutes(1));
+    app.clock
+        .set(t0() + Duration::hours(6) + Duration::minutes(1));
     app.record(report(t0() + Duration::hours(6), "mowing", 70))
         .await;
 }
@@ -60,7 +62,11 @@ async fn a_mowers_sessions_are_newest_first_paged_and_cut_to_the_range() {
     let page = response.json();
     assert_eq!(
         starts(&page),
-        ["2026-06-01T18:00:00Z", "2026-06-01T15:00:00Z", "2026-06-01T12:00:00Z"]
+        [
+            "2026-06-01T18:00:00Z",
+            "2026-06-01T15:00:00Z",
+            "2026-06-01T12:00:00Z"
+        ]
     );
     assert_eq!(page["items"][0]["open"], true);
     assert_eq!(page["items"][1]["end_reason"], "stopped");
@@ -78,7 +84,14 @@ async fn a_mowers_sessions_are_newest_first_paged_and_cut_to_the_range() {
         cursor = page["next_cursor"].as_str().unwrap_or_default().to_owned();
     }
     assert!(cursor.is_empty(), "the third page is the last");
-    assert_eq!(seen, starts(&app.get(&format!("/v1/mowers/{bravo}/sessions"), Some(TOKEN_A)).await.json()));
+    assert_eq!(
+        seen,
+        starts(
+            &app.get(&format!("/v1/mowers/{bravo}/sessions"), Some(TOKEN_A))
+                .await
+                .json()
+        )
+    );
 
     // Sessions overlapping [t0 + 1 h, t0 + 4 h): only the second.
     let (from, to) = (t0() + Duration::hours(1), t0() + Duration::hours(4));
@@ -100,7 +113,11 @@ async fn the_open_session_is_answered_beside_the_state() {
         .get(&format!("/v1/mowers/{alpha}/sessions/open"), Some(TOKEN_A))
         .await
         .json();
-    assert_eq!(none["session"], Value::Null, "Alpha only ever reported an error");
+    assert_eq!(
+        none["session"],
+        Value::Null,
+        "Alpha only ever reported an error"
+    );
     app.record(json!({
         "mower_id": bravo, "account_id": app.a.account_id,
         "observed_at": (t0() + Duration::seconds(60)).to_rfc3339(), "activity": "charging",
@@ -127,7 +144,10 @@ async fn sessions_are_seen_only_through_tokens_that_see_the_mower() {
     }
     let north = app.a.sites[0];
     let response = app
-        .get(&format!("/v1/sessions?site_id={north}"), Some(TOKEN_A_SOUTH))
+        .get(
+            &format!("/v1/sessions?site_id={north}"),
+            Some(TOKEN_A_SOUTH),
+        )
         .await;
     assert_eq!(response.status, StatusCode::NOT_FOUND);
     // The fleet: every session of the visible mowers, none of the others.
@@ -138,10 +158,16 @@ async fn sessions_are_seen_only_through_tokens_that_see_the_mower() {
     let other = app.get("/v1/sessions", Some(TOKEN_B)).await.json();
     assert_eq!(other["items"], json!([]));
     let of_north = app
-        .get(&format!("/v1/sessions?site_id={north}&limit=2"), Some(TOKEN_A))
+        .get(
+            &format!("/v1/sessions?site_id={north}&limit=2"),
+            Some(TOKEN_A),
+        )
         .await
         .json();
-    assert_eq!(starts(&of_north), ["2026-06-01T18:00:00Z", "2026-06-01T15:00:00Z"]);
+    assert_eq!(
+        starts(&of_north),
+        ["2026-06-01T18:00:00Z", "2026-06-01T15:00:00Z"]
+    );
     assert_eq!(of_north["truncated"], true);
 }
 
@@ -154,7 +180,10 @@ async fn sessions_answer_csv_with_the_json_rows() {
     let json = app.get(&path, Some(TOKEN_A)).await.json();
     let csv = app.get_with(&path, Some(TOKEN_A), CSV).await;
     assert_eq!(csv.status, StatusCode::OK);
-    assert_eq!(csv.header("swath-next-cursor"), json["next_cursor"].as_str());
+    assert_eq!(
+        csv.header("swath-next-cursor"),
+        json["next_cursor"].as_str()
+    );
     let rows: Vec<Vec<String>> = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(&csv.body[..])
@@ -162,24 +191,36 @@ async fn sessions_answer_csv_with_the_json_rows() {
         .map(|r| r.unwrap().iter().map(str::to_owned).collect())
         .collect();
     assert_eq!(rows.len(), 3, "the header and two sessions");
-    assert_eq!(rows[0][..5], ["id", "mower_id", "started_at", "ended_at", "end_reason"]);
+    assert_eq!(
+        rows[0][..5],
+        ["id", "mower_id", "started_at", "ended_at", "end_reason"]
+    );
     for (row, item) in rows[1..].iter().zip(json["items"].as_array().unwrap()) {
         assert_eq!(row[0], item["id"].as_str().unwrap());
         assert_eq!(row[2], item["started_at"].as_str().unwrap());
         assert_eq!(row[3], item["ended_at"].as_str().unwrap_or_default());
         assert_eq!(row[4], item["end_reason"].as_str().unwrap_or_default());
     }
-    insta::assert_snapshot!("mower_sessions_csv", String::from_utf8(csv.body.to_vec()).unwrap());
+    insta::assert_snapshot!(
+        "mower_sessions_csv",
+        String::from_utf8(csv.body.to_vec()).unwrap()
+    );
 }
 
 #[tokio::test]
 async fn a_bad_range_or_cursor_is_refused() {
     let app = TestApp::spawn().await;
     let bravo = app.a.mowers[0];
-    let path = format!("/v1/mowers/{bravo}/sessions?from={}&to={}", q(t0()), q(t0()));
+    let path = format!(
+        "/v1/mowers/{bravo}/sessions?from={}&to={}",
+        q(t0()),
+        q(t0())
+    );
     let response = app.get(&path, Some(TOKEN_A)).await;
     assert_eq!(response.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let response = app.get("/v1/sessions?cursor=bm90LWEtY3Vyc29y", Some(TOKEN_A)).await;
+    let response = app
+        .get("/v1/sessions?cursor=bm90LWEtY3Vyc29y", Some(TOKEN_A))
+        .await;
     assert_eq!(response.status, StatusCode::BAD_REQUEST);
 }
 
@@ -195,10 +236,19 @@ async fn the_sessions_export_streams_the_fleets_sessions_as_csv() {
         export.header("content-disposition"),
         Some("attachment; filename=\"swath-sessions-20260601T110000Z-20260602T000000Z.csv\"")
     );
-    let page = app
-        .get_with("/v1/sessions", Some(TOKEN_A), CSV)
-        .await;
-    assert_eq!(export.body, page.body, "one mower with sessions: the same rows, newest first");
+    let page = app.get_with("/v1/sessions", Some(TOKEN_A), CSV).await;
+    assert_eq!(
+        export.body, page.body,
+        "one mower with sessions: the same rows, newest first"
+    );
     let south = app.get_with(&path, Some(TOKEN_A_SOUTH), CSV).await;
-    assert_eq!(south.body.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count(), 1, "the header only");
+    assert_eq!(
+        south
+            .body
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count(),
+        1,
+        "the header only"
+    );
 }

@@ -606,9 +606,20 @@ pub async fn sessions_outlive_history_and_are_never_refolded_from_what_is_left(
     };
     record(reports).await;
     let sessions = || async {
-        let rows = h.store.sessions.export(&h.fleet.mowers).await.expect("export");
+        let rows = h
+            .store
+            .sessions
+            .export(&h.fleet.mowers)
+            .await
+            .expect("export");
         rows.into_iter()
-            .map(|r| (r.session.mower_id, r.session.started_at, r.session.mowing_ms))
+            .map(|r| {
+                (
+                    r.session.mower_id,
+                    r.session.started_at,
+                    r.session.mowing_ms,
+                )
+            })
             .collect::<Vec<_>>()
     };
     let folded = sessions().await;

@@ -5,7 +5,9 @@
 //! mower's stored distinct states, and with W4's health totals.
 
 use crate::reference::sessions as reference;
-use crate::support::{ingest_json, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD};
+use crate::support::{
+    ingest_json, Fleet, RecordingBus, StoreFactory, TestStore, DEFAULT_THRESHOLD,
+};
 use crate::traces::{arrival, build_distinct_trace, ingest_clock, split, DistinctStep};
 use chrono::Duration;
 use chrono_tz::Tz;
@@ -35,7 +37,9 @@ impl Harness {
     pub async fn new(factory: &dyn StoreFactory, merge_gap: Duration) -> Self {
         let store = factory.fresh().await;
         let fleet = Fleet::new();
-        fleet.seed(store.directory.as_ref(), DEFAULT_THRESHOLD).await;
+        fleet
+            .seed(store.directory.as_ref(), DEFAULT_THRESHOLD)
+            .await;
         let ingest = Ingest::new(
             store.telemetry.clone(),
             Arc::new(RecordingBus::default()),
@@ -91,7 +95,11 @@ impl Harness {
         for (g, w) in got.iter().zip(&want) {
             assert_eq!(g, w, "a session differs from the reference's");
         }
-        assert_eq!(got.len(), want.len(), "sessions: {got:#?}\nexpected: {want:#?}");
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "sessions: {got:#?}\nexpected: {want:#?}"
+        );
     }
 }
 
@@ -187,7 +195,11 @@ pub async fn sessions_add_up_to_the_health_totals(
 ) {
     let h = Harness::new(factory, DEFAULT_SESSION_MERGE_GAP).await;
     let reports = build_distinct_trace(&h.fleet, steps);
-    let order: Vec<usize> = order.iter().copied().filter(|i| *i < reports.len()).collect();
+    let order: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|i| *i < reports.len())
+        .collect();
     for batch in split(&arrival(&reports, &[], &order), sizes) {
         h.ingest(&batch).await;
     }
@@ -218,9 +230,17 @@ pub async fn stores_agree(
     let a = Harness::new(a, DEFAULT_SESSION_MERGE_GAP).await;
     let b = Harness::new(b, DEFAULT_SESSION_MERGE_GAP).await;
     let reports = build_distinct_trace(&a.fleet, steps);
-    let order: Vec<usize> = order.iter().copied().filter(|i| *i < reports.len()).collect();
+    let order: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|i| *i < reports.len())
+        .collect();
     for batch in split(&arrival(&reports, &[], &order), sizes) {
         assert_eq!(a.ingest(&batch).await, b.ingest(&batch).await);
     }
-    assert_eq!(a.sessions().await, b.sessions().await, "sessions differ between the stores");
+    assert_eq!(
+        a.sessions().await,
+        b.sessions().await,
+        "sessions differ between the stores"
+    );
 }

@@ -42,9 +42,15 @@ mod on_postgres {
 
     pub(super) fn in_order_matches_the_reference() {
         let strategy = (distinct_trace(120), splits());
-        postgres::property(factory(), 10, 32, strategy, |f, ((steps, _, _), sizes), rt| {
-            rt.block_on(contract::in_order_matches_the_reference(f, &steps, &sizes))
-        });
+        postgres::property(
+            factory(),
+            10,
+            32,
+            strategy,
+            |f, ((steps, _, _), sizes), rt| {
+                rt.block_on(contract::in_order_matches_the_reference(f, &steps, &sizes))
+            },
+        );
     }
 
     pub(super) fn any_order_matches_the_reference() {
@@ -84,17 +90,29 @@ mod on_postgres {
 
     pub(super) fn sessions_add_up_to_the_health_totals() {
         let strategy = (distinct_trace(120), splits());
-        postgres::property(factory(), 8, 32, strategy, |f, ((steps, _, order), sizes), rt| {
-            rt.block_on(contract::sessions_add_up_to_the_health_totals(
-                f, &steps, &order, &sizes,
-            ))
-        });
+        postgres::property(
+            factory(),
+            8,
+            32,
+            strategy,
+            |f, ((steps, _, order), sizes), rt| {
+                rt.block_on(contract::sessions_add_up_to_the_health_totals(
+                    f, &steps, &order, &sizes,
+                ))
+            },
+        );
     }
 
     pub(super) fn memory_and_postgres_end_with_identical_sessions() {
         let strategy = (distinct_trace(120), splits());
-        postgres::property(factory(), 12, 32, strategy, |f, ((steps, _, order), sizes), rt| {
-            rt.block_on(contract::stores_agree(&Memory, f, &steps, &order, &sizes))
-        });
+        postgres::property(
+            factory(),
+            12,
+            32,
+            strategy,
+            |f, ((steps, _, order), sizes), rt| {
+                rt.block_on(contract::stores_agree(&Memory, f, &steps, &order, &sizes))
+            },
+        );
     }
 }

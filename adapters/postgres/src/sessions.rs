@@ -55,9 +55,8 @@ impl SessionStore for PostgresStore {
         if query.limit == 0 || query.mowers.is_empty() {
             return Ok(Vec::new());
         }
-        let (before_at, before_mower) = query
-            .before
-            .unwrap_or((far_future(), MowerId(Uuid::max())));
+        let (before_at, before_mower) =
+            query.before.unwrap_or((far_future(), MowerId(Uuid::max())));
         let found = sqlx::query(READ_PAGE)
             .bind(query.mowers.iter().map(|m| m.0).collect::<Vec<_>>())
             .bind(query.account.0)

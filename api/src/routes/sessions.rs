@@ -8,8 +8,7 @@ use crate::csv::csv_page;
 use crate::dto::answers::{ById, NotAcceptable, PageRefused};
 use crate::dto::params::MowerPath;
 use crate::dto::sessions::{
-    FleetSessionParams, OpenSession, SessionItem, SessionPage, SessionParams,
-    SESSIONS_CSV_EXAMPLE,
+    FleetSessionParams, OpenSession, SessionItem, SessionPage, SessionParams, SESSIONS_CSV_EXAMPLE,
 };
 use crate::error::ApiError;
 use crate::extract::{ApiPath, ApiQuery};
@@ -93,7 +92,12 @@ pub async fn list_mower_sessions(
     ApiPath(id): ApiPath<Uuid>,
     ApiQuery(params): ApiQuery<SessionParams>,
 ) -> Result<Response, ApiError> {
-    let (ask, range) = range(params.from, params.to, params.limit, params.cursor.as_deref())?;
+    let (ask, range) = range(
+        params.from,
+        params.to,
+        params.limit,
+        params.cursor.as_deref(),
+    )?;
     let rows = sessions(&state)?
         .of_mower(&principal, MowerId(id), &range)
         .await?;
@@ -131,7 +135,12 @@ pub async fn list_sessions(
     State(state): State<AppState>,
     ApiQuery(params): ApiQuery<FleetSessionParams>,
 ) -> Result<Response, ApiError> {
-    let (ask, range) = range(params.from, params.to, params.limit, params.cursor.as_deref())?;
+    let (ask, range) = range(
+        params.from,
+        params.to,
+        params.limit,
+        params.cursor.as_deref(),
+    )?;
     let (site, mower) = (params.site_id.map(SiteId), params.mower_id.map(MowerId));
     let request = FleetSessions { site, mower, range };
     let rows = sessions(&state)?.of_fleet(&principal, &request).await?;

@@ -343,13 +343,8 @@ impl Ingest {
             }
             let found = sessions::before(&mut snapshots);
             let (applied, mut changes) = apply_states(&mut snapshots, valid, received_at);
-            changes.sessions = sessions::session_changes(
-                &found,
-                windows,
-                valid,
-                &applied,
-                self.session_merge_gap,
-            );
+            changes.sessions =
+                sessions::session_changes(&found, windows, valid, &applied, self.session_merge_gap);
             let counts = changes.counts;
             // The commit stores W6's events and alerts too (the events feed); they are
             // published below, after it.

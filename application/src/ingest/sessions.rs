@@ -17,9 +17,7 @@ use crate::ports::SessionWindow;
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
-use swath_domain::sessions::{
-    SessionCarry, SessionChanges, SessionFold, SessionPoint, SessionRow,
-};
+use swath_domain::sessions::{SessionCarry, SessionChanges, SessionFold, SessionPoint, SessionRow};
 use swath_domain::{AccountId, MowerId, MowerSnapshot, StateOutcome, StateReport};
 
 /// What the session step needs of a mower as the batch found it, taken before the rules advance
@@ -34,7 +32,9 @@ pub(super) struct Before {
 }
 
 /// The mowers of the batch as it found them (those in the directory).
-pub(super) fn before(snapshots: &mut BTreeMap<MowerId, MowerSnapshot>) -> BTreeMap<MowerId, Before> {
+pub(super) fn before(
+    snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
+) -> BTreeMap<MowerId, Before> {
     snapshots
         .iter_mut()
         .filter_map(|(mower, snapshot)| {
@@ -105,11 +105,11 @@ pub(super) fn session_changes(
         for state in states {
             let t = state.observed_at;
             match found.counted_until {
-                Some(until) if t < until => late.entry(t).or_insert_with(|| SessionPoint::of(state)),
+                Some(until) if t < until => {
+                    late.entry(t).or_insert_with(|| SessionPoint::of(state))
+                }
                 Some(until) if t == until => continue,
-                _ => in_order
-                    .entry(t)
-                    .or_insert_with(|| SessionPoint::of(state)),
+                _ => in_order.entry(t).or_insert_with(|| SessionPoint::of(state)),
             };
         }
         let window = windows
@@ -180,7 +180,8 @@ impl Step<'_> {
             && (moot || carry.rest == fold.rest)
             && !started_anew;
         if !unchanged {
-            out.upsert.push((self.row(current), Some(fold.rest.clone())));
+            out.upsert
+                .push((self.row(current), Some(fold.rest.clone())));
         }
     }
 

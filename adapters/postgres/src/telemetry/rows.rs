@@ -88,10 +88,12 @@ pub(super) fn latest_from(row: &PgRow) -> Result<LatestRow, StoreError> {
 /// as JSON), or none.
 pub(super) fn carry_from(row: &PgRow) -> Result<SessionCarry, StoreError> {
     let stored: Option<Json<StoredSession>> = row.try_get("newest_session").map_err(corrupt)?;
-    Ok(stored.map_or_else(SessionCarry::default, |Json(stored)| SessionCarry {
-        newest: Some(stored.row.session),
-        rest: stored.rest.unwrap_or_default(),
-    }))
+    Ok(
+        stored.map_or_else(SessionCarry::default, |Json(stored)| SessionCarry {
+            newest: Some(stored.row.session),
+            rest: stored.rest.unwrap_or_default(),
+        }),
+    )
 }
 
 /// A `mower_sessions` row as JSON (`to_jsonb`): the session row and its rest.
