@@ -31,6 +31,7 @@ import {
   log,
   noContent,
   ok,
+  okText,
   problem,
 } from "./support.js";
 import { liveStream } from "./stream.js";
@@ -69,10 +70,10 @@ function differences(a: unknown, b: unknown, at: string): string[] {
 }
 
 async function operations(api: Api): Promise<void> {
-  eq(await ok("healthz", api.GET("/healthz", { parseAs: "text" })), "ok", "healthz");
+  eq(await okText("healthz", api.GET("/healthz", { parseAs: "text" })), "ok", "healthz");
   const ready: Schemas["Readiness"] = await ok("readyz", api.GET("/readyz"));
   eq([ready.store, ready.bus, ready.ingest], ["up", "up", "up"], "readyz");
-  const metrics = await ok("metrics", api.GET("/metrics", { parseAs: "text" }));
+  const metrics = await okText("metrics", api.GET("/metrics", { parseAs: "text" }));
   check(metrics.includes("# TYPE "), "metrics has no Prometheus TYPE line");
   const served = await ok("openapi", api.GET("/openapi.json"));
   const committed = JSON.parse(readFileSync(documentPath!, "utf8")) as Record<string, unknown>;

@@ -66,10 +66,28 @@ export function sameInstant(actual: string | null | undefined, expected: string,
 type Answer<D, E> = { data?: D; error?: E; response: Response };
 
 /** A success answer of `status` with a body: the body, typed by the generated document. */
-export async function ok<D, E>(what: string, call: Promise<Answer<D, E>>, status = 200): Promise<D> {
+// The operations that also answer CSV (decision 193) have `string` in their data's type: asked
+// without `Accept: text/csv` they answer JSON, and no JSON answer of the API is a bare string.
+export async function ok<D, E>(
+  what: string,
+  call: Promise<Answer<D, E>>,
+  status = 200,
+): Promise<Exclude<D, string>> {
   const { data, error, response } = await call;
   if (response.status !== status || data === undefined) {
     fail(`${what} answered ${response.status} ${JSON.stringify(error ?? data)}, expected ${status}`);
+  }
+  if (typeof data === "string") {
+    fail(`${what} answered text where JSON was expected`);
+  }
+  return data as Exclude<D, string>;
+}
+
+/** A `200` whose body was read as text (`parseAs: "text"`). */
+export async function okText<D, E>(what: string, call: Promise<Answer<D, E>>): Promise<string> {
+  const { data, error, response } = await call;
+  if (response.status !== 200 || typeof data !== "string") {
+    fail(`${what} answered ${response.status} ${JSON.stringify(error ?? data)}, expected 200 and text`);
   }
   return data;
 }

@@ -304,6 +304,26 @@ async function totals(
     `Totals: health (mowing ${health.mowing_seconds} s, ${health.distance_m.toFixed(1)} m, 1 error), blade reset to 0, ` +
       `days ${days.items.map((d) => d.day).join(", ")} (${sum("state_count")} states).`,
   );
+
+  // W8: the mower's sessions add up to its health totals (every mowing state is in one).
+  const sessions = await ok(
+    "list_mower_sessions",
+    api.GET("/v1/mowers/{id}/sessions", {
+      params: { path: { id: mower.id }, query: { limit: 1000 } satisfies Query<"/v1/mowers/{id}/sessions"> },
+    }),
+  );
+  const mowed = sessions.items.reduce((n, s) => n + s.mowing_seconds, 0);
+  eq(Math.round(mowed * 1000), Math.round(health.mowing_seconds * 1000), "list_mower_sessions: mowing time");
+  const fleet = await ok(
+    "list_sessions",
+    api.GET("/v1/sessions", {
+      params: { query: { mower_id: mower.id, limit: 1000 } satisfies Query<"/v1/sessions"> },
+    }),
+  );
+  eq(fleet.items.map((s) => s.id), sessions.items.map((s) => s.id), "list_sessions: the mower's sessions");
+  const open = await ok("get_open_session", api.GET("/v1/mowers/{id}/sessions/open", { params: id }));
+  eq(open.session?.id ?? null, sessions.items.find((s) => s.open)?.id ?? null, "get_open_session");
+  log(`Sessions: ${sessions.items.length}, ${mowed} s of mowing, open: ${open.session !== null}.`);
 }
 
 /** The live projections: the fleet, the site wall and the health wall, and the fleet's ETag. */

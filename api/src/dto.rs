@@ -117,6 +117,7 @@ pub mod notifications;
 pub mod operations;
 pub mod params;
 pub mod reads;
+pub mod sessions;
 pub mod webhooks;
 
 use chrono::{DateTime, Utc};

@@ -508,6 +508,17 @@ impl From<MowerDataError> for ApiError {
     }
 }
 
+impl From<swath_application::SessionsError> for ApiError {
+    fn from(e: swath_application::SessionsError) -> Self {
+        use swath_application::SessionsError;
+        match e {
+            SessionsError::Invalid(problems) => ApiError::problems(problems),
+            SessionsError::NotFound(hidden) => AccessError::NotVisible(hidden).into(),
+            SessionsError::Unavailable(cause) => ApiError::Unavailable(cause),
+        }
+    }
+}
+
 impl From<swath_application::ExportError> for ApiError {
     fn from(e: swath_application::ExportError) -> Self {
         use swath_application::ExportError;

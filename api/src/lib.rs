@@ -116,6 +116,7 @@ fn compression() -> CompressionLayer<impl Predicate> {
     tags(
         (name = routes::mowers::TAG, description = "The mowers of the directory, with their latest states."),
         (name = routes::telemetry::TAG, description = "A mower's latest state, health totals, history, track and day totals."),
+        (name = routes::sessions::TAG, description = "Mowing sessions (docs/rules.md W8): when each mower mowed, for how long, how far and why it stopped, kept exact whatever the order states arrive in."),
         (name = routes::exports::TAG, description = "Fleet-wide CSV exports: every visible mower's history or day totals over a range, streamed."),
         (name = routes::states::TAG, description = "State reports over HTTP, through the same path as the bus."),
         (name = routes::imports::TAG, description = "History in bulk: NDJSON state reports, imported as `swath import` imports a file, and the import's progress and result. Scope `write` or `admin`."),
@@ -172,8 +173,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::telemetry::get_mower_track))
         .routes(routes!(routes::telemetry::get_mower_track_geojson))
         .routes(routes!(routes::telemetry::get_mower_days))
+        .routes(routes!(routes::sessions::list_mower_sessions))
+        .routes(routes!(routes::sessions::get_open_session))
+        .routes(routes!(routes::sessions::list_sessions))
         .routes(routes!(routes::exports::export_history))
         .routes(routes!(routes::exports::export_days))
+        .routes(routes!(routes::exports::export_sessions))
         .routes(routes!(routes::states::record_states))
         .routes(routes!(
             routes::imports::create_import,

@@ -57,6 +57,8 @@ pub enum List {
     Webhooks,
     /// An endpoint's deliveries, keyed by their place in its queue (newest first).
     Deliveries,
+    /// Mowing sessions, keyed by `<started_at µs>,<mower id>` (newest first).
+    Sessions,
 }
 
 impl List {
@@ -72,6 +74,7 @@ impl List {
             List::Imports => "imports",
             List::Webhooks => "webhooks",
             List::Deliveries => "deliveries",
+            List::Sessions => "sessions",
         }
     }
 }
@@ -298,6 +301,21 @@ macro_rules! id_key {
 }
 
 id_key!(TokenId, WebhookId);
+
+/// `<started_at in microseconds>,<mower id>` (mowing sessions, newest first).
+impl Key for (DateTime<Utc>, swath_domain::MowerId) {
+    fn write(&self) -> String {
+        format!("{},{}", self.0.timestamp_micros(), self.1 .0)
+    }
+
+    fn read(text: &str) -> Option<Self> {
+        let (micros, id) = text.split_once(',')?;
+        Some((
+            DateTime::<Utc>::read(micros)?,
+            swath_domain::MowerId(id.parse().ok()?),
+        ))
+    }
+}
 
 /// `<severity rank>,<raised_at in microseconds>,<id>` (open alerts).
 impl Key for AlertCursor {

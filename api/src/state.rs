@@ -40,6 +40,9 @@ pub struct AppState {
     /// Webhook endpoints and their deliveries (`/v1/webhooks`); `None`: those routes answer
     /// `503`.
     pub webhooks: Option<Webhooks>,
+    /// W8's mowing sessions (`/v1/sessions`, `/v1/mowers/{id}/sessions`); `None`: those routes
+    /// answer `503`.
+    pub mowing_sessions: Option<swath_application::Sessions>,
     /// The live projections (`/v1/live/fleet`, `/wall`, `/health` and the `/live/…` pages);
     /// `None`: those routes answer `503`.
     pub live_views: Option<Projections>,
@@ -81,6 +84,7 @@ pub struct UseCases {
     pub submissions: Submissions,
     pub imports: Imports,
     pub webhooks: Option<Webhooks>,
+    pub mowing_sessions: Option<swath_application::Sessions>,
     pub live_views: Option<Projections>,
     pub readiness: Readiness,
     pub live_streams: LiveStreams,
@@ -103,6 +107,7 @@ impl AppState {
             submissions,
             imports,
             webhooks,
+            mowing_sessions,
             live_views,
             readiness,
             live_streams,
@@ -119,6 +124,7 @@ impl AppState {
             submissions,
             imports,
             webhooks,
+            mowing_sessions,
             live_views,
             readiness,
             live_streams,

@@ -13,12 +13,16 @@
 //! page ends at.
 
 use crate::access::{Access, AccessError};
-use crate::ports::{chain, DirectoryError, StoreError, TelemetryStore, TimeWindow, TokenHash};
+use crate::ports::{
+    chain, DirectoryError, SessionQuery, SessionStore, StoreError, TelemetryStore, TimeWindow,
+    TokenHash,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use swath_domain::{DayTotals, HistoryRow, MowerId, Principal, SiteId};
+use swath_domain::sessions::SessionRow;
+use swath_domain::{AccountId, DayTotals, HistoryRow, MowerId, Principal, SiteId};
 
 /// The rows one page reads of one mower (and the most an export holds at a time, beside the
 /// list of its mowers).
@@ -104,6 +108,67 @@ impl DaysExport {
             ));
         }
         Ok(Self { site, from, to })
+    }
+}
+
+/// A validated sessions export: the sessions overlapping `[from, to)` (started before `to`,
+/// ended after `from`, open ones always), of one site or all.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionsExport {
+    pub site: Option<SiteId>,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+impl SessionsExport {
+    /// Checks the range as a history export's ([`HistoryExport::new`]).
+    pub fn new(
+        site: Option<SiteId>,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Self, ExportError> {
+        let HistoryExport { site, from, to } = HistoryExport::new(site, from, to)?;
+        Ok(Self { site, from, to })
+    }
+}
+
+/// A [`SessionsExport`] with the store it reads and the account whose sessions it answers: each
+/// mower's sessions newest first, as the sessions lists answer them.
+pub struct SessionsSource {
+    request: SessionsExport,
+    store: Arc<dyn SessionStore>,
+    account: AccountId,
+}
+
+#[async_trait]
+impl ExportSource for SessionsSource {
+    type Row = SessionRow;
+    type Key = (DateTime<Utc>, MowerId);
+    const NAME: &'static str = "sessions";
+
+    async fn page(
+        &self,
+        _telemetry: &dyn TelemetryStore,
+        mower: MowerId,
+        after: Option<(DateTime<Utc>, MowerId)>,
+        limit: usize,
+    ) -> Result<Vec<SessionRow>, StoreError> {
+        let query = SessionQuery {
+            account: self.account,
+            mowers: vec![mower],
+            from: Some(self.request.from),
+            to: Some(self.request.to),
+            before: after,
+            limit,
+        };
+        self.store
+            .page(&query)
+            .await
+            .map_err(|e| StoreError::Unavailable(Box::new(e)))
+    }
+
+    fn key(row: &SessionRow) -> (DateTime<Utc>, MowerId) {
+        (row.session.started_at, row.session.mower_id)
     }
 }
 
@@ -198,6 +263,7 @@ impl ExportSource for DaysExport {
 pub struct Exports {
     access: Access,
     telemetry: Arc<dyn TelemetryStore>,
+    sessions: Option<Arc<dyn SessionStore>>,
     page_rows: usize,
 }
 
@@ -206,8 +272,15 @@ impl Exports {
         Self {
             access,
             telemetry,
+            sessions: None,
             page_rows: EXPORT_PAGE_ROWS,
         }
+    }
+
+    /// Exports W8's sessions from `store` too ([`Exports::sessions`]).
+    pub fn with_sessions(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.sessions = Some(store);
+        self
     }
 
     /// The same reading `rows` rows per page (tests: many pages of few rows).
@@ -270,6 +343,27 @@ impl Exports {
         request: HistoryExport,
     ) -> Result<Export<HistoryExport>, ExportError> {
         self.start(principal, token, request.site, request).await
+    }
+
+    /// A sessions export ([`Exports::start`] of a [`SessionsExport`]); the store is unavailable
+    /// when this use case has no sessions store.
+    pub async fn sessions(
+        &self,
+        principal: &Principal,
+        token: TokenHash,
+        request: SessionsExport,
+    ) -> Result<Export<SessionsSource>, ExportError> {
+        let Some(store) = self.sessions.clone() else {
+            let cause = "no sessions store is configured";
+            return Err(ExportError::Store(StoreError::Unavailable(cause.into())));
+        };
+        let site = request.site;
+        let source = SessionsSource {
+            request,
+            store,
+            account: principal.account_id,
+        };
+        self.start(principal, token, site, source).await
     }
 
     /// A day totals export ([`Exports::start`] of a [`DaysExport`]).

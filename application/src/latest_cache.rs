@@ -220,6 +220,13 @@ impl TelemetryBatch for ForgettingBatch {
         self.batch.neighbours(late, snapshots).await
     }
 
+    async fn session_windows(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>, DateTime<Utc>)],
+    ) -> Result<Vec<crate::ports::SessionWindow>, StoreError> {
+        self.batch.session_windows(late).await
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let mowers: Vec<MowerId> = changes.latest.iter().map(|row| row.mower_id).collect();
         let written = self.written;

@@ -78,6 +78,7 @@ pub mod readiness;
 pub mod retention;
 pub mod scheduler;
 pub mod sentinel;
+pub mod sessions;
 pub mod subjects;
 pub mod submissions;
 pub mod ticks;
@@ -89,7 +90,10 @@ pub mod webhooks;
 pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
-pub use exports::{DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport};
+pub use exports::{
+    DaysExport, Export, ExportError, ExportSource, Exports, HistoryExport, SessionsExport,
+    SessionsSource,
+};
 pub use fleet_directory::{
     CreatedMower, FleetDirectory, FleetError, MowerChanges, MowerRequest, SiteChanges, SiteRequest,
 };
@@ -107,6 +111,7 @@ pub use projections::Projections;
 pub use readiness::{Readiness, ReadinessReport};
 pub use retention::{Retention, RetentionOutcome, RetentionPolicy, RetentionSummary};
 pub use scheduler::SchedulerStatus;
+pub use sessions::{FleetSessions, SessionRange, Sessions, SessionsError};
 pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use token_admin::{IssueError, IssuedToken, TokenAdmin, TokenRequest};
 pub use watcher::{Watcher, WatcherHandler};

@@ -6,6 +6,9 @@
 //!   mower and UTC minute (the first among those not about to expire);
 //! - positions with `observed_at < now - track_keep` are deleted;
 //! - history rows with `observed_at < now - history_keep` are deleted;
+//! - W8's sessions that ended before `now - sessions_keep` are deleted, except each mower's
+//!   newest (the one an in-order batch extends, decision 201); `sessions_keep` is at least
+//!   `history_keep`, so a session outlives the states it was folded from;
 //! - settled webhook deliveries enqueued before `now - webhook_deliveries_keep` are deleted
 //!   (pending ones are kept whatever their age), when the use case has the webhook store;
 //! - latest rows, health totals and day totals are kept forever.
@@ -54,6 +57,11 @@ pub enum PolicyError {
     TooShort(&'static str),
     #[error("SWATH_TRACK_FULL_DAYS ({full}) must not exceed SWATH_TRACK_KEEP_DAYS ({keep})")]
     FullExceedsKeep { full: u32, keep: u32 },
+    #[error(
+        "SWATH_SESSIONS_KEEP_DAYS ({sessions}) must not be shorter than SWATH_HISTORY_KEEP_DAYS \
+         ({history})"
+    )]
+    SessionsShorterThanHistory { sessions: u32, history: u32 },
 }
 
 /// How long each kind of row is kept.
@@ -68,6 +76,9 @@ pub struct RetentionPolicy {
     /// Settled webhook deliveries, counted from their enqueueing
     /// (`SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS`, 30).
     pub webhook_deliveries_keep_days: u32,
+    /// W8's sessions, counted from their end (`SWATH_SESSIONS_KEEP_DAYS`, 3 650): at least
+    /// `history_keep_days`.
+    pub sessions_keep_days: u32,
 }
 
 impl Default for RetentionPolicy {
@@ -77,6 +88,7 @@ impl Default for RetentionPolicy {
             track_keep_days: 365,
             history_keep_days: 365,
             webhook_deliveries_keep_days: 30,
+            sessions_keep_days: 3650,
         }
     }
 }
@@ -95,6 +107,12 @@ impl RetentionPolicy {
         }
         if self.webhook_deliveries_keep_days == 0 {
             return Err(PolicyError::TooShort("SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS"));
+        }
+        if self.sessions_keep_days < self.history_keep_days {
+            return Err(PolicyError::SessionsShorterThanHistory {
+                sessions: self.sessions_keep_days,
+                history: self.history_keep_days,
+            });
         }
         if self.track_full_days > self.track_keep_days {
             return Err(PolicyError::FullExceedsKeep {
@@ -117,6 +135,7 @@ impl RetentionPolicy {
             positions_before: now - days(self.track_keep_days),
             history_before: now - days(self.history_keep_days),
             deliveries_before: now - days(self.webhook_deliveries_keep_days),
+            sessions_before: now - days(self.sessions_keep_days),
         }
     }
 }
@@ -133,6 +152,8 @@ pub struct Cutoffs {
     pub history_before: DateTime<Utc>,
     /// Settled webhook deliveries enqueued before this are deleted.
     pub deliveries_before: DateTime<Utc>,
+    /// Sessions that ended before this are deleted (each mower's newest excepted).
+    pub sessions_before: DateTime<Utc>,
 }
 
 impl Cutoffs {
@@ -162,6 +183,8 @@ pub struct RetentionSummary {
     pub positions_downsampled: u64,
     /// Settled webhook deliveries deleted.
     pub deliveries_expired: u64,
+    /// W8's sessions deleted.
+    pub sessions_expired: u64,
     /// The downsampling watermark after the run.
     pub downsampled_until: Option<DateTime<Utc>>,
     /// Steps done, out of `steps_planned`.
@@ -180,6 +203,7 @@ impl RetentionSummary {
             positions_expired: 0,
             positions_downsampled: 0,
             deliveries_expired: 0,
+            sessions_expired: 0,
             downsampled_until: None,
             steps_done: 0,
             steps_planned: 0,
@@ -192,6 +216,7 @@ impl RetentionSummary {
             + self.positions_expired
             + self.positions_downsampled
             + self.deliveries_expired
+            + self.sessions_expired
     }
 }
 
@@ -231,6 +256,8 @@ enum Step {
     Mark(DateTime<Utc>),
     /// Settled webhook deliveries, in chunks.
     Deliveries,
+    /// W8's sessions of a chunk of mowers.
+    Sessions(usize),
 }
 
 impl Retention {
@@ -304,6 +331,7 @@ impl Retention {
         for table in [RetainedTable::History, RetainedTable::Positions] {
             steps.extend((0..chunks.len()).map(|c| Step::Expire(table, c)));
         }
+        steps.extend((0..chunks.len()).map(Step::Sessions));
         let watermark = run.downsampled_until().await?;
         summary.downsampled_until = watermark;
         // Older positions expire rather than being downsampled; the watermark never moves back.
@@ -372,6 +400,7 @@ impl Retention {
             positions_expired = summary.positions_expired,
             positions_downsampled = summary.positions_downsampled,
             deliveries_expired = summary.deliveries_expired,
+            sessions_expired = summary.sessions_expired,
             "Retention run completed."
         );
         Ok(RetentionOutcome::Completed(summary))
@@ -455,6 +484,25 @@ impl Retention {
                     summary.downsampled_until = Some(*until);
                     metrics::gauge!("swath_retention_downsampled_until_timestamp_seconds")
                         .set(until.timestamp() as f64);
+                }
+            }
+            Step::Sessions(chunk) => {
+                let before = summary.cutoffs.sessions_before;
+                let mut deleted = 0;
+                loop {
+                    let n = run
+                        .expire_sessions(chunks[*chunk], before, ROWS_PER_CHUNK, dry_run)
+                        .await?;
+                    deleted += n;
+                    if dry_run || n < ROWS_PER_CHUNK {
+                        break;
+                    }
+                }
+                summary.sessions_expired += deleted;
+                if !dry_run && deleted > 0 {
+                    metrics::counter!("swath_retention_rows_deleted_total",
+                        "table" => "sessions", "reason" => "expired")
+                    .increment(deleted);
                 }
             }
             Step::Deliveries => {
@@ -553,6 +601,7 @@ mod tests {
             track_keep_days: 30,
             history_keep_days: 1,
             webhook_deliveries_keep_days: 1,
+            sessions_keep_days: 1,
         };
         assert_eq!(
             p.validate(),
@@ -565,6 +614,17 @@ mod tests {
         assert_eq!(
             p.validate(),
             Err(PolicyError::TooShort("SWATH_HISTORY_KEEP_DAYS"))
+        );
+        let p = RetentionPolicy {
+            sessions_keep_days: 364,
+            ..RetentionPolicy::default()
+        };
+        assert_eq!(
+            p.validate(),
+            Err(PolicyError::SessionsShorterThanHistory {
+                sessions: 364,
+                history: 365
+            })
         );
     }
 

@@ -12,8 +12,9 @@
 //! decision 190: silence is judged against the next state only, never against the clock, so
 //! that a stretch whose last state is the mower's newest stays open.
 
-use crate::ids::MowerId;
+use crate::ids::{AccountId, MowerId};
 use crate::report::Activity;
+use crate::rows::HealthTotals;
 use crate::rules::MAX_ATTRIBUTED_INTERVAL;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
@@ -81,7 +82,7 @@ pub fn is_working(activity: Activity) -> bool {
 }
 
 /// What a session needs of one state (a history row joined with its position).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SessionPoint {
     pub observed_at: DateTime<Utc>,
     pub activity: Activity,
@@ -103,6 +104,22 @@ impl SessionPoint {
             error_code: state.error_code.clone(),
             lat: state.position.as_ref().map(|p| p.lat),
             lon: state.position.as_ref().map(|p| p.lon),
+        }
+    }
+
+    /// The point of the mower's newest counted state as its health totals remember it: what
+    /// the fold needs of the previous state (its time, activity, blade and position) when an
+    /// in-order batch resumes it. Battery and error code are not remembered; the fold never
+    /// reads them from the previous state (they were taken when it was pushed).
+    pub fn newest_counted(health: &HealthTotals) -> Self {
+        Self {
+            observed_at: health.counted_until,
+            activity: health.last_activity,
+            blade_on: health.last_blade_on,
+            battery_percent: None,
+            error_code: None,
+            lat: health.last_lat,
+            lon: health.last_lon,
         }
     }
 }
@@ -422,4 +439,38 @@ pub fn sessions_of(
         fold.push(point);
     }
     fold.sessions()
+}
+
+/// A stored session: the session and the account whose states made it (a per-mower read answers
+/// only the rows of the principal's account, like every child row of a mower).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SessionRow {
+    pub account_id: AccountId,
+    #[serde(flatten)]
+    pub session: Session,
+}
+
+/// A mower's newest stored session and the rest after its end: with the health totals' newest
+/// counted state ([`SessionPoint::newest_counted`]), what [`SessionFold::resume`] needs to extend
+/// it by an in-order batch without reading states.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionCarry {
+    pub newest: Option<Session>,
+    pub rest: Rest,
+}
+
+/// What a batch changes of the sessions, written by the store with the batch's other rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SessionChanges {
+    /// Inserted or replaced, keyed by `(mower, started_at)`, each key at most once. The mower's
+    /// newest session carries the rest after its end (`Some`); every other session `None`.
+    pub upsert: Vec<(SessionRow, Option<Rest>)>,
+    /// Keys `(mower, started_at)` a recompute no longer gives: removed. Disjoint from `upsert`.
+    pub remove: Vec<(MowerId, DateTime<Utc>)>,
+}
+
+impl SessionChanges {
+    pub fn is_empty(&self) -> bool {
+        self.upsert.is_empty() && self.remove.is_empty()
+    }
 }

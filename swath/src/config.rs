@@ -118,6 +118,14 @@ pub struct StoreArgs {
         value_name = "SWATH_DATABASE_BATCH_TIMEOUT_SECONDS", default_value = "10",
         value_parser = parse_positive_seconds)]
     pub database_batch_timeout: Duration,
+    /// W8's merge gap, in seconds: a mowing stretch that starts at most this long after the
+    /// previous session ended joins it (a charge or a rain stop is not a new session); 0: every
+    /// stretch is a session. Every writer (each replica, `swath import`) must use the same value:
+    /// stored sessions are those of the gap they were folded with (decision 200).
+    #[arg(long = "session-merge-gap-seconds", env = "SWATH_SESSION_MERGE_GAP_SECONDS",
+        value_name = "SWATH_SESSION_MERGE_GAP_SECONDS", default_value = "7200",
+        value_parser = parse_seconds)]
+    pub session_merge_gap: Duration,
     /// History and position rows the memory store keeps per mower (the oldest go first; the
     /// history and track pages then say where the kept rows begin). The default keeps more than
     /// a day of one state a second.
@@ -428,6 +436,13 @@ pub struct RetentionArgs {
         value_name = "SWATH_WEBHOOK_DELIVERIES_KEEP_DAYS", default_value_t = 30,
         value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub webhook_deliveries_keep_days: u32,
+    /// Days W8's mowing sessions are kept after their end; older ones are deleted, except each
+    /// mower's newest. At least SWATH_HISTORY_KEEP_DAYS: sessions outlive the states they were
+    /// folded from, and thinning or deleting those states never changes them.
+    #[arg(long = "sessions-keep-days", env = "SWATH_SESSIONS_KEEP_DAYS",
+        value_name = "SWATH_SESSIONS_KEEP_DAYS", default_value_t = 3650,
+        value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub sessions_keep_days: u32,
 }
 
 impl RetentionArgs {
@@ -439,6 +454,7 @@ impl RetentionArgs {
             track_keep_days: self.track_keep_days,
             history_keep_days: self.history_keep_days,
             webhook_deliveries_keep_days: self.webhook_deliveries_keep_days,
+            sessions_keep_days: self.sessions_keep_days,
         }
         .validate()
         .unwrap_or_else(|e| {

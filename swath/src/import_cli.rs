@@ -20,11 +20,13 @@ pub async fn import(args: ImportArgs) -> anyhow::Result<()> {
              dry run)"
         );
     }
+    let merge_gap = crate::serve::session_merge_gap(&args.store);
     let stores = args.store.open().await?;
     // Derived events (blade due) go to an in-process bus: an import of history must not page
     // anyone about the past.
     let bus: Arc<dyn EventBus> = Arc::new(MemoryBus::new(MemoryBusSettings::default()));
-    let ingest = Ingest::new(stores.telemetry, bus, Arc::new(SystemClock));
+    let ingest =
+        Ingest::new(stores.telemetry, bus, Arc::new(SystemClock)).with_session_merge_gap(merge_gap);
     let file = tokio::fs::File::open(&args.file)
         .await
         .with_context(|| format!("could not open {}", args.file.display()))?;

@@ -127,6 +127,10 @@ fn print_summary(title: &str, s: &RetentionSummary) {
         "  webhooks  {verb} {:>12} (settled deliveries past the limit)",
         s.deliveries_expired
     );
+    println!(
+        "  sessions  {verb} {:>12} (ended before the limit)",
+        s.sessions_expired
+    );
     if let Some(until) = s.downsampled_until {
         println!("  positions downsampled up to {until}");
     }

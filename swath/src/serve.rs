@@ -52,6 +52,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             // Principals and mower placements cached for a short while (decisions 78, 108); the
             // in-process test app leaves it off.
             cache_ttl: swath_application::access::PRINCIPAL_CACHE_TTL,
+            session_merge_gap: session_merge_gap(&args.store),
         },
     );
     let background = wired.start(&args.background()).await?;
@@ -276,4 +277,9 @@ async fn shutdown_signal() {
         () = ctrl_c => tracing::info!("Received Ctrl-C; shutting down."),
         () = terminate => tracing::info!("Received SIGTERM; shutting down."),
     }
+}
+
+/// `SWATH_SESSION_MERGE_GAP_SECONDS` as the rules take it.
+pub(crate) fn session_merge_gap(store: &crate::config::StoreArgs) -> chrono::Duration {
+    chrono::Duration::from_std(store.session_merge_gap).unwrap_or(chrono::Duration::MAX)
 }

@@ -24,8 +24,9 @@ use swath_application::live_feed::SharedFeed;
 use swath_application::live_streams::LiveStreams;
 use swath_application::ports::{
     chain, Assignments, BatchSettings, Clock, Directory, DirectoryAdmin, EventBus, GeofenceStore,
-    NotificationFeed, NotificationPorts, Partitioning, ProjectionStore, RetentionStore, StartAt,
-    Subscription, TelemetryStore, TokenStore, WatchStore, WebhookStore, ZoneStore,
+    NotificationFeed, NotificationPorts, Partitioning, ProjectionStore, RetentionStore,
+    SessionStore, StartAt, Subscription, TelemetryStore, TokenStore, WatchStore, WebhookStore,
+    ZoneStore,
 };
 use swath_application::read_routing::{
     ReadRouted, ReadRoutedDirectory, ReadRoutedProjections, ReadRoutedTokens,
@@ -39,7 +40,7 @@ use swath_application::webhooks::WebhookLimits;
 use swath_application::{
     subjects, Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, Ingest,
     MowerData, MowerSettings, Projections, Readiness, Retention, RetentionPolicy, Revocations,
-    SchedulerStatus, Submissions, TokenAdmin, Watcher, Webhooks,
+    SchedulerStatus, Sessions, Submissions, TokenAdmin, Watcher, Webhooks,
 };
 use swath_memory::{
     MemoryBus, MemoryBusSettings, MemoryProjections, MemoryStore, MemoryStoreSettings,
@@ -67,6 +68,8 @@ pub struct Stores {
     pub assignments: Arc<dyn Assignments>,
     /// Webhook endpoints and their queues of deliveries.
     pub webhooks: Arc<dyn WebhookStore>,
+    /// W8's sessions (written by the telemetry batches, read by the API).
+    pub sessions: Arc<dyn SessionStore>,
 }
 
 impl Stores {
@@ -115,7 +118,7 @@ impl Stores {
         webhooks: Arc<dyn WebhookStore>,
     ) -> Stores
     where
-        S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + 'static,
+        S: DirectoryAdmin + TokenStore + TelemetryStore + RetentionStore + SessionStore + 'static,
         S: WatchStore + ZoneStore + GeofenceStore + NotificationFeed,
     {
         Stores {
@@ -126,6 +129,7 @@ impl Stores {
             admin: store.clone(),
             tokens: store.clone(),
             telemetry: store.clone(),
+            sessions: store.clone(),
             notifications: NotificationPorts::of(store.clone()),
             retention: store,
         }
@@ -294,6 +298,8 @@ pub struct Settings {
     /// How long token principals and mower placements are answered from memory (decisions 78,
     /// 108): `swath serve` keeps them [`swath_application::access::PRINCIPAL_CACHE_TTL`]; zero asks the stores every time.
     pub cache_ttl: Duration,
+    /// W8's merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    pub session_merge_gap: chrono::Duration,
 }
 
 /// How webhooks are delivered.
@@ -368,6 +374,7 @@ pub fn wire(
         projections,
         assignments,
         webhooks,
+        sessions,
     } = stores;
     // One wrapped store for every writer and reader, so that each commit of this process
     // forgets the latest rows it replaced before a read can be answered from memory.
@@ -375,7 +382,8 @@ pub fn wire(
     let ingest = Arc::new(
         Ingest::new(Arc::clone(&telemetry), Arc::clone(&bus), Arc::clone(&clock))
             .with_zones(Arc::clone(&notifications.zones))
-            .with_unit_deadline(settings.batch_timeout),
+            .with_unit_deadline(settings.batch_timeout)
+            .with_session_merge_gap(settings.session_merge_gap),
     );
     let watcher = Arc::new(Watcher::new(
         Arc::clone(&notifications.watch),
@@ -403,6 +411,7 @@ pub fn wire(
             projections,
             assignments,
             webhooks: Arc::clone(&webhooks),
+            sessions,
             bus: Arc::clone(&bus),
             clock: Arc::clone(&clock),
         },
@@ -435,6 +444,7 @@ struct Ports {
     projections: Arc<dyn ProjectionStore>,
     assignments: Arc<dyn Assignments>,
     webhooks: Arc<dyn WebhookStore>,
+    sessions: Arc<dyn SessionStore>,
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
 }
@@ -451,6 +461,7 @@ fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases
         projections,
         assignments,
         webhooks,
+        sessions,
         bus,
         clock,
     } = ports;
@@ -482,7 +493,9 @@ fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases
     .with_limits(settings.webhooks.limits);
     UseCases {
         fleet: FleetDirectory::new(access.clone(), directory, token_admin.clone(), rate.clone()),
-        exports: Exports::new(access.clone(), Arc::clone(&telemetry)),
+        exports: Exports::new(access.clone(), Arc::clone(&telemetry))
+            .with_sessions(Arc::clone(&sessions)),
+        mowing_sessions: Some(Sessions::new(access.clone(), sessions)),
         submissions: Submissions::new(access.clone(), Arc::clone(&ingest), Arc::clone(&bus)),
         imports: Imports::new(access.clone(), Arc::clone(&telemetry), Arc::clone(&clock)),
         readiness: Readiness::new(telemetry, Arc::clone(&bus), ingest),

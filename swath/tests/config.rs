@@ -275,6 +275,14 @@ const CASES: &[Case] = &[
         expected: "must not exceed SWATH_TRACK_KEEP_DAYS",
     },
     Case {
+        env: &[("SWATH_SESSIONS_KEEP_DAYS", "30")],
+        expected: "must not be shorter than SWATH_HISTORY_KEEP_DAYS",
+    },
+    Case {
+        env: &[("SWATH_SESSION_MERGE_GAP_SECONDS", "-1")],
+        expected: "number of seconds",
+    },
+    Case {
         env: &[("SWATH_LOG", "info,[")],
         expected: "tracing filter",
     },

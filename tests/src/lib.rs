@@ -63,6 +63,7 @@ pub mod reference;
 pub mod reference_contract;
 pub mod retention_contract;
 pub mod reuse_contract;
+pub mod sessions_contract;
 pub mod suites;
 pub mod support;
 pub mod telemetry_contract;

@@ -64,6 +64,17 @@ impl TelemetryBatch for FaultyBatch {
         self.0.neighbours(late, snapshots).await
     }
 
+    async fn session_windows(
+        &mut self,
+        late: &[(
+            MowerId,
+            chrono::DateTime<chrono::Utc>,
+            chrono::DateTime<chrono::Utc>,
+        )],
+    ) -> Result<Vec<swath_application::ports::SessionWindow>, StoreError> {
+        self.0.session_windows(late).await
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         if changes
             .history

@@ -128,6 +128,7 @@ impl StoreFactory for PostgresFactory {
         TestStore {
             directory: Arc::new(store.clone()),
             telemetry: Arc::new(store.clone()),
+            sessions: Arc::new(store.clone()),
             postgres: Some(store),
         }
     }

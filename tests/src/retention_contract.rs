@@ -557,3 +557,104 @@ pub async fn late_states_after_retention(factory: &dyn RetentionFactory) {
         .sum();
     assert_eq!(states, 7, "six states, and the merged one");
 }
+
+/// W8's sessions outlive history (`SWATH_SESSIONS_KEEP_DAYS`, at least the history's days):
+/// retention deletes the sessions that ended before their limit, never a mower's newest, and
+/// keeps the others as they were folded, also once their states are gone; a late state whose
+/// session window reaches below the history floor leaves them as they are (decisions 200, 201).
+pub async fn sessions_outlive_history_and_are_never_refolded_from_what_is_left(
+    factory: &dyn RetentionFactory,
+) {
+    let h = Harness::new(factory).await;
+    let c = cutoffs();
+    let (m0, m1) = (h.fleet.mowers[0], h.fleet.mowers[1]);
+    let run = |m: MowerId, start: DateTime<Utc>| -> Vec<(MowerId, DateTime<Utc>, &'static str)> {
+        vec![
+            (m, start, "mowing"),
+            (m, start + s(60), "mowing"),
+            (m, start + s(120), "returning"),
+            (m, start + s(180), "docked"),
+        ]
+    };
+    let ancient = c.sessions_before - Duration::days(30);
+    let old = c.history_before - Duration::days(30);
+    let recent = c.now - Duration::days(1);
+    let mut states = run(m0, ancient);
+    states.extend(run(m0, old));
+    states.extend(run(m0, recent));
+    states.extend(run(m1, ancient));
+    let reports: Vec<Value> = states
+        .iter()
+        .map(|(m, t, activity)| {
+            json!({
+                "mower_id": m.0,
+                "account_id": h.fleet.account_of(*m).0,
+                "observed_at": t.to_rfc3339_opts(SecondsFormat::Micros, true),
+                "activity": activity,
+                "blade_on": *activity == "mowing",
+            })
+        })
+        .collect();
+    let ingest = &h.ingest;
+    let record = |reports: Vec<Value>| async move {
+        let parsed = reports
+            .iter()
+            .map(|r| ingest.parse(r.to_string().as_bytes()))
+            .collect();
+        let outcomes = ingest.record_states(parsed).await.expect("stored");
+        assert!(outcomes.iter().all(|o| *o == StateOutcome::Stored));
+    };
+    record(reports).await;
+    let sessions = || async {
+        let rows = h
+            .store
+            .sessions
+            .export(&h.fleet.mowers)
+            .await
+            .expect("export");
+        rows.into_iter()
+            .map(|r| {
+                (
+                    r.session.mower_id,
+                    r.session.started_at,
+                    r.session.mowing_ms,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let folded = sessions().await;
+    assert_eq!(
+        folded,
+        vec![
+            (m0, ancient, 120_000),
+            (m0, old, 120_000),
+            (m0, recent, 120_000),
+            (m1, ancient, 120_000)
+        ]
+    );
+    assert_eq!(h.run(true).await.sessions_expired, 1, "a dry run counts");
+    assert_eq!(sessions().await, folded, "and deletes nothing");
+    assert_eq!(h.run(false).await.sessions_expired, 1);
+    let kept = sessions().await;
+    assert_eq!(
+        kept,
+        vec![folded[1], folded[2], folded[3]],
+        "the ancient one goes; m1's, as ancient, is its newest and stays"
+    );
+    assert!(
+        history_instants(&h.rows().await, m0)
+            .iter()
+            .all(|t| *t >= c.history_before),
+        "the old session's states are gone, the session stays"
+    );
+    // A late state inside the old session, whose states retention removed: its window begins
+    // below the history floor, so the session is not folded again from what is left.
+    let late = json!({
+        "mower_id": m0.0,
+        "account_id": h.fleet.account_of(m0).0,
+        "observed_at": (old + s(90)).to_rfc3339_opts(SecondsFormat::Micros, true),
+        "activity": "docked",
+    });
+    record(vec![late]).await;
+    assert_eq!(sessions().await, kept, "no session changes");
+}

@@ -97,6 +97,7 @@ macro_rules! contract_suite {
             concurrent_runs_do_the_work_once,
             an_abandoned_run_releases_the_lock,
             late_states_after_retention,
+            sessions_outlive_history_and_are_never_refolded_from_what_is_left,
         );
     };
     (watch_contract, $($adapter:tt)*) => {

@@ -24,6 +24,8 @@ pub mod http;
 pub struct TestStore {
     pub directory: Arc<dyn Directory>,
     pub telemetry: Arc<dyn TelemetryStore>,
+    /// W8's sessions, written by the telemetry batches.
+    pub sessions: Arc<dyn swath_application::ports::SessionStore>,
     /// The PostgreSQL store itself, for scenarios that look at the database directly.
     pub postgres: Option<swath_postgres::PostgresStore>,
 }
@@ -34,6 +36,7 @@ impl TestStore {
         let store = Arc::new(store);
         Self {
             directory: store.clone(),
+            sessions: store.clone(),
             telemetry: store,
             postgres: None,
         }

@@ -56,6 +56,7 @@ impl WatchFactory for PostgresWatch {
             TestStore {
                 directory: Arc::new(store.clone()),
                 telemetry: Arc::new(store.clone()),
+                sessions: Arc::new(store.clone()),
                 postgres: Some(store.clone()),
             },
             NotificationPorts::of(Arc::new(store)),

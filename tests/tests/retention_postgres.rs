@@ -20,6 +20,7 @@ impl RetentionFactory for Postgres {
             TestStore {
                 directory: Arc::new(store.clone()),
                 telemetry: Arc::new(store.clone()),
+                sessions: Arc::new(store.clone()),
                 postgres: Some(store.clone()),
             },
             Arc::new(store),

@@ -31,6 +31,7 @@ mod tokens;
 pub mod watch;
 
 mod retention;
+mod sessions;
 
 pub mod projections;
 pub use projections::MemoryProjections;

@@ -105,6 +105,43 @@ impl RetentionRun for MemoryRun {
         Ok(deleted)
     }
 
+    async fn expire_sessions(
+        &mut self,
+        mowers: &[MowerId],
+        before: DateTime<Utc>,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, RetentionError> {
+        let mut telemetry = write(&self.store.telemetry);
+        let mut deleted = 0u64;
+        for mower in mowers {
+            let Some(rows) = telemetry.get_mut(mower) else {
+                continue;
+            };
+            let newest = rows.sessions.keys().next_back().copied();
+            let gone: Vec<DateTime<Utc>> = rows
+                .sessions
+                .iter()
+                .filter(|(at, (row, _))| {
+                    Some(**at) != newest && row.session.ended_at.is_some_and(|end| end < before)
+                })
+                .map(|(at, _)| *at)
+                .collect();
+            if dry_run {
+                deleted += gone.len() as u64;
+                continue;
+            }
+            for at in gone.into_iter().take((limit - deleted) as usize) {
+                rows.sessions.remove(&at);
+                deleted += 1;
+            }
+            if deleted == limit {
+                break;
+            }
+        }
+        Ok(deleted)
+    }
+
     async fn downsample(
         &mut self,
         mowers: &[MowerId],

@@ -12,6 +12,7 @@
 //!   advisory lock.
 //! - `telemetry`: `TelemetryStore`, the batch unit of work and the reads; one file per concern
 //!   (`batch`, `rows`).
+//! - `sessions`: `SessionStore`, the reads of W8's sessions (written by the telemetry batch).
 //! - `watch`: `WatchStore`, `ZoneStore`, `GeofenceStore`, `NotificationFeed`: the watcher's unit
 //!   of work, the offline sweep, virtual zones, the busy status, geofences, zones, the events feed
 //!   and alerts; one file per concern (`unit_of_work`, `admin`, `feeds`, `rows`).
@@ -38,6 +39,7 @@ mod entities;
 mod projections;
 mod reads;
 mod retention;
+mod sessions;
 mod telemetry;
 mod tokens;
 mod watch;

@@ -359,6 +359,42 @@ impl RetentionRun for PgRun {
         .await
     }
 
+    /// One statement either way: the victims are the mowers' sessions that ended before `$2`
+    /// other than each mower's newest (a probe of the key, backwards), at most `$3` deleted.
+    async fn expire_sessions(
+        &mut self,
+        mowers: &[MowerId],
+        before: DateTime<Utc>,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, RetentionError> {
+        let ids: Vec<uuid::Uuid> = mowers.iter().map(|m| m.0).collect();
+        let victims = "FROM mower_sessions s WHERE s.mower_id = ANY($1) AND s.ended_at < $2 \
+            AND s.started_at < (SELECT max(n.started_at) FROM mower_sessions n \
+            WHERE n.mower_id = s.mower_id)";
+        let row = if dry_run {
+            sqlx::query(&format!("SELECT count(*) AS n {victims}"))
+                .bind(ids)
+                .bind(before)
+                .fetch_one(&mut *self.conn())
+                .await
+        } else {
+            sqlx::query(&format!(
+                "WITH gone AS (DELETE FROM mower_sessions d WHERE (d.mower_id, d.started_at) IN \
+                 (SELECT s.mower_id, s.started_at {victims} LIMIT $3) RETURNING 1) \
+                 SELECT count(*) AS n FROM gone"
+            ))
+            .bind(ids)
+            .bind(before)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_one(&mut *self.conn())
+            .await
+        }
+        .map_err(failed)?;
+        let n: i64 = row.try_get("n").map_err(failed)?;
+        Ok(n.max(0) as u64)
+    }
+
     async fn downsampled_until(&mut self) -> Result<Option<DateTime<Utc>>, RetentionError> {
         sqlx::query("SELECT done_until FROM retention_progress WHERE name = $1")
             .bind(DOWNSAMPLED)

@@ -144,3 +144,20 @@ pub struct DaysExportParams {
     #[param(example = "2026-06-07")]
     pub to: NaiveDate,
 }
+
+/// The range of a sessions export.
+#[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionsExportParams {
+    /// Only the mowers of this site (it must be visible to the token). Absent: every mower the
+    /// token sees.
+    #[param(example = "0190a2b4-0000-7000-8000-00000000a100")]
+    pub site_id: Option<Uuid>,
+    /// Sessions that end after this instant (RFC 3339); open ones always.
+    #[param(example = "2026-06-01T00:00:00Z")]
+    pub from: DateTime<Utc>,
+    /// Sessions that start before this instant (RFC 3339; exclusive); at most 366 days after
+    /// `from`.
+    #[param(example = "2026-06-08T00:00:00Z")]
+    pub to: DateTime<Utc>,
+}

@@ -7,15 +7,17 @@
 use crate::auth::ReaderToken;
 use crate::csv::{csv_stream, export_pages};
 use crate::dto::exports::{
-    DaysExportParams, HistoryExportParams, DAYS_CSV_EXAMPLE, HISTORY_CSV_EXAMPLE,
+    DaysExportParams, HistoryExportParams, SessionsExportParams, DAYS_CSV_EXAMPLE,
+    HISTORY_CSV_EXAMPLE,
 };
+use crate::dto::sessions::SESSIONS_CSV_EXAMPLE;
 use crate::error::ApiError;
 use crate::extract::ApiQuery;
 use crate::negotiate::CsvOnly;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::response::Response;
-use swath_application::{DaysExport, HistoryExport};
+use swath_application::{DaysExport, HistoryExport, SessionsExport};
 use swath_domain::SiteId;
 
 /// The OpenAPI tag of these routes.
@@ -102,5 +104,45 @@ pub async fn export_days(
     let request = DaysExport::new(params.site_id.map(SiteId), params.from, params.to)?;
     let filename = format!("swath-days-{}-{}.csv", request.from, request.to);
     let export = state.exports.days(&principal, token, request).await?;
+    Ok(csv_stream(&filename, export_pages(export)))
+}
+
+/// Export the fleet's mowing sessions as CSV
+#[utoipa::path(
+    get,
+    path = "/v1/exports/sessions.csv",
+    tag = TAG,
+    description = "The mowing sessions (docs/rules.md W8) that overlap `[from, to)` (started \
+        before `to`, ended after `from`, open ones always) of every mower the token sees (of \
+        `site_id` only when given), as CSV (RFC 4180, UTF-8, a header row; the columns of \
+        `GET /v1/mowers/{id}/sessions` in CSV). Mowers in id order, each mower's sessions newest \
+        first. The range is at most 366 days. Streamed and stopped like the history export.",
+    security(("bearer" = ["read"])),
+    params(SessionsExportParams),
+    responses(
+        (status = 200, description = "The sessions as CSV, downloaded as \
+            `swath-sessions-<from>-<to>.csv`.",
+            content((String = "text/csv", example = json!(SESSIONS_CSV_EXAMPLE))),
+            headers(("Content-Disposition" = String, description = "`attachment` with the \
+                file name `swath-sessions-<from>-<to>.csv` (instants as `YYYYMMDDTHHMMSSZ`)."))),
+        (status = 400, description = "`from` or `to` is missing or not an RFC 3339 instant, or \
+            `site_id` is not a UUID."),
+        (status = 404, description = "`site_id` names no site visible to this token."),
+        (status = 406, description = "The `Accept` header does not admit `text/csv`."),
+        (status = 422, description = "`to` is not after `from`, or the range is longer than 366 \
+            days."),
+    ),
+)]
+pub async fn export_sessions(
+    ReaderToken { principal, token }: ReaderToken,
+    _csv: CsvOnly,
+    State(state): State<AppState>,
+    ApiQuery(params): ApiQuery<SessionsExportParams>,
+) -> Result<Response, ApiError> {
+    let request = SessionsExport::new(params.site_id.map(SiteId), params.from, params.to)?;
+    let stamp = |at: chrono::DateTime<chrono::Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
+    let (from, to) = (stamp(request.from), stamp(request.to));
+    let filename = format!("swath-sessions-{from}-{to}.csv");
+    let export = state.exports.sessions(&principal, token, request).await?;
     Ok(csv_stream(&filename, export_pages(export)))
 }

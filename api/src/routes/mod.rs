@@ -17,6 +17,7 @@ pub mod mowers;
 pub mod notifications;
 pub mod operations;
 pub mod projections;
+pub mod sessions;
 pub mod sites;
 pub mod states;
 pub mod telemetry;

@@ -19,6 +19,7 @@
 
 mod handler;
 mod isolate;
+mod sessions;
 mod zones;
 
 pub use handler::IngestHandler;
@@ -102,6 +103,8 @@ pub struct Ingest {
     unit_deadline: Duration,
     /// The consumer's batches, written together when they arrive together.
     group: GroupCommit<StateReport, StateOutcome, IngestError>,
+    /// W8's merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    session_merge_gap: chrono::Duration,
 }
 
 /// How [`Ingest::record`] writes a batch's valid states.
@@ -160,7 +163,15 @@ impl Ingest {
             progress: Progress::default(),
             unit_deadline: DEFAULT_UNIT_DEADLINE,
             group: GroupCommit::new("ingest", GROUP_WRITERS, GROUP_MAX_STATES),
+            session_merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
         }
+    }
+
+    /// W8's merge gap: a stretch that starts at most this long after the previous session
+    /// ended joins it (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    pub fn with_session_merge_gap(mut self, gap: chrono::Duration) -> Self {
+        self.session_merge_gap = gap;
+        self
     }
 
     /// How long this process's ingest consumer has failed every batch it tried, once that is
@@ -324,10 +335,16 @@ impl Ingest {
             // Late states are merged between their stored neighbours: one more read, only for a
             // batch that has any.
             let late = late_states(&snapshots, valid);
+            let mut windows = Vec::new();
             if !late.is_empty() {
                 unit.neighbours(&late, &mut snapshots).await?;
+                // W8: the sessions around the late states are folded again (decision 200).
+                windows = unit.session_windows(&sessions::late_spans(&late)).await?;
             }
-            let (applied, changes) = apply_states(&mut snapshots, valid, received_at);
+            let found = sessions::before(&mut snapshots);
+            let (applied, mut changes) = apply_states(&mut snapshots, valid, received_at);
+            changes.sessions =
+                sessions::session_changes(&found, windows, valid, &applied, self.session_merge_gap);
             let counts = changes.counts;
             // The commit stores W6's events and alerts too (the events feed); they are
             // published below, after it.

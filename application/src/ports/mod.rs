@@ -12,6 +12,7 @@ mod directory;
 mod partitions;
 mod projections;
 mod retention;
+mod sessions;
 mod telemetry;
 mod tokens;
 mod watch;
@@ -32,6 +33,7 @@ pub use projections::{
 pub use retention::{
     DownsampleWindow, Partition, RetainedTable, RetentionError, RetentionRun, RetentionStore,
 };
+pub use sessions::{SessionError, SessionQuery, SessionStore, SessionWindow};
 pub use telemetry::{StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows};
 pub use tokens::{
     generate_token, hash_token, NewToken, TokenError, TokenHash, TokenId, TokenInfo, TokenQuery,

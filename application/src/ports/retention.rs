@@ -81,6 +81,9 @@ pub trait RetentionStore: Send + Sync {
 ///   another, so chunks may run in any order, and a repeated chunk finds nothing more.)
 /// - `downsampled_until` / `set_downsampled_until`: keep the instant up to which the positions
 ///   were downsampled by completed slices, across runs and restarts (`None` before the first).
+/// - `expire_sessions`: delete at most `limit` of the W8 sessions of these `mowers` that ended
+///   before `before`, never a mower's newest session (an open one has no end), and answer how
+///   many it deleted; with `dry_run`, delete nothing and answer how many there are.
 /// - never touch latest rows, health totals or day totals.
 #[async_trait]
 pub trait RetentionRun: Send {
@@ -107,6 +110,14 @@ pub trait RetentionRun: Send {
         &mut self,
         mowers: &[MowerId],
         window: DownsampleWindow,
+        limit: u64,
+        dry_run: bool,
+    ) -> Result<u64, RetentionError>;
+
+    async fn expire_sessions(
+        &mut self,
+        mowers: &[MowerId],
+        before: DateTime<Utc>,
         limit: u64,
         dry_run: bool,
     ) -> Result<u64, RetentionError>;

@@ -1,3 +1,4 @@
+use super::sessions::SessionWindow;
 use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -37,7 +38,8 @@ impl StoreError {
 /// An implementation MUST:
 /// - in [`TelemetryStore::begin`], read the directory entry (account, site time zone, blade
 ///   threshold), the latest key (without the state document) and the health totals of every given
-///   mower, **once**, and hold them locked against any other batch touching those mowers until
+///   mower, and its newest stored session with the rest after it ([`MowerSnapshot::sessions`];
+///   W8, decision 200), **once**, and hold them locked against any other batch touching those mowers until
 ///   the returned [`TelemetryBatch`] is committed or dropped; lock in mower id order, so that two
 ///   batches (or two replicas) never deadlock. A mower missing from the directory is absent from
 ///   the map.
@@ -47,9 +49,13 @@ impl StoreError {
 ///   the snapshots' [`swath_domain::Neighbourhood`]s, with the floors below which retention (or
 ///   a cap) may have removed rows of the mower: history rows (`raise_history_floor`) and
 ///   positions (`raise_positions_floor`).
+/// - in [`TelemetryBatch::session_windows`] (called only for a batch with late states), read the
+///   [`SessionWindow`] of each mower, in a constant number of statements whatever the batch.
 /// - in [`TelemetryBatch::commit`], write all of [`BatchChanges`] atomically: history and positions
 ///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
-///   to the stored ones. Either everything is stored or nothing (then [`StoreError::Unavailable`],
+///   to the stored ones; sessions upserted by `(mower_id, started_at)` with the newest's rest,
+///   and the removed keys deleted (in the same statements as the rest of the batch: no
+///   statement per state or per session). Either everything is stored or nothing (then [`StoreError::Unavailable`],
 ///   or [`StoreError::Rejected`] when the data itself was refused and would be again).
 ///   Dropping an uncommitted batch stores nothing and releases the locks.
 /// - keep for every mower at least the newest history and position rows (the memory store may cap
@@ -165,6 +171,14 @@ pub trait TelemetryBatch: Send {
         late: &[(MowerId, DateTime<Utc>)],
         snapshots: &mut BTreeMap<MowerId, MowerSnapshot>,
     ) -> Result<(), StoreError>;
+
+    /// Reads the session windows of the batch's late states (see the contract above and
+    /// [`SessionWindow`]): one `(mower, t_min, t_max)` per mower, sorted by mower, where `t_min`
+    /// and `t_max` are its oldest and newest late states.
+    async fn session_windows(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>, DateTime<Utc>)],
+    ) -> Result<Vec<SessionWindow>, StoreError>;
 
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError>;
 }

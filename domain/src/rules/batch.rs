@@ -7,6 +7,7 @@ use crate::events::IngestEvent;
 use crate::ids::{AccountId, MowerId};
 use crate::report::DropReason;
 use crate::rows::{DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow};
+use crate::sessions::{SessionCarry, SessionChanges};
 use chrono_tz::Tz;
 
 /// What the directory says about a mower, as the write rules need it.
@@ -30,6 +31,8 @@ pub struct MowerSnapshot {
     /// The stored states around the batch's late states (empty when it has none), and the
     /// states the rules counted so far in this batch.
     pub neighbourhood: Neighbourhood,
+    /// The mower's newest stored session and its rest (W8), read with the rest of the snapshot.
+    pub sessions: SessionCarry,
 }
 
 /// What became of one state.
@@ -87,6 +90,8 @@ pub struct BatchChanges {
     pub events: Vec<IngestEvent>,
     /// How the batch's stored states counted.
     pub counts: StateCounts,
+    /// W8's sessions, computed by the ingest after the rules (`apply_states` leaves it empty).
+    pub sessions: SessionChanges,
 }
 
 impl BatchChanges {
@@ -97,5 +102,6 @@ impl BatchChanges {
             && self.latest.is_empty()
             && self.health.is_empty()
             && self.days.is_empty()
+            && self.sessions.is_empty()
     }
 }

@@ -34,6 +34,7 @@ pub fn test_settings() -> Settings {
         webhooks: swath::wiring::WebhookSettings::default(),
         batch_timeout: swath_application::ingest::DEFAULT_UNIT_DEADLINE,
         cache_ttl: std::time::Duration::ZERO,
+        session_merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
     }
 }
 

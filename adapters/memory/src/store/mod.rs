@@ -29,7 +29,7 @@
 //!
 //! Layout: this file holds the store's state, settings and locks; `telemetry_rows` the compact
 //! telemetry rows, `watch_rows` the notification rows. The ports are implemented on the store in
-//! the modules of their names (`directory`, `tokens`, `telemetry`, `watch`, `retention`), as on
+//! the modules of their names (`directory`, `tokens`, `telemetry`, `sessions`, `watch`, `retention`), as on
 //! PostgreSQL.
 
 pub(crate) mod telemetry_rows;

@@ -4,6 +4,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use swath_domain::sessions::{Rest, SessionRow};
 use swath_domain::{
     Activity, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, PositionRow,
 };
@@ -17,6 +18,8 @@ pub(crate) struct MowerRows {
     pub(crate) latest: Option<LatestRow>,
     pub(crate) health: Option<HealthTotals>,
     pub(crate) days: BTreeMap<NaiveDate, DayTotals>,
+    /// W8's sessions by `started_at`; the newest with the rest after its end.
+    pub(crate) sessions: BTreeMap<DateTime<Utc>, (SessionRow, Option<Rest>)>,
     /// Just after the newest history row the cap removed: older history rows may be gone.
     pub(crate) history_capped_until: Option<DateTime<Utc>>,
     /// Just after the newest position the cap removed: older positions may be gone.

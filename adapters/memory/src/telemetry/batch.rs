@@ -1,7 +1,7 @@
 //! An open memory batch: its late states' neighbours read from the kept rows, its changes
 //! written under the rows' write lock in one go, so that no read sees half of it.
 
-use crate::store::telemetry_rows::KeptPosition;
+use crate::store::telemetry_rows::{KeptPosition, MowerRows};
 use crate::store::watch_rows::store_ingest_events;
 use crate::store::{read, write, MemoryStore};
 use async_trait::async_trait;
@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
-use swath_application::ports::{StoreError, TelemetryBatch};
+use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
+use swath_domain::sessions::SessionPoint;
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use tokio::sync::OwnedMutexGuard;
 
@@ -70,6 +71,26 @@ impl TelemetryBatch for MemoryBatch {
         Ok(())
     }
 
+    async fn session_windows(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>, DateTime<Utc>)],
+    ) -> Result<Vec<SessionWindow>, StoreError> {
+        let telemetry = read(&self.store.telemetry);
+        Ok(late
+            .iter()
+            .map(|&(mower, t_min, t_max)| match telemetry.get(&mower) {
+                Some(rows) => session_window(rows, mower, t_min, t_max),
+                None => SessionWindow {
+                    mower_id: mower,
+                    from: t_min,
+                    through: None,
+                    sessions: Vec::new(),
+                    states: Vec::new(),
+                },
+            })
+            .collect())
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let cap = self.store.settings.history_per_mower.max(1);
         let mut telemetry = write(&self.store.telemetry);
@@ -121,8 +142,93 @@ impl TelemetryBatch for MemoryBatch {
                 .and_modify(|d| d.add(&row))
                 .or_insert(row);
         }
+        // W8's sessions: removed keys first, then the upserts (disjoint from them).
+        for (mower_id, at) in changes.sessions.remove {
+            if let Some(rows) = telemetry.get_mut(&mower_id) {
+                rows.sessions.remove(&at);
+            }
+        }
+        for (row, rest) in changes.sessions.upsert {
+            let (mower_id, at) = (row.session.mower_id, row.session.started_at);
+            telemetry
+                .entry(mower_id)
+                .or_default()
+                .sessions
+                .insert(at, (row, rest));
+        }
         // W6's events and alerts, with the rows that raised them (still under the rows' lock).
         store_ingest_events(&self.store.watch, &changes.events);
         Ok(())
+    }
+}
+
+/// A mower's [`SessionWindow`] for late states from `t_min` through `t_max`, as the port defines
+/// it.
+fn session_window(
+    rows: &MowerRows,
+    mower_id: MowerId,
+    t_min: DateTime<Utc>,
+    t_max: DateTime<Utc>,
+) -> SessionWindow {
+    let from = rows
+        .sessions
+        .range(..t_min)
+        .next_back()
+        .map_or(t_min, |(at, _)| *at);
+    let mut after = rows
+        .sessions
+        .range((Bound::Excluded(t_max), Bound::Unbounded));
+    let next = after.next();
+    let followed = after.next().is_some();
+    let through = next
+        .filter(|_| followed)
+        .and_then(|(_, (row, _))| row.session.ended_at);
+    let last_start = match (through, next) {
+        (Some(_), Some((at, _))) => Bound::Included(*at),
+        _ => Bound::Unbounded,
+    };
+    let sessions = rows
+        .sessions
+        .range((Bound::Included(from), last_start))
+        .map(|(at, _)| *at)
+        .collect();
+    let upper = through.map_or(Bound::Unbounded, Bound::Included);
+    let mut states: Vec<SessionPoint> = rows
+        .history
+        .range((Bound::Included(from), upper))
+        .map(|(at, h)| point(rows, mower_id, *at, h))
+        .collect();
+    if let Some(through) = through {
+        let beyond = rows
+            .history
+            .range((Bound::Excluded(through), Bound::Unbounded))
+            .next();
+        states.extend(beyond.map(|(at, h)| point(rows, mower_id, *at, h)));
+    }
+    SessionWindow {
+        mower_id,
+        from,
+        through,
+        sessions,
+        states,
+    }
+}
+
+fn point(
+    rows: &MowerRows,
+    mower_id: MowerId,
+    at: DateTime<Utc>,
+    kept: &crate::store::telemetry_rows::KeptHistory,
+) -> SessionPoint {
+    let row = kept.row(mower_id, at);
+    let position = rows.positions.get(&at);
+    SessionPoint {
+        observed_at: at,
+        activity: row.activity,
+        blade_on: row.blade_on,
+        battery_percent: row.battery_percent,
+        error_code: row.error_code,
+        lat: position.map(|p| p.lat),
+        lon: position.map(|p| p.lon),
     }
 }

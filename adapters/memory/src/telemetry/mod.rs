@@ -18,6 +18,7 @@ use std::sync::Arc;
 use swath_application::ports::{
     StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
 };
+use swath_domain::sessions::SessionCarry;
 use swath_domain::{
     DayTotals, DirectoryEntry, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
     PositionRow, TelemetryRows,
@@ -59,6 +60,13 @@ impl TelemetryStore for MemoryStore {
                     latest: rows.and_then(|r| r.latest.as_ref()).map(LatestRow::key),
                     health: rows.and_then(|r| r.health.clone()),
                     neighbourhood: Default::default(),
+                    sessions: rows
+                        .and_then(|r| r.sessions.last_key_value())
+                        .map(|(_, (row, rest))| SessionCarry {
+                            newest: Some(row.session.clone()),
+                            rest: rest.clone().unwrap_or_default(),
+                        })
+                        .unwrap_or_default(),
                 },
             );
         }

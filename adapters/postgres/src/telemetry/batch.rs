@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
-use swath_application::ports::{StoreError, TelemetryBatch};
+use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
+use swath_domain::sessions::{Session, SessionPoint};
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use uuid::Uuid;
 
@@ -124,7 +125,8 @@ const NEAR: Duration = Duration::days(7);
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
 /// `WITH`): the history rows, the position rows of the history rows it inserted (a key stored
 /// earlier writes nothing, W1/W2), one latest row, one health row and one row per touched day
-/// per mower. Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
+/// per mower, and W8's sessions (the keys a recompute removed deleted, the others upserted with
+/// the newest's rest: disjoint keys, so no row is touched twice). Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
 /// the positions look at another one's result (the keys `history` returned). All of them run on
 /// the statement's snapshot, which is all they need: the rules computed every value from the
 /// rows the batch's reads locked. One statement instead of five saves four round trips and
@@ -171,8 +173,61 @@ pub(super) const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history
     distance_mm = day_totals.distance_mm + EXCLUDED.distance_mm, \
     error_count = day_totals.error_count + EXCLUDED.error_count, \
     charge_count = day_totals.charge_count + EXCLUDED.charge_count, \
-    state_count = day_totals.state_count + EXCLUDED.state_count) \
+    state_count = day_totals.state_count + EXCLUDED.state_count), \
+    sessions_removed AS (DELETE FROM mower_sessions s USING UNNEST($41::uuid[], \
+    $42::timestamptz[]) AS r(mower_id, started_at) \
+    WHERE s.mower_id = r.mower_id AND s.started_at = r.started_at), \
+    sessions AS (INSERT INTO mower_sessions (mower_id, started_at, id, account_id, ended_at, \
+    end_reason, error_code, mowing_ms, blade_ms, distance_mm, breaks, states, first_lat, \
+    first_lon, last_lat, last_lon, first_battery_percent, last_battery_percent, local_date, rest) \
+    SELECT * FROM UNNEST($43::uuid[], $44::timestamptz[], $45::uuid[], $46::uuid[], \
+    $47::timestamptz[], $48::text[], $49::text[], $50::int8[], $51::int8[], $52::int8[], \
+    $53::int8[], $54::int8[], $55::float8[], $56::float8[], $57::float8[], $58::float8[], \
+    $59::int2[], $60::int2[], $61::date[], $62::jsonb[]) \
+    ON CONFLICT (mower_id, started_at) DO UPDATE SET id = EXCLUDED.id, \
+    account_id = EXCLUDED.account_id, ended_at = EXCLUDED.ended_at, \
+    end_reason = EXCLUDED.end_reason, error_code = EXCLUDED.error_code, \
+    mowing_ms = EXCLUDED.mowing_ms, blade_ms = EXCLUDED.blade_ms, \
+    distance_mm = EXCLUDED.distance_mm, breaks = EXCLUDED.breaks, states = EXCLUDED.states, \
+    first_lat = EXCLUDED.first_lat, first_lon = EXCLUDED.first_lon, \
+    last_lat = EXCLUDED.last_lat, last_lon = EXCLUDED.last_lon, \
+    first_battery_percent = EXCLUDED.first_battery_percent, \
+    last_battery_percent = EXCLUDED.last_battery_percent, local_date = EXCLUDED.local_date, \
+    rest = EXCLUDED.rest) \
     SELECT 1";
+
+/// The session windows' bounds (W8, decision 200): for each `(mower, t_min, t_max)` of `$1..$3`,
+/// `lo` (the start of the newest stored session before `t_min`, else `t_min`), `n_start` and
+/// `hi` (the start and end of the first stored session after `t_max`, `hi` only when a later
+/// one follows it) and the starts of the stored sessions in the window (one row each, or one
+/// row with none). Each part is a probe of the key `(mower_id, started_at)`.
+pub(super) const READ_SESSION_BOUNDS: &str = "SELECT l.mower_id, b.lo, b.hi, s.started_at \
+    FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS l(mower_id, t_min, t_max) \
+    CROSS JOIN LATERAL (SELECT COALESCE((SELECT p.started_at FROM mower_sessions p \
+    WHERE p.mower_id = l.mower_id AND p.started_at < l.t_min ORDER BY p.started_at DESC LIMIT 1), \
+    l.t_min) AS lo, n.started_at AS n_start, CASE WHEN EXISTS (SELECT 1 FROM mower_sessions f \
+    WHERE f.mower_id = l.mower_id AND f.started_at > n.started_at) THEN n.ended_at END AS hi \
+    FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT x.started_at, x.ended_at FROM mower_sessions x \
+    WHERE x.mower_id = l.mower_id AND x.started_at > l.t_max ORDER BY x.started_at LIMIT 1) n \
+    ON true) b \
+    LEFT JOIN mower_sessions s ON s.mower_id = l.mower_id AND s.started_at >= b.lo \
+    AND (b.hi IS NULL OR s.started_at <= b.n_start) \
+    ORDER BY l.mower_id, s.started_at";
+
+/// The stored states of the session windows: for each `(mower, lo, hi)` of `$1..$3`, the history
+/// rows with `lo <= observed_at <= hi` (no upper bound when `hi` is NULL) and the first one after
+/// `hi`, each with its position, oldest first.
+pub(super) const READ_SESSION_STATES: &str = "SELECT w.mower_id, h.observed_at, h.activity, \
+    h.blade_on, h.battery_percent, h.error_code, p.lat, p.lon \
+    FROM UNNEST($1::uuid[], $2::timestamptz[], $3::timestamptz[]) AS w(mower_id, lo, hi) \
+    CROSS JOIN LATERAL ((SELECT i.observed_at, i.activity, i.blade_on, i.battery_percent, \
+    i.error_code FROM state_history i WHERE i.mower_id = w.mower_id AND i.observed_at >= w.lo \
+    AND i.observed_at <= COALESCE(w.hi, 'infinity'::timestamptz)) UNION ALL \
+    (SELECT j.observed_at, j.activity, j.blade_on, j.battery_percent, j.error_code \
+    FROM state_history j WHERE w.hi IS NOT NULL AND j.mower_id = w.mower_id \
+    AND j.observed_at > w.hi ORDER BY j.observed_at LIMIT 1)) h \
+    LEFT JOIN positions p ON p.mower_id = w.mower_id AND p.observed_at = h.observed_at \
+    ORDER BY w.mower_id, h.observed_at";
 
 pub(super) struct PostgresBatch {
     pub(super) store: PostgresStore,
@@ -384,6 +439,65 @@ impl TelemetryBatch for PostgresBatch {
         Ok(())
     }
 
+    async fn session_windows(
+        &mut self,
+        late: &[(MowerId, DateTime<Utc>, DateTime<Utc>)],
+    ) -> Result<Vec<SessionWindow>, StoreError> {
+        if late.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = sqlx::query(READ_SESSION_BOUNDS)
+            .bind(late.iter().map(|(m, _, _)| m.0).collect::<Vec<_>>())
+            .bind(late.iter().map(|(_, lo, _)| *lo).collect::<Vec<_>>())
+            .bind(late.iter().map(|(_, _, hi)| *hi).collect::<Vec<_>>())
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(unavailable)?;
+        self.store.counters().statement();
+        let mut windows: BTreeMap<MowerId, SessionWindow> = BTreeMap::new();
+        for row in &rows {
+            let mower = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+            let window = match windows.entry(mower) {
+                std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::btree_map::Entry::Vacant(e) => e.insert(SessionWindow {
+                    mower_id: mower,
+                    from: row.try_get("lo").map_err(corrupt)?,
+                    through: row.try_get("hi").map_err(corrupt)?,
+                    sessions: Vec::new(),
+                    states: Vec::new(),
+                }),
+            };
+            let start: Option<DateTime<Utc>> = row.try_get("started_at").map_err(corrupt)?;
+            window.sessions.extend(start);
+        }
+        let rows = sqlx::query(READ_SESSION_STATES)
+            .bind(windows.keys().map(|m| m.0).collect::<Vec<_>>())
+            .bind(windows.values().map(|w| w.from).collect::<Vec<_>>())
+            .bind(windows.values().map(|w| w.through).collect::<Vec<_>>())
+            .fetch_all(&mut *self.tx)
+            .await
+            .map_err(unavailable)?;
+        self.store.counters().statement();
+        for row in &rows {
+            let mower = MowerId(row.try_get("mower_id").map_err(corrupt)?);
+            let name: String = row.try_get("activity").map_err(corrupt)?;
+            let battery: Option<i16> = row.try_get("battery_percent").map_err(corrupt)?;
+            let Some(window) = windows.get_mut(&mower) else {
+                continue;
+            };
+            window.states.push(SessionPoint {
+                observed_at: row.try_get("observed_at").map_err(corrupt)?,
+                activity: activity(&name)?,
+                blade_on: row.try_get("blade_on").map_err(corrupt)?,
+                battery_percent: battery.map(|b| b as u8),
+                error_code: row.try_get("error_code").map_err(corrupt)?,
+                lat: row.try_get("lat").map_err(corrupt)?,
+                lon: row.try_get("lon").map_err(corrupt)?,
+            });
+        }
+        Ok(windows.into_values().collect())
+    }
+
     async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
         let PostgresBatch { store, mut tx } = *self;
         let counters = store.counters();
@@ -398,6 +512,13 @@ impl TelemetryBatch for PostgresBatch {
         let documents = l
             .iter()
             .map(|r| serde_json::to_value(&r.state))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(corrupt)?;
+        let (su, removed) = (&changes.sessions.upsert, &changes.sessions.remove);
+        let ss: Vec<&Session> = su.iter().map(|(r, _)| &r.session).collect();
+        let rests = su
+            .iter()
+            .map(|(_, rest)| rest.as_ref().map(serde_json::to_value).transpose())
             .collect::<Result<Vec<_>, _>>()
             .map_err(corrupt)?;
         sqlx::query(WRITE_BATCH)
@@ -453,6 +574,44 @@ impl TelemetryBatch for PostgresBatch {
             .bind(d.iter().map(|r| r.error_count).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.charge_count).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.state_count).collect::<Vec<_>>())
+            .bind(removed.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
+            .bind(removed.iter().map(|(_, at)| *at).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.mower_id.0).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.started_at).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.id).collect::<Vec<_>>())
+            .bind(su.iter().map(|(r, _)| r.account_id.0).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.ended_at).collect::<Vec<_>>())
+            .bind(
+                ss.iter()
+                    .map(|s| s.end_reason.map(|r| r.as_str()))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                ss.iter()
+                    .map(|s| s.error_code.as_deref())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(ss.iter().map(|s| s.mowing_ms).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.blade_ms).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.distance_mm).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.breaks).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.states).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.first_lat).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.first_lon).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.last_lat).collect::<Vec<_>>())
+            .bind(ss.iter().map(|s| s.last_lon).collect::<Vec<_>>())
+            .bind(
+                ss.iter()
+                    .map(|s| s.first_battery_percent.map(i16::from))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                ss.iter()
+                    .map(|s| s.last_battery_percent.map(i16::from))
+                    .collect::<Vec<_>>(),
+            )
+            .bind(ss.iter().map(|s| s.local_date).collect::<Vec<NaiveDate>>())
+            .bind(rests)
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -26,6 +26,7 @@ mod batch;
 mod rows;
 
 use batch::PostgresBatch;
+pub(crate) use rows::StoredSession;
 use rows::{corrupt, day_from, health_from, history_from, latest_from, position_from};
 
 use crate::{unavailable, PostgresStore};
@@ -49,15 +50,19 @@ const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_from, h.counte
     h.distance_mm, h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised, \
     h.blade_reset_until";
 
-/// The batch's read: directory entry and health row of each mower, locked in mower id order.
+/// The batch's read: directory entry and health row of each mower, locked in mower id order,
+/// with the mower's newest session (W8) as one JSON document (its row, `rest` included): one
+/// probe of the sessions' key per mower, no statement of its own.
 /// `FOR NO KEY UPDATE` because the batch never changes the key; it leaves foreign-key checks of
 /// other writers (which take `KEY SHARE`) unblocked.
 const READ_FOR_BATCH: &str = "SELECT m.account_id AS dir_account_id, s.time_zone, \
     m.blade_threshold_ms, h.mower_id, h.account_id, h.counted_from, h.counted_until, \
     h.last_activity, h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, \
     h.distance_mm, h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised, \
-    h.blade_reset_until \
+    h.blade_reset_until, ns.newest_session \
     FROM health_totals h JOIN mowers m ON m.id = h.mower_id JOIN sites s ON s.id = m.site_id \
+    LEFT JOIN LATERAL (SELECT to_jsonb(ms) AS newest_session FROM mower_sessions ms \
+    WHERE ms.mower_id = h.mower_id ORDER BY ms.started_at DESC LIMIT 1) ns ON true \
     WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h";
 
 /// A page of history: `$1` mower, rows with `$2 < observed_at < $3`, `$4` the limit. Both bounds
@@ -175,6 +180,7 @@ impl TelemetryStore for PostgresStore {
                     }),
                     health,
                     neighbourhood: Default::default(),
+                    sessions: rows::carry_from(row)?,
                 },
             );
         }

@@ -1,0 +1,118 @@
+//! W8's stored sessions (`sessions_contract`) on PostgreSQL (when `SWATH_TEST_DATABASE_URL` is
+//! set): against the reference in order and in any order, batched against one at a time, against
+//! the health totals, and memory against PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::Duration;
+use swath_memory::MemoryStore;
+use swath_tests::postgres::{self, test_database_url, PostgresFactory};
+use swath_tests::sessions_contract as contract;
+use swath_tests::support::{StoreFactory, TestStore};
+use swath_tests::traces::{distinct_trace, splits};
+
+struct Memory;
+
+#[async_trait]
+impl StoreFactory for Memory {
+    async fn fresh(&self) -> TestStore {
+        TestStore::memory(MemoryStore::default())
+    }
+
+    fn kept_per_mower(&self) -> Option<usize> {
+        Some(swath_memory::DEFAULT_HISTORY_PER_MOWER)
+    }
+}
+
+swath_tests::postgres_tests!(
+    on_postgres:
+    ; sync:
+    in_order_matches_the_reference,
+    any_order_matches_the_reference,
+    batched_equals_one_at_a_time,
+    sessions_add_up_to_the_health_totals,
+    memory_and_postgres_end_with_identical_sessions,
+);
+
+mod on_postgres {
+    use super::*;
+
+    fn factory() -> PostgresFactory {
+        PostgresFactory::new(test_database_url())
+    }
+
+    pub(super) fn in_order_matches_the_reference() {
+        let strategy = (distinct_trace(120), splits());
+        postgres::property(
+            factory(),
+            10,
+            32,
+            strategy,
+            |f, ((steps, _, _), sizes), rt| {
+                rt.block_on(contract::in_order_matches_the_reference(f, &steps, &sizes))
+            },
+        );
+    }
+
+    pub(super) fn any_order_matches_the_reference() {
+        let strategy = (distinct_trace(120), splits(), proptest::bool::ANY);
+        postgres::property(
+            factory(),
+            12,
+            32,
+            strategy,
+            |f, ((steps, again, order), sizes, no_merge), rt| {
+                let gap = if no_merge {
+                    Duration::zero()
+                } else {
+                    Duration::hours(2)
+                };
+                rt.block_on(contract::any_order_matches_the_reference(
+                    f, &steps, &again, &order, &sizes, gap,
+                ))
+            },
+        );
+    }
+
+    pub(super) fn batched_equals_one_at_a_time() {
+        let strategy = (distinct_trace(80), splits());
+        postgres::property(
+            factory(),
+            6,
+            32,
+            strategy,
+            |f, ((steps, again, order), sizes), rt| {
+                rt.block_on(contract::batched_equals_one_at_a_time(
+                    f, &steps, &again, &order, &sizes,
+                ))
+            },
+        );
+    }
+
+    pub(super) fn sessions_add_up_to_the_health_totals() {
+        let strategy = (distinct_trace(120), splits());
+        postgres::property(
+            factory(),
+            8,
+            32,
+            strategy,
+            |f, ((steps, _, order), sizes), rt| {
+                rt.block_on(contract::sessions_add_up_to_the_health_totals(
+                    f, &steps, &order, &sizes,
+                ))
+            },
+        );
+    }
+
+    pub(super) fn memory_and_postgres_end_with_identical_sessions() {
+        let strategy = (distinct_trace(120), splits());
+        postgres::property(
+            factory(),
+            12,
+            32,
+            strategy,
+            |f, ((steps, _, order), sizes), rt| {
+                rt.block_on(contract::stores_agree(&Memory, f, &steps, &order, &sizes))
+            },
+        );
+    }
+}
