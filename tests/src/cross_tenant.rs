@@ -26,7 +26,8 @@ use swath_application::{
     Access, AccessError, AssignmentSpec, CreationLimits, CreationRate, EndpointPatch, EndpointSpec,
     ExportError, Exports, FleetDirectory, FleetError, HistoryExport, Ingest, IssueError,
     MowerChanges, MowerData, MowerDataError, MowerSettings, MowerSettingsError, Projections,
-    Revocations, SiteChanges, TokenAdmin, TokenRequest, Watcher, Webhooks, WebhooksError,
+    Revocations, SessionRange, Sessions, SessionsError, SiteChanges, TokenAdmin, TokenRequest,
+    Watcher, Webhooks, WebhooksError,
 };
 use swath_domain::valid::{Label, TextRule};
 use swath_domain::watch::{EventKind, GeoPolygon};
@@ -97,6 +98,8 @@ pub const METHODS: &[&str] = &[
     "MowerData::history",
     "MowerData::track",
     "MowerData::days",
+    "Sessions::of_mower",
+    "Sessions::open",
     "Webhooks::list",
     "Webhooks::get",
     "Webhooks::update",
@@ -117,6 +120,7 @@ pub struct World {
     data: MowerData,
     webhooks: Webhooks,
     exports: Exports,
+    sessions: Sessions,
     views: Projections,
     south: SiteId,
     south_mower: MowerId,
@@ -216,6 +220,7 @@ impl World {
         )
         .with_notifications(ports.clone());
         let exports = Exports::new(access.clone(), stores.telemetry.clone());
+        let sessions = Sessions::new(access.clone(), stores.sessions.clone());
         let views = Projections::new(stores.projections.clone());
         let webhooks = Webhooks::new(stores.webhooks.clone(), access, clock.clone(), false);
 
@@ -291,6 +296,7 @@ impl World {
             data,
             webhooks,
             exports,
+            sessions,
             views,
             south,
             south_mower,
@@ -329,6 +335,8 @@ impl World {
             matches!(r, Err(MowerDataError::Access(AccessError::NotVisible(_))))
         };
         let hook_nf = |r: Result<(), WebhooksError>| matches!(r, Err(WebhooksError::NotFound));
+        let sessions_nf =
+            |r: Result<(), SessionsError>| matches!(r, Err(SessionsError::NotFound(_)));
         let patch = EndpointPatch {
             enabled: Some(false),
             ..EndpointPatch::default()
@@ -459,6 +467,11 @@ impl World {
             ),
             "MowerData::view" => data_nf(data.view(p, m).await.map(drop)),
             "MowerData::history" => data_nf(data.history(p, m, &window()).await.map(drop)),
+            "Sessions::of_mower" => {
+                let range = SessionRange::new(None, None, None, 10).expect("a valid range");
+                sessions_nf(self.sessions.of_mower(p, m, &range).await.map(drop))
+            }
+            "Sessions::open" => sessions_nf(self.sessions.open(p, m).await.map(drop)),
             "MowerData::track" => data_nf(data.track(p, m, &window()).await.map(drop)),
             "MowerData::days" => data_nf(data.days(p, m, day, far).await.map(drop)),
             "Webhooks::get" => hook_nf(hooks.get(p, self.webhook).await.map(drop)),
@@ -563,6 +576,8 @@ pub async fn the_owner_is_answered(factory: &dyn CrossTenantFactory) {
         "MowerData::history",
         "MowerData::track",
         "MowerData::days",
+        "Sessions::of_mower",
+        "Sessions::open",
         "Webhooks::list",
         "Webhooks::get",
         "Webhooks::deliveries",
