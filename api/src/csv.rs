@@ -172,13 +172,18 @@ pub fn export_pages<S>(
 where
     S: swath_application::ExportSource,
 {
-    futures::stream::unfold(export, |mut export| async move {
+    use futures::StreamExt;
+    // Fused: a body's consumer (the compression layer's encoder) may poll once more after the
+    // end, which an unfold answers with a panic. An error is the last item.
+    futures::stream::unfold(Some(export), |export| async move {
+        let mut export = export?;
         match export.next_page().await {
-            Ok(Some(rows)) => Some((Ok(rows), export)),
+            Ok(Some(rows)) => Some((Ok(rows), Some(export))),
             Ok(None) => None,
-            Err(e) => Some((Err(std::io::Error::other(e)), export)),
+            Err(e) => Some((Err(std::io::Error::other(e)), None)),
         }
     })
+    .fuse()
 }
 
 /// A `200` CSV answer streamed from `pages` (the header first, then each page's records as one
@@ -203,7 +208,7 @@ where
         })
     }));
     let disposition = format!("attachment; filename=\"{filename}\"");
-    let mut response = Body::from_stream(body).into_response();
+    let mut response = Body::from_stream(body.fuse()).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(TEXT_CSV));
     if let Ok(value) = HeaderValue::from_str(&disposition) {

@@ -345,3 +345,23 @@ async fn a_client_that_goes_away_stops_the_producer() {
     assert_eq!(parse(&whole.body).len(), 1 + 22 + 1);
     assert!(reads.load(Ordering::SeqCst) > read_before + 20);
 }
+
+/// A client that accepts gzip gets the export compressed, whole: the compression layer polls
+/// the body once more after its end, which the export's stream must answer with its end again
+/// (it panicked, and the connection closed without an answer).
+#[tokio::test]
+async fn an_export_compressed_for_a_gzip_client_ends_cleanly() {
+    let app = TestApp::spawn().await;
+    let mut request = export_request(TOKEN_A);
+    request
+        .headers_mut()
+        .insert(header::ACCEPT_ENCODING, "gzip".parse().unwrap());
+    let response = app.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers().get(header::CONTENT_ENCODING).unwrap(),
+        "gzip"
+    );
+    let body = response.into_body().collect().await;
+    assert!(body.is_ok_and(|b| !b.to_bytes().is_empty()));
+}
