@@ -96,15 +96,21 @@ async fn failovers_mid_ingest_lose_and_double_nothing() {
             }
             Fault::Switchover => ha.switchover(primary).await.expect("a switchover"),
         }
+        ha.wait_not_primary(primary, Duration::from_secs(120))
+            .await
+            .expect("the faulted node steps down");
+        // Commits counted from here: one finishing at the fault would be the old primary's.
+        let gone = unix_now();
         let services = replicas.all_services();
         let (took, said_503) =
-            match wait_storing_again(&services, since, Duration::from_secs(120)).await {
+            match wait_storing_again(&services, gone, Duration::from_secs(120)).await {
                 Ok(found) => found,
                 Err(e) => {
                     replicas.print_logs();
                     panic!("after {fault:?} of {}: {e}", NODES[primary]);
                 }
             };
+        let took = took + Duration::from_secs_f64(gone - since);
         let was = primary;
         primary = ha
             .wait_whole(Duration::from_secs(180))

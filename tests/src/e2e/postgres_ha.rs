@@ -106,6 +106,19 @@ impl HaSet {
         }
     }
 
+    /// Waits until `node` no longer answers as the primary (Patroni noticed the fault); a
+    /// commit or a whole set seen before that would be the old primary's.
+    pub async fn wait_not_primary(&self, node: usize, timeout: Duration) -> anyhow::Result<()> {
+        let started = Instant::now();
+        while self.answers_200(node, "/primary").await {
+            if started.elapsed() > timeout {
+                bail!("{} was still the primary after {timeout:?}", NODES[node]);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Ok(())
+    }
+
     /// `kill -9` of `node`'s postmaster: PostgreSQL dies at once, mid-transaction; its Patroni
     /// lives on (and, the set's `primary_start_timeout` being 0, hands the leadership over
     /// instead of restarting it in place). Returns the killed pid.
