@@ -17,6 +17,7 @@ use crate::negotiate::CsvOnly;
 use crate::state::AppState;
 use axum::extract::State;
 use axum::response::Response;
+use chrono::{DateTime, Utc};
 use swath_application::{DaysExport, HistoryExport, SessionsExport};
 use swath_domain::SiteId;
 
@@ -59,12 +60,7 @@ pub async fn export_history(
     ApiQuery(params): ApiQuery<HistoryExportParams>,
 ) -> Result<Response, ApiError> {
     let request = HistoryExport::new(params.site_id.map(SiteId), params.from, params.to)?;
-    let stamp = |at: chrono::DateTime<chrono::Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
-    let filename = format!(
-        "swath-history-{}-{}.csv",
-        stamp(request.from),
-        stamp(request.to)
-    );
+    let filename = instant_range_filename("history", request.from, request.to);
     let export = state.exports.history(&principal, token, request).await?;
     Ok(csv_stream(&filename, export_pages(export)))
 }
@@ -140,9 +136,14 @@ pub async fn export_sessions(
     ApiQuery(params): ApiQuery<SessionsExportParams>,
 ) -> Result<Response, ApiError> {
     let request = SessionsExport::new(params.site_id.map(SiteId), params.from, params.to)?;
-    let stamp = |at: chrono::DateTime<chrono::Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
-    let (from, to) = (stamp(request.from), stamp(request.to));
-    let filename = format!("swath-sessions-{from}-{to}.csv");
+    let filename = instant_range_filename("sessions", request.from, request.to);
     let export = state.exports.sessions(&principal, token, request).await?;
     Ok(csv_stream(&filename, export_pages(export)))
+}
+
+/// `swath-<what>-<from>-<to>.csv`, the instants as `YYYYMMDDTHHMMSSZ` (no `:`, which some file
+/// systems refuse).
+fn instant_range_filename(what: &str, from: DateTime<Utc>, to: DateTime<Utc>) -> String {
+    let stamp = |at: DateTime<Utc>| at.format("%Y%m%dT%H%M%SZ").to_string();
+    format!("swath-{what}-{}-{}.csv", stamp(from), stamp(to))
 }
