@@ -2,7 +2,9 @@
 //! replica port), falling back to the primary when that store does not answer (issue 44).
 //!
 //! What goes to the read store: a mower's latest state, history, track and day rows
-//! ([`ReadRouted`]) and every read of the live projections ([`ReadRoutedProjections`]). Everything
+//! ([`ReadRouted`]), every read of the live projections ([`ReadRoutedProjections`]) and the
+//! pages of mowing sessions ([`ReadRoutedSessions`]; the fleet's CSV exports read through these
+//! same ports). Everything
 //! else stays on the primary: the batch units of work and anything that locks, the health totals
 //! (read by the watcher's side), the export, and the ping (`/readyz` says whether the primary
 //! answers: a replica alone cannot ingest).
@@ -12,20 +14,22 @@
 //! ([`ReadRoutedDirectory`], [`ReadRoutedTokens`]), so that reads go on through a failover
 //! without giving up read-your-writes or an immediate revocation while the primary answers.
 //!
-//! Only [`StoreError::Unavailable`] (and [`ProjectionError::Unavailable`]) fall back: a standby
+//! Only [`StoreError::Unavailable`] (and the other ports' `Unavailable`) fall back: a standby
 //! that answers with a corrupt row says something about the data, not about where to read it.
 //! A read from the standby may be as stale as its replay lag (`swath_store_replica_lag_seconds`,
 //! docs/operations.md); the fallback reads the primary, which is never stale.
 
 use crate::ports::{
-    AlertCard, HealthCard, MowerCard, MowerFilter, ProjectionError, ProjectionStore, SiteCard,
-    StoreError, TelemetryBatch, TelemetryStore, TimeWindow, Visibility, WindowRows,
+    AlertCard, HealthCard, MowerCard, MowerFilter, ProjectionError, ProjectionStore, SessionError,
+    SessionQuery, SessionStore, SiteCard, StoreError, TelemetryBatch, TelemetryStore, TimeWindow,
+    Visibility, WindowRows,
 };
 use async_trait::async_trait;
 use chrono::NaiveDate;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
+use swath_domain::sessions::SessionRow;
 use swath_domain::{
     Assignment, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
     PositionRow, SiteId, TelemetryRows,
@@ -45,6 +49,29 @@ fn fell_back(read: &'static str, error: &(dyn std::error::Error + 'static)) {
     );
 }
 
+/// An error that says the store did not answer (the only kind of failure that falls back).
+trait Unanswered: std::error::Error + 'static {
+    fn unanswered(&self) -> bool;
+}
+
+impl Unanswered for StoreError {
+    fn unanswered(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}
+
+impl Unanswered for ProjectionError {
+    fn unanswered(&self) -> bool {
+        matches!(self, ProjectionError::Unavailable(_))
+    }
+}
+
+impl Unanswered for SessionError {
+    fn unanswered(&self) -> bool {
+        matches!(self, SessionError::Unavailable(_))
+    }
+}
+
 /// `on_replica`, or `on_primary` when the replica is unavailable.
 ///
 /// When the primary does not answer either, the read store is asked once more: the router cuts
@@ -52,44 +79,22 @@ fn fell_back(read: &'static str, error: &(dyn std::error::Error + 'static)) {
 /// so the first try may have failed on a cut session while a node stands behind the port again;
 /// the second try takes a new one. Otherwise that second it would answer 503 while the primary
 /// is gone, the moment a read store matters most.
-async fn telemetry_read<T, R, F, P>(
+async fn routed_read<T, E, R, F, P>(
     read: &'static str,
     on_replica: R,
     on_primary: P,
-) -> Result<T, StoreError>
+) -> Result<T, E>
 where
+    E: Unanswered,
     R: Fn() -> F,
-    F: Future<Output = Result<T, StoreError>>,
-    P: Future<Output = Result<T, StoreError>>,
+    F: Future<Output = Result<T, E>>,
+    P: Future<Output = Result<T, E>>,
 {
     match on_replica().await {
-        Err(StoreError::Unavailable(cause)) => {
-            fell_back(read, &StoreError::Unavailable(cause));
+        Err(error) if error.unanswered() => {
+            fell_back(read, &error);
             match on_primary.await {
-                Err(StoreError::Unavailable(_)) => on_replica().await,
-                answer => answer,
-            }
-        }
-        answer => answer,
-    }
-}
-
-/// The same for the projections' reads.
-async fn projection_read<T, R, F, P>(
-    read: &'static str,
-    on_replica: R,
-    on_primary: P,
-) -> Result<T, ProjectionError>
-where
-    R: Fn() -> F,
-    F: Future<Output = Result<T, ProjectionError>>,
-    P: Future<Output = Result<T, ProjectionError>>,
-{
-    match on_replica().await {
-        Err(ProjectionError::Unavailable(cause)) => {
-            fell_back(read, &ProjectionError::Unavailable(cause));
-            match on_primary.await {
-                Err(ProjectionError::Unavailable(_)) => on_replica().await,
+                Err(error) if error.unanswered() => on_replica().await,
                 answer => answer,
             }
         }
@@ -119,7 +124,7 @@ impl TelemetryStore for ReadRouted {
     }
 
     async fn latest(&self, mowers: &[MowerId]) -> Result<Vec<LatestRow>, StoreError> {
-        telemetry_read(
+        routed_read(
             "latest",
             || self.replica.latest(mowers),
             self.primary.latest(mowers),
@@ -144,7 +149,7 @@ impl TelemetryStore for ReadRouted {
         mower: MowerId,
         window: &TimeWindow,
     ) -> Result<WindowRows<HistoryRow>, StoreError> {
-        telemetry_read(
+        routed_read(
             "history",
             || self.replica.history(mower, window),
             self.primary.history(mower, window),
@@ -157,7 +162,7 @@ impl TelemetryStore for ReadRouted {
         mower: MowerId,
         window: &TimeWindow,
     ) -> Result<WindowRows<PositionRow>, StoreError> {
-        telemetry_read(
+        routed_read(
             "track",
             || self.replica.track(mower, window),
             self.primary.track(mower, window),
@@ -171,7 +176,7 @@ impl TelemetryStore for ReadRouted {
         from: NaiveDate,
         to: NaiveDate,
     ) -> Result<Vec<DayTotals>, StoreError> {
-        telemetry_read(
+        routed_read(
             "days",
             || self.replica.days(mower, from, to),
             self.primary.days(mower, from, to),
@@ -204,7 +209,7 @@ impl ProjectionStore for ReadRoutedProjections {
         who: &Visibility,
         limit: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
-        projection_read(
+        routed_read(
             "window_mowers",
             || self.replica.window_mowers(who, limit),
             self.primary.window_mowers(who, limit),
@@ -217,7 +222,7 @@ impl ProjectionStore for ReadRoutedProjections {
         who: &Visibility,
         limit: usize,
     ) -> Result<Vec<SiteCard>, ProjectionError> {
-        projection_read(
+        routed_read(
             "window_sites",
             || self.replica.window_sites(who, limit),
             self.primary.window_sites(who, limit),
@@ -232,7 +237,7 @@ impl ProjectionStore for ReadRoutedProjections {
         filter: MowerFilter,
         per_site: usize,
     ) -> Result<Vec<MowerCard>, ProjectionError> {
-        projection_read(
+        routed_read(
             "site_mowers",
             || self.replica.site_mowers(who, sites, filter, per_site),
             self.primary.site_mowers(who, sites, filter, per_site),
@@ -246,7 +251,7 @@ impl ProjectionStore for ReadRoutedProjections {
         mowers: &[MowerId],
         per_mower: usize,
     ) -> Result<Vec<AlertCard>, ProjectionError> {
-        projection_read(
+        routed_read(
             "open_alerts",
             || self.replica.open_alerts(who, mowers, per_mower),
             self.primary.open_alerts(who, mowers, per_mower),
@@ -259,7 +264,7 @@ impl ProjectionStore for ReadRoutedProjections {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<HealthCard>, ProjectionError> {
-        projection_read(
+        routed_read(
             "health",
             || self.replica.health(who, mowers),
             self.primary.health(who, mowers),
@@ -272,11 +277,40 @@ impl ProjectionStore for ReadRoutedProjections {
         who: &Visibility,
         mowers: &[MowerId],
     ) -> Result<Vec<Assignment>, ProjectionError> {
-        projection_read(
+        routed_read(
             "operators_on_duty",
             || self.replica.operators_on_duty(who, mowers),
             self.primary.operators_on_duty(who, mowers),
         )
         .await
+    }
+}
+
+/// The stored sessions' pages on a second store (see the module). Sessions are written by the
+/// telemetry batches, on the primary; only `page` is a read of the API.
+pub struct ReadRoutedSessions {
+    primary: Arc<dyn SessionStore>,
+    replica: Arc<dyn SessionStore>,
+}
+
+impl ReadRoutedSessions {
+    pub fn new(primary: Arc<dyn SessionStore>, replica: Arc<dyn SessionStore>) -> Self {
+        Self { primary, replica }
+    }
+}
+
+#[async_trait]
+impl SessionStore for ReadRoutedSessions {
+    async fn page(&self, query: &SessionQuery) -> Result<Vec<SessionRow>, SessionError> {
+        routed_read(
+            "sessions",
+            || self.replica.page(query),
+            self.primary.page(query),
+        )
+        .await
+    }
+
+    async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
+        self.primary.export(mowers).await
     }
 }

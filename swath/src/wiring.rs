@@ -29,7 +29,7 @@ use swath_application::ports::{
     ZoneStore,
 };
 use swath_application::read_routing::{
-    ReadRouted, ReadRoutedDirectory, ReadRoutedProjections, ReadRoutedTokens,
+    ReadRouted, ReadRoutedDirectory, ReadRoutedProjections, ReadRoutedSessions, ReadRoutedTokens,
 };
 use swath_application::ticks::Ticks;
 use swath_application::webhooks::delivery::{
@@ -79,8 +79,8 @@ impl Stores {
         Stores::of(store.clone(), store.clone(), store.clone(), store)
     }
 
-    /// PostgreSQL behind every port, with the read-only API's reads (telemetry and the live
-    /// projections) on `reads` and falling back to `store` when it does not answer, and the
+    /// PostgreSQL behind every port, with the read-only API's reads (telemetry, the live
+    /// projections and the sessions' pages) on `reads` and falling back to `store` when it does not answer, and the
     /// token and directory lookups on `store` and falling back to `reads` (decision 196).
     pub fn postgres_with_reads(store: PostgresStore, reads: PostgresStore) -> Stores {
         let mut stores = Stores::postgres(store);
@@ -93,6 +93,7 @@ impl Stores {
         let directory = Arc::new(ReadRoutedDirectory::new(stores.admin, reads.clone()));
         stores.directory = directory.clone();
         stores.admin = directory;
+        stores.sessions = Arc::new(ReadRoutedSessions::new(stores.sessions, reads.clone()));
         stores.tokens = Arc::new(ReadRoutedTokens::new(stores.tokens, reads));
         stores
     }

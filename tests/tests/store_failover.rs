@@ -348,6 +348,83 @@ async fn a_read_cut_while_the_primary_is_gone_is_asked_of_the_read_store_again()
     assert_eq!(primary.calls() - primary_before, 2);
 }
 
+/// The sessions' port through the read routing, in a module of its own: its `export` would
+/// be ambiguous beside the telemetry port's in the tests above.
+mod sessions {
+    use super::*;
+    use swath_application::ports::{SessionError, SessionQuery, SessionStore};
+    use swath_application::read_routing::ReadRoutedSessions;
+    use swath_domain::sessions::SessionRow;
+
+    #[async_trait]
+    impl SessionStore for Switchable {
+        async fn page(&self, query: &SessionQuery) -> Result<Vec<SessionRow>, SessionError> {
+            self.gate().await.map_err(unanswered)?;
+            self.store.page(query).await
+        }
+
+        async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
+            self.gate().await.map_err(unanswered)?;
+            SessionStore::export(self.store.as_ref(), mowers).await
+        }
+    }
+
+    fn unanswered(error: StoreError) -> SessionError {
+        SessionError::Unavailable(error.to_string().into())
+    }
+
+    /// The sessions' pages go to the read store and fall back to the primary when it does not
+    /// answer; the export (the verifier's) stays on the primary.
+    #[tokio::test]
+    async fn session_pages_go_to_the_read_store_and_fall_back_to_the_primary() {
+        let (primary, fleet) = seeded().await;
+        let (standby, _) = seeded().await;
+        let primary = Switchable::new(primary);
+        let standby = Switchable::new(standby);
+        let ingest = Ingest::new(
+            Arc::new(ReadRouted::new(primary.clone(), standby.clone())),
+            Arc::new(RecordingBus::default()),
+            Arc::new(ManualClock::new(trace_start())),
+        );
+        // A working state opens a session, on the primary only.
+        ingest
+            .record_states(vec![
+                ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
+            ])
+            .await
+            .expect("stored");
+        let routed = ReadRoutedSessions::new(primary.clone(), standby.clone());
+        let mower = fleet.mowers[0];
+        let query = SessionQuery {
+            account: fleet.account_of(mower),
+            mowers: vec![mower],
+            from: None,
+            to: None,
+            before: None,
+            limit: 10,
+        };
+        let (primary_before, standby_before) = (primary.calls(), standby.calls());
+        assert!(
+            routed.page(&query).await.unwrap().is_empty(),
+            "the standby's (not replayed) answer"
+        );
+        assert_eq!(
+            SessionStore::export(&routed, &[mower]).await.unwrap().len(),
+            1
+        );
+        assert_eq!(standby.calls() - standby_before, 1, "the page only");
+        assert_eq!(primary.calls() - primary_before, 1, "the export only");
+
+        standby.set(REFUSES);
+        assert_eq!(routed.page(&query).await.unwrap().len(), 1, "the primary's");
+        primary.set(REFUSES);
+        assert!(matches!(
+            routed.page(&query).await,
+            Err(SessionError::Unavailable(_))
+        ));
+    }
+}
+
 swath_tests::postgres_tests!(
     on_postgres:
     the_pool_sets_the_session_limits,
