@@ -9,6 +9,8 @@
 //! - [`report`]: the state report a gateway publishes, its validation and the Home Assistant
 //!   `lawn_mower` activity mapping (docs/rules.md §2).
 //! - [`rows`]: the rows of the telemetry store: history, positions, latest, health and day totals.
+//! - [`exported`]: every row a store keeps of some mowers ([`TelemetryRows`]), sessions included,
+//!   as tests and the end-to-end verifier compare them.
 //! - [`rules`]: write rules W0–W6 (docs/rules.md §3) applied to a batch of states over rows held in memory.
 //! - [`sessions`]: W8 mowing sessions, a pure fold over a mower's states.
 //! - [`valid`]: the values of a request checked once (display text, blade threshold, time zone).
@@ -27,6 +29,7 @@ pub mod access;
 pub mod assignment;
 pub mod directory;
 pub mod events;
+pub mod exported;
 pub mod ids;
 pub mod live;
 pub mod report;
@@ -44,9 +47,9 @@ pub use directory::{Account, Mower, OrderKey, Site};
 pub use events::IngestEvent;
 pub use ids::{AccountId, MowerId, SiteId};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
+pub use exported::TelemetryRows;
 pub use rows::{
     DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, StoredState,
-    TelemetryRows,
 };
 pub use rules::{
     apply_states, late_states, BatchChanges, DirectoryEntry, MowerSnapshot, Neighbourhood,

@@ -186,14 +186,3 @@ impl DayTotals {
             && self.state_count == 0
     }
 }
-
-/// Every stored row of some mowers, each table in key order. Stores export it so that tests and
-/// the verifier can compare stores, and a batch with the same states stored one at a time.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct TelemetryRows {
-    pub history: Vec<HistoryRow>,
-    pub positions: Vec<PositionRow>,
-    pub latest: Vec<LatestRow>,
-    pub health: Vec<HealthTotals>,
-    pub days: Vec<DayTotals>,
-}

@@ -614,10 +614,10 @@ pub async fn wait_at_least(
 /// Which tables [`compare`] checks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Checked {
-    /// History, positions, latest (all but `last_seen_at`), health and day totals.
+    /// History, positions, latest (all but `last_seen_at`), health and day totals, sessions.
     Everything,
-    /// History, positions and latest only: the rows that do not depend on the order in which a
-    /// mower's states were stored.
+    /// History, positions, latest and sessions only: the rows that do not depend on the order in
+    /// which a mower's states were stored (W8's sessions are a function of the set of states).
     OrderFree,
 }
 
@@ -654,6 +654,13 @@ pub fn compare(expected: &TelemetryRows, actual: &TelemetryRows, checked: Checke
         &without_seen(&expected.latest),
         &without_seen(&actual.latest),
         |r| r.mower_id,
+        &mut out,
+    );
+    diff_table(
+        "sessions",
+        &expected.sessions,
+        &actual.sessions,
+        |r| (r.session.mower_id, r.session.started_at),
         &mut out,
     );
     if checked == Checked::Everything {
@@ -745,12 +752,15 @@ pub fn diff_table<T: PartialEq + std::fmt::Debug, K: Ord + std::fmt::Debug>(
 /// A one-line summary of a set of rows.
 pub fn summary(rows: &TelemetryRows) -> String {
     format!(
-        "{} history, {} positions, {} latest, {} health, {} day rows",
+        "{} history, {} positions, {} latest, {} health, {} day rows, {} sessions ({} ended, {} with breaks)",
         rows.history.len(),
         rows.positions.len(),
         rows.latest.len(),
         rows.health.len(),
-        rows.days.len()
+        rows.days.len(),
+        rows.sessions.len(),
+        rows.sessions.iter().filter(|r| !r.session.is_open()).count(),
+        rows.sessions.iter().filter(|r| r.session.breaks > 0).count(),
     )
 }
 
@@ -839,6 +849,7 @@ mod tests {
         let differences = compare(&independent.telemetry, &one_pass, Checked::Everything);
         assert!(differences.is_empty(), "{}", differences.join("\n"));
         assert!(one_pass.health.iter().all(|h| h.blade_due_raised));
+        assert!(one_pass.sessions.len() >= plan.mowers, "{}", summary(&one_pass));
     }
 
     #[tokio::test]
@@ -871,5 +882,30 @@ mod tests {
             !order_free.iter().any(|l| l.starts_with("health")),
             "{order_free:?}"
         );
+    }
+
+    /// A session row that differs in one value, or is missing, is a difference in both modes
+    /// (sessions do not depend on the order states were stored in).
+    #[tokio::test]
+    async fn compare_finds_a_wrong_session() {
+        let plan = Plan::new(5, 3, 90);
+        let reference = plan.reference().await.unwrap();
+        assert!(!reference.sessions.is_empty(), "{}", summary(&reference));
+        for checked in [Checked::Everything, Checked::OrderFree] {
+            let mut changed = reference.clone();
+            changed.sessions[0].session.distance_mm += 1;
+            let found = compare(&reference, &changed, checked);
+            assert!(
+                found.iter().any(|l| l.starts_with("sessions: differs")),
+                "{checked:?}: {found:?}"
+            );
+            let mut changed = reference.clone();
+            changed.sessions.pop();
+            let found = compare(&reference, &changed, checked);
+            assert!(
+                found.iter().any(|l| l.starts_with("sessions: missing")),
+                "{checked:?}: {found:?}"
+            );
+        }
     }
 }

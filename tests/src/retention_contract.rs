@@ -606,13 +606,10 @@ pub async fn sessions_outlive_history_and_are_never_refolded_from_what_is_left(
     };
     record(reports).await;
     let sessions = || async {
-        let rows = h
-            .store
-            .sessions
-            .export(&h.fleet.mowers)
+        h.rows()
             .await
-            .expect("export");
-        rows.into_iter()
+            .sessions
+            .into_iter()
             .map(|r| {
                 (
                     r.session.mower_id,

@@ -62,7 +62,8 @@ impl Harness {
     pub async fn sessions(&self) -> Vec<SessionRow> {
         let mut mowers = self.fleet.mowers.to_vec();
         mowers.push(self.fleet.unknown_mower);
-        self.store.sessions.export(&mowers).await.expect("export")
+        let rows = self.store.telemetry.export(&mowers).await.expect("export");
+        rows.sessions
     }
 
     pub async fn rows(&self) -> TelemetryRows {

@@ -170,6 +170,7 @@ fn assert_same_rows(got: &TelemetryRows, want: &TelemetryRows) {
     assert_eq!(got.latest, want.latest, "latest rows differ");
     assert_eq!(got.health, want.health, "health totals differ");
     assert_eq!(got.days, want.days, "day rows differ");
+    assert_eq!(got.sessions, want.sessions, "sessions differ");
 }
 
 /// Ingests one batch whose every state must be stored.

@@ -6,7 +6,6 @@ use async_trait::async_trait;
 use std::cmp::Reverse;
 use swath_application::ports::{SessionError, SessionQuery, SessionStore};
 use swath_domain::sessions::SessionRow;
-use swath_domain::MowerId;
 
 #[async_trait]
 impl SessionStore for MemoryStore {
@@ -32,17 +31,5 @@ impl SessionStore for MemoryStore {
         rows.sort_by_key(|row| Reverse((row.session.started_at, row.session.mower_id)));
         rows.dedup_by_key(|row| (row.session.started_at, row.session.mower_id));
         Ok(rows.into_iter().take(query.limit).cloned().collect())
-    }
-
-    async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
-        let mut sorted = mowers.to_vec();
-        sorted.sort_unstable();
-        sorted.dedup();
-        let telemetry = read(&self.telemetry);
-        Ok(sorted
-            .iter()
-            .filter_map(|m| telemetry.get(m))
-            .flat_map(|rows| rows.sessions.values().map(|(row, _)| row.clone()))
-            .collect())
     }
 }

@@ -21,9 +21,6 @@ const READ_PAGE: &str = "SELECT to_jsonb(s) AS session FROM mower_sessions s \
     AND (s.ended_at IS NULL OR s.ended_at > $3) AND (s.started_at, s.mower_id) < ($5, $6) \
     ORDER BY s.started_at DESC, s.mower_id DESC LIMIT $7";
 
-const READ_EXPORT: &str = "SELECT to_jsonb(s) AS session FROM mower_sessions s \
-    WHERE s.mower_id = ANY($1) ORDER BY s.mower_id, s.started_at";
-
 fn unavailable(e: impl Into<Cause>) -> SessionError {
     SessionError::Unavailable(e.into())
 }
@@ -65,15 +62,6 @@ impl SessionStore for PostgresStore {
             .bind(before_at)
             .bind(before_mower.0)
             .bind(i64::try_from(query.limit).unwrap_or(i64::MAX))
-            .fetch_all(self.pool())
-            .await
-            .map_err(unavailable)?;
-        rows(found)
-    }
-
-    async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
-        let found = sqlx::query(READ_EXPORT)
-            .bind(mowers.iter().map(|m| m.0).collect::<Vec<_>>())
             .fetch_all(self.pool())
             .await
             .map_err(unavailable)?;

@@ -65,8 +65,7 @@ pub struct SessionWindow {
 ///   the newest session's rest kept with it), so that the stored sessions of a mower are always
 ///   those of its stored, counted states;
 /// - in `page`, answer exactly the rows of [`SessionQuery`]'s definition;
-/// - in `export`, answer every stored session of the mowers (whatever the account), by
-///   `(mower_id, started_at)`;
+/// - export them with the telemetry rows ([`super::TelemetryStore::export`]'s `sessions`);
 /// - keep a mower's sessions until the mower is deleted or retention removes them (sessions that
 ///   ended before its limit; an open session, or the newest one, never).
 ///
@@ -76,8 +75,4 @@ pub struct SessionWindow {
 pub trait SessionStore: Send + Sync {
     /// A page of sessions (see [`SessionQuery`]).
     async fn page(&self, query: &SessionQuery) -> Result<Vec<SessionRow>, SessionError>;
-
-    /// Every stored session of these mowers, by `(mower_id, started_at)` (for tests and the
-    /// verifier).
-    async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError>;
 }

@@ -83,7 +83,8 @@ pub trait TelemetryStore: Send + Sync {
     /// The health totals of a mower, if it ever reported.
     async fn health(&self, mower: MowerId) -> Result<Option<HealthTotals>, StoreError>;
 
-    /// Every stored row of these mowers, each table in key order (for verification and tests).
+    /// Every stored row of these mowers, each table in key order (for verification and tests),
+    /// W8's sessions (whatever their account) by `(mower_id, started_at)`.
     async fn export(&self, mowers: &[MowerId]) -> Result<TelemetryRows, StoreError>;
 
     /// Whether the store answers (for `/readyz`).

@@ -70,7 +70,7 @@ struct Args {
     /// Wait until the store holds every state, then compare with the reference.
     #[arg(long)]
     verify: bool,
-    /// With `--verify`: compare history, positions and latest only (health and day totals
+    /// With `--verify`: compare history, positions, latest and sessions only (health and day totals
     /// depend on the order a mower's states were stored in, which several replicas sharing a
     /// consumer do not keep; see docs/e2e.md).
     #[arg(long)]

@@ -1,6 +1,6 @@
 //! What the NATS + PostgreSQL scenarios (`swath/tests/e2e_*.rs`) share: their plans, a seeded
-//! database, the load generator's connection, and the verdict: every stored row compared with
-//! the one-pass and the independent references (docs/e2e.md).
+//! database, the load generator's connection, and the verdict: every stored row (W8's sessions
+//! included) compared with the one-pass and the independent references (docs/e2e.md).
 
 use super::{Service, TestDatabase};
 use crate::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan};
@@ -190,6 +190,16 @@ pub async fn verdict(
                 .failures
                 .push(format!("only {n} {kind} events expected: {census:?}"));
         }
+    }
+    // And W8: every mower mows, and random activities split its runs into merged stretches.
+    let sessions = &expected.telemetry.sessions;
+    let with_breaks = sessions.iter().filter(|r| r.session.breaks > 0).count();
+    if sessions.len() < plan.mowers / 2 || with_breaks < plan.mowers / 4 {
+        verdict.failures.push(format!(
+            "only {} sessions ({with_breaks} with breaks) expected of {} mowers",
+            sessions.len(),
+            plan.mowers
+        ));
     }
     eprintln!(
         "verified ({checked:?}, {watched:?}): {}; expected notifications {census:?}; stored {} events, {} alerts",

@@ -1,6 +1,7 @@
 //! W1–W6: the stored rows and the totals of one mower, recomputed from scratch.
 
 use super::*;
+use swath_domain::sessions::{SessionPoint, SessionRow};
 
 /// W1–W6 for one mower's accepted states (arrival order).
 pub(super) fn telemetry(
@@ -91,6 +92,25 @@ pub(super) fn telemetry(
         blade_reset_until: None,
     });
     rows.days.extend(days.into_values());
+    // W8, over the same distinct states.
+    let points: Vec<SessionPoint> = distinct
+        .values()
+        .map(|s| SessionPoint {
+            observed_at: s.observed_at,
+            activity: s.activity,
+            blade_on: s.blade_on,
+            battery_percent: s.battery_percent,
+            error_code: s.error_code.clone(),
+            lat: s.position.as_ref().map(|p| p.lat),
+            lon: s.position.as_ref().map(|p| p.lon),
+        })
+        .collect();
+    let found = sessions::sessions(last.mower_id, m.time_zone, SESSION_MERGE_GAP, &points);
+    rows.sessions
+        .extend(found.into_iter().map(|session| SessionRow {
+            account_id: m.account_id,
+            session,
+        }));
 }
 
 /// W4 and W5 from scratch: the distinct states in `observed_at` order, each consecutive pair's

@@ -107,6 +107,8 @@ impl TelemetryStore for MemoryStore {
             out.latest.extend(rows.latest.clone());
             out.health.extend(rows.health.clone());
             out.days.extend(rows.days.values().cloned());
+            out.sessions
+                .extend(rows.sessions.values().map(|(row, _)| row.clone()));
         }
         Ok(out)
     }

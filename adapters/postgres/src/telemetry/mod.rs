@@ -34,6 +34,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SubsecRound, TimeZone, Utc};
 use chrono_tz::Tz;
 use sqlx::postgres::PgRow;
+use sqlx::types::Json;
 use sqlx::Row;
 use std::collections::BTreeMap;
 use swath_application::ports::{
@@ -271,6 +272,18 @@ impl TelemetryStore for PostgresStore {
         .map_err(unavailable)?
         {
             out.days.push(day_from(&row)?);
+        }
+        for row in sqlx::query(
+            "SELECT to_jsonb(s) AS session FROM mower_sessions s WHERE s.mower_id = ANY($1) \
+             ORDER BY s.mower_id, s.started_at",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?
+        {
+            let Json(stored): Json<StoredSession> = row.try_get("session").map_err(corrupt)?;
+            out.sessions.push(stored.row);
         }
         Ok(out)
     }
