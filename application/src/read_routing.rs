@@ -287,7 +287,7 @@ impl ProjectionStore for ReadRoutedProjections {
 }
 
 /// The stored sessions' pages on a second store (see the module). Sessions are written by the
-/// telemetry batches, on the primary; only `page` is a read of the API.
+/// telemetry batches, on the primary.
 pub struct ReadRoutedSessions {
     primary: Arc<dyn SessionStore>,
     replica: Arc<dyn SessionStore>,
@@ -308,9 +308,5 @@ impl SessionStore for ReadRoutedSessions {
             self.primary.page(query),
         )
         .await
-    }
-
-    async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
-        self.primary.export(mowers).await
     }
 }

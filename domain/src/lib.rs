@@ -45,9 +45,9 @@ pub use access::{Principal, Scope};
 pub use assignment::{list_order, Assignment, Priority, MAX_OPERATOR_CHARS};
 pub use directory::{Account, Mower, OrderKey, Site};
 pub use events::IngestEvent;
+pub use exported::TelemetryRows;
 pub use ids::{AccountId, MowerId, SiteId};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
-pub use exported::TelemetryRows;
 pub use rows::{
     DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, StoredState,
 };

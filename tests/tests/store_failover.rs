@@ -348,8 +348,7 @@ async fn a_read_cut_while_the_primary_is_gone_is_asked_of_the_read_store_again()
     assert_eq!(primary.calls() - primary_before, 2);
 }
 
-/// The sessions' port through the read routing, in a module of its own: its `export` would
-/// be ambiguous beside the telemetry port's in the tests above.
+/// The sessions' port through the read routing.
 mod sessions {
     use super::*;
     use swath_application::ports::{SessionError, SessionQuery, SessionStore};
@@ -362,11 +361,6 @@ mod sessions {
             self.gate().await.map_err(unanswered)?;
             self.store.page(query).await
         }
-
-        async fn export(&self, mowers: &[MowerId]) -> Result<Vec<SessionRow>, SessionError> {
-            self.gate().await.map_err(unanswered)?;
-            SessionStore::export(self.store.as_ref(), mowers).await
-        }
     }
 
     fn unanswered(error: StoreError) -> SessionError {
@@ -374,7 +368,7 @@ mod sessions {
     }
 
     /// The sessions' pages go to the read store and fall back to the primary when it does not
-    /// answer; the export (the verifier's) stays on the primary.
+    /// answer.
     #[tokio::test]
     async fn session_pages_go_to_the_read_store_and_fall_back_to_the_primary() {
         let (primary, fleet) = seeded().await;
@@ -408,12 +402,8 @@ mod sessions {
             routed.page(&query).await.unwrap().is_empty(),
             "the standby's (not replayed) answer"
         );
-        assert_eq!(
-            SessionStore::export(&routed, &[mower]).await.unwrap().len(),
-            1
-        );
-        assert_eq!(standby.calls() - standby_before, 1, "the page only");
-        assert_eq!(primary.calls() - primary_before, 1, "the export only");
+        assert_eq!(standby.calls() - standby_before, 1);
+        assert_eq!(primary.calls(), primary_before, "the primary not asked");
 
         standby.set(REFUSES);
         assert_eq!(routed.page(&query).await.unwrap().len(), 1, "the primary's");

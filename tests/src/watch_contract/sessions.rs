@@ -88,10 +88,11 @@ pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory
     }
     let stored = h
         .store
-        .sessions
+        .telemetry
         .export(&[h.fleet.mowers[0]])
         .await
-        .expect("export");
+        .expect("export")
+        .sessions;
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].session.id,
