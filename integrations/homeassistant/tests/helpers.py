@@ -22,6 +22,8 @@ ENTITIES = [
     ("binary_sensor", "connectivity"),
     ("device_tracker", "position"),
     ("event", "event"),
+    ("sensor", "last_session"),
+    ("calendar", "sessions"),
 ]
 
 
