@@ -30,9 +30,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use swath_domain::watch::geometry::Fence;
 use swath_domain::watch::{
-    apply_watch, went_offline, AlertKind, ClearCause, ClearedAlert, GeoPolygon, GeofenceRef,
-    WatchChanges,
+    apply_watch, sweep_watch, AlertKind, ClearCause, ClearedAlert, EventKind, GeoPolygon,
+    GeofenceRef, WatchChanges,
 };
+use swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP;
 use swath_domain::{AccountId, InvalidReport, MowerId, StateOutcome, StateReport};
 use uuid::Uuid;
 
@@ -48,6 +49,8 @@ pub struct Watcher {
     bus: Arc<dyn EventBus>,
     clock: Arc<dyn Clock>,
     offline_after: Duration,
+    /// W8's merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`), for `session_ended`.
+    merge_gap: Duration,
     /// The newest parsed geofence version of each mower.
     fences: Mutex<HashMap<MowerId, (Uuid, Arc<Fence>)>>,
     fence_parses: AtomicU64,
@@ -65,9 +68,17 @@ impl Watcher {
             bus,
             clock,
             offline_after,
+            merge_gap: DEFAULT_SESSION_MERGE_GAP,
             fences: Mutex::default(),
             fence_parses: AtomicU64::new(0),
         }
+    }
+
+    /// W8's merge gap, the one the ingest folds the stored sessions with: a session's
+    /// `session_ended` is raised once no stretch can merge into it any more.
+    pub fn with_session_merge_gap(mut self, merge_gap: Duration) -> Self {
+        self.merge_gap = merge_gap;
+        self
     }
 
     /// How many geofences this watcher has parsed (turned into a [`Fence`]) so far.
@@ -111,7 +122,7 @@ impl Watcher {
                     )
                 })
                 .collect();
-            let (outcomes, changes) = apply_watch(&mut snapshots, &refs, &valid, received_at);
+            let (outcomes, changes) = apply_watch(&mut snapshots, &refs, &valid, received_at, self.merge_gap);
             let events = changes.events.clone();
             let cleared = changes.cleared_without_event.clone();
             unit.commit(changes).await?;
@@ -189,29 +200,47 @@ impl Watcher {
     }
 
     /// One offline sweep: every mower silent for the offline period (and not offline yet) is
-    /// marked offline, with a `went_offline` event and an open offline alert, in transactions of
-    /// at most 500 mowers. Returns how many went offline.
+    /// marked offline, with a `went_offline` event and an open offline alert, and every pending
+    /// session whose merge gap has passed gets its `session_ended` (decision 203), in
+    /// transactions of at most 500 mowers. Returns how many went offline.
     pub async fn sweep_offline(&self) -> Result<usize, WatchError> {
-        let silent_before = self.clock.now() - self.offline_after;
+        let now = self.clock.now_micros();
+        let silent_before = now - self.offline_after;
         let mut total = 0;
         loop {
-            let (watches, unit) = self.store.begin_sweep(silent_before, SWEEP_BATCH).await?;
+            let (watches, unit) = self
+                .store
+                .begin_sweep(silent_before, now, SWEEP_BATCH)
+                .await?;
             let found = watches.len();
             if found == 0 {
                 return Ok(total);
             }
             let mut changes = WatchChanges::default();
             for mut watch in watches {
-                went_offline(&mut watch, self.offline_after, &mut changes);
+                sweep_watch(&mut watch, now, self.offline_after, &mut changes);
             }
+            // A store that answered watches the rules leave as they are would be answered them
+            // again: stop rather than loop.
+            let changed = changes.watches.len();
             let events = changes.events.clone();
             unit.commit(changes).await?;
+            let mut offline = 0;
             for event in &events {
-                tracing::info!(mower_id = %event.mower_id, "A mower went offline.");
+                match event.kind() {
+                    EventKind::WentOffline => {
+                        offline += 1;
+                        tracing::info!(mower_id = %event.mower_id, "A mower went offline.");
+                    }
+                    _ => tracing::info!(
+                        mower_id = %event.mower_id,
+                        "A mowing session ended: its merge gap passed without a newer state."
+                    ),
+                }
             }
             publish(self.bus.as_ref(), &events).await;
-            total += found;
-            if found < SWEEP_BATCH {
+            total += offline;
+            if found < SWEEP_BATCH || changed == 0 {
                 return Ok(total);
             }
         }

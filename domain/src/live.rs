@@ -104,7 +104,8 @@ pub fn alert_change(kind: EventKind) -> Option<AlertChange> {
         EventKind::MowingStarted
         | EventKind::MowingFinished
         | EventKind::ZoneEntered
-        | EventKind::ZoneLeft => return None,
+        | EventKind::ZoneLeft
+        | EventKind::SessionEnded => return None,
     })
 }
 

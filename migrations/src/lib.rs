@@ -17,6 +17,7 @@
 //!   and the rows late writes left of deleted mowers removed.
 //! - `m20261203_000009_webhooks`: webhook endpoints and their deliveries.
 //! - `m20261205_000010_sessions`: W8's mowing sessions.
+//! - `m20261206_000011_session_watch`: what the watcher keeps of W8 for `session_ended`.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -62,6 +63,7 @@ mod m20261130_000007_merged_totals;
 mod m20261203_000008_mower_children;
 mod m20261203_000009_webhooks;
 mod m20261205_000010_sessions;
+mod m20261206_000011_session_watch;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -82,6 +84,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000008_mower_children::Migration),
             Box::new(m20261203_000009_webhooks::Migration),
             Box::new(m20261205_000010_sessions::Migration),
+            Box::new(m20261206_000011_session_watch::Migration),
         ]
     }
 }

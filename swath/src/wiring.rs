@@ -385,12 +385,15 @@ pub fn wire(
             .with_unit_deadline(settings.batch_timeout)
             .with_session_merge_gap(settings.session_merge_gap),
     );
-    let watcher = Arc::new(Watcher::new(
-        Arc::clone(&notifications.watch),
-        Arc::clone(&bus),
-        Arc::clone(&clock),
-        settings.offline_after,
-    ));
+    let watcher = Arc::new(
+        Watcher::new(
+            Arc::clone(&notifications.watch),
+            Arc::clone(&bus),
+            Arc::clone(&clock),
+            settings.offline_after,
+        )
+        .with_session_merge_gap(settings.session_merge_gap),
+    );
     let scheduler = Arc::new(SchedulerStatus::new(
         Arc::clone(&notifications.watch),
         Arc::clone(&clock),

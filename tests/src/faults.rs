@@ -89,9 +89,12 @@ impl WatchStore for FaultyWatch {
     async fn begin_sweep(
         &self,
         silent_before: DateTime<Utc>,
+        due_before: DateTime<Utc>,
         limit: usize,
     ) -> Result<(Vec<swath_domain::watch::Watch>, Box<dyn WatchBatch>), WatchError> {
-        self.watch.begin_sweep(silent_before, limit).await
+        self.watch
+            .begin_sweep(silent_before, due_before, limit)
+            .await
     }
 
     async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {

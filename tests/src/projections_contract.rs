@@ -424,6 +424,8 @@ impl Setup {
                         battery_low: false,
                         offline: true,
                         geofence_version: None,
+                        session: None,
+                        session_due_at: None,
                     })
                     .into_iter()
                     .collect(),

@@ -135,6 +135,7 @@ impl WatchStore for MemoryStore {
     async fn begin_sweep(
         &self,
         silent_before: DateTime<Utc>,
+        due_before: DateTime<Utc>,
         limit: usize,
     ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError> {
         let data = Arc::clone(&self.watch);
@@ -143,7 +144,10 @@ impl WatchStore for MemoryStore {
         let mut silent: Vec<Watch> = rows
             .watches
             .values()
-            .filter(|w| !w.offline && w.last_seen_at < silent_before)
+            .filter(|w| {
+                (!w.offline && w.last_seen_at < silent_before)
+                    || w.session_due_at.is_some_and(|due| due < due_before)
+            })
             .cloned()
             .collect();
         drop(rows);

@@ -8,8 +8,10 @@
 //! the API (decision 120).
 
 use super::seconds;
+use super::sessions::EndReasonDto;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 use swath_domain::watch::EventDetail;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -46,6 +48,7 @@ kind_tag!(ZoneEnteredTag, ZoneEntered, "Always `zone_entered`.");
 kind_tag!(ZoneLeftTag, ZoneLeft, "Always `zone_left`.");
 kind_tag!(WentOfflineTag, WentOffline, "Always `went_offline`.");
 kind_tag!(CameOnlineTag, CameOnline, "Always `came_online`.");
+kind_tag!(SessionEndedTag, SessionEnded, "Always `session_ended`.");
 
 /// The details of an `error_raised` event: the mower reported an error code.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -184,6 +187,45 @@ pub struct CameOnlineDetails {
     pub last_seen_at: DateTime<Utc>,
 }
 
+/// The details of a `session_ended` event (W8): a mowing session that can no longer merge with
+/// a later stretch (its merge gap passed with no new stretch, or at once when the gap is 0),
+/// raised once per session. The figures are the watcher's fold of the states it watched, newer
+/// than every state it had watched before: a state that arrived late is in the stored session
+/// but not here, so the stored session (`GET /v1/mowers/{id}/sessions`) is authoritative. The
+/// event's `observed_at` is `ended_at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionEndedDetails {
+    #[schema(inline)]
+    pub kind: SessionEndedTag,
+    /// The session's id, as the sessions routes answer it (derived from the mower and
+    /// `started_at`).
+    #[schema(example = "0190a2b4-5c3e-8d21-9f00-3b1d2c4e5f60")]
+    pub session_id: Uuid,
+    /// The first working state's `observed_at` (UTC, RFC 3339, microseconds).
+    #[schema(example = "2026-06-01T08:00:00Z")]
+    pub started_at: DateTime<Utc>,
+    /// The closing state's `observed_at`.
+    #[schema(example = "2026-06-01T10:30:00Z")]
+    pub ended_at: DateTime<Utc>,
+    /// Why it ended: its last stretch's end.
+    pub end_reason: EndReasonDto,
+    /// The closing state's error code when `end_reason` is `error`, else `null`.
+    #[schema(required = true, example = json!(null))]
+    pub error_code: Option<String>,
+    /// How many stretches merged into this one (a resume after charging counts one).
+    #[schema(example = 1)]
+    pub breaks: i64,
+    /// Time spent mowing in the session, seconds.
+    #[schema(example = 8100.0)]
+    pub mowing_seconds: f64,
+    /// Time with the blade turning in the session, seconds.
+    #[schema(example = 8050.5)]
+    pub blade_seconds: f64,
+    /// Distance driven while mowing in the session, metres.
+    #[schema(example = 2140.125)]
+    pub distance_m: f64,
+}
+
 /// What an event carries: one schema per kind, chosen by `kind` (the event's own kind).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(untagged)]
@@ -202,6 +244,7 @@ pub struct CameOnlineDetails {
         ("zone_left" = "#/components/schemas/ZoneLeftDetails"),
         ("went_offline" = "#/components/schemas/WentOfflineDetails"),
         ("came_online" = "#/components/schemas/CameOnlineDetails"),
+        ("session_ended" = "#/components/schemas/SessionEndedDetails"),
     )
 ))]
 pub enum EventDetails {
@@ -217,6 +260,7 @@ pub enum EventDetails {
     ZoneLeft(ZoneLeftDetails),
     WentOffline(WentOfflineDetails),
     CameOnline(CameOnlineDetails),
+    SessionEnded(SessionEndedDetails),
 }
 
 impl From<&EventDetail> for EventDetails {
@@ -304,6 +348,28 @@ impl From<&EventDetail> for EventDetails {
                     last_seen_at: silent_since,
                 })
             }
+            EventDetail::SessionEnded {
+                session_id,
+                started_at,
+                ended_at,
+                end_reason,
+                error_code,
+                breaks,
+                mowing_seconds,
+                blade_seconds,
+                distance_m,
+            } => EventDetails::SessionEnded(SessionEndedDetails {
+                kind: SessionEndedTag::SessionEnded,
+                session_id,
+                started_at,
+                ended_at,
+                end_reason: end_reason.into(),
+                error_code,
+                breaks,
+                mowing_seconds,
+                blade_seconds,
+                distance_m,
+            }),
         }
     }
 }

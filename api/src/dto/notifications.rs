@@ -148,6 +148,7 @@ macro_rules! event_kinds {
             ZoneLeft,
             WentOffline,
             CameOnline,
+            SessionEnded,
             $($more,)*
         }
     };
@@ -157,7 +158,8 @@ pub(crate) use event_kinds;
 event_kinds! {
     /// What an event is about. `error_*`, `geofence_*`, `battery_low`, `mowing_*` and `*_online`
     /// come from the watcher; `blade_due` and `zone_*` from ingestion; `went_offline` from the
-    /// offline sweep.
+    /// offline sweep; `session_ended` from the watcher, or from the offline sweep for a mower
+    /// that stopped reporting after its session ended.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
     #[serde(rename_all = "snake_case")]
     #[schema(as = EventKind)]
@@ -186,7 +188,7 @@ pub struct EventDto {
     /// The mower it happened to.
     pub mower_id: Uuid,
     /// The `observed_at` of the state that raised it; for `went_offline`, the moment the mower had
-    /// been silent for the offline period.
+    /// been silent for the offline period; for `session_ended`, the session's end.
     pub observed_at: DateTime<Utc>,
     /// What the event carries: the fields of its kind, with the kind again.
     pub details: EventDetails,

@@ -113,15 +113,16 @@ pub type ZoneRows = BTreeMap<MowerId, (Vec<Zone>, ZoneWatch)>;
 ///   the geofences), return the polygon of every current version that is not in `parsed`: a
 ///   geofence replaced or removed after that read must not change what the batch was given (the
 ///   batch judges against the version it read; the next batch sees the change).
-/// - in [`WatchBatch::commit`], write all of [`WatchChanges`] atomically: the watch rows replaced,
+/// - in [`WatchBatch::commit`], write all of [`WatchChanges`] atomically: the watch rows replaced
+///   (every field, W8's pending session and `session_due_at` included),
 ///   the events inserted (an id stored already is left as it is), then the alerts: `clears`
 ///   applied to the open alert of their mower and kind (if any), then `raised` inserted (an id
 ///   stored already is left as it is). At most one alert of a kind is open per mower.
 ///   Either everything is stored or nothing ([`WatchError::Unavailable`]). Dropping an
 ///   uncommitted batch stores nothing and releases the locks.
 /// - in [`WatchStore::begin_sweep`], lock (skipping rows locked by a running batch) and return at
-///   most `limit` watches that are not offline and were last seen before `silent_before`, in
-///   mower id order.
+///   most `limit` watches that are not offline and were last seen before `silent_before`, or
+///   whose `session_due_at` is before `due_before` (decision 203), in mower id order.
 /// - in [`WatchStore::write_busy`], never replace a stored status by one with an `observed_at`
 ///   that is not newer, and store nothing of a status whose mower is not in the directory under
 ///   the status's account (deleted since the busy check read it): the check against the
@@ -140,10 +141,12 @@ pub trait WatchStore: Send + Sync {
         parsed: &[Uuid],
     ) -> Result<(WatchRead, Box<dyn WatchBatch>), WatchError>;
 
-    /// Locks and returns watches silent since before `silent_before` and not offline yet.
+    /// Locks and returns watches silent since before `silent_before` and not offline yet, and
+    /// watches whose pending session is due before `due_before`.
     async fn begin_sweep(
         &self,
         silent_before: DateTime<Utc>,
+        due_before: DateTime<Utc>,
         limit: usize,
     ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError>;
 

@@ -2,6 +2,7 @@
 //! from what they are about (see the module's "Determinism").
 
 use crate::ids::{AccountId, MowerId};
+use crate::sessions::EndReason;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -24,10 +25,11 @@ pub enum EventKind {
     ZoneLeft,
     WentOffline,
     CameOnline,
+    SessionEnded,
 }
 
 impl EventKind {
-    pub const ALL: [EventKind; 12] = [
+    pub const ALL: [EventKind; 13] = [
         EventKind::ErrorRaised,
         EventKind::ErrorCleared,
         EventKind::GeofenceLeft,
@@ -40,6 +42,7 @@ impl EventKind {
         EventKind::ZoneLeft,
         EventKind::WentOffline,
         EventKind::CameOnline,
+        EventKind::SessionEnded,
     ];
 
     /// The wire name, also the last token of the event's subject.
@@ -57,6 +60,7 @@ impl EventKind {
             EventKind::ZoneLeft => "zone_left",
             EventKind::WentOffline => "went_offline",
             EventKind::CameOnline => "came_online",
+            EventKind::SessionEnded => "session_ended",
         }
     }
 
@@ -123,6 +127,23 @@ pub enum EventDetail {
         /// When Swath had last received a state before this one.
         silent_since: DateTime<Utc>,
     },
+    /// W8: a mowing session that can no longer merge with a later stretch, as the watcher folded
+    /// it (decision 203; the stored session is authoritative). Durations in seconds and the
+    /// distance in metres (milliseconds and millimetres / 1000): the names every form of the
+    /// event carries, the published one included.
+    SessionEnded {
+        /// The stored session's id (derived from the mower and `started_at`).
+        session_id: Uuid,
+        started_at: DateTime<Utc>,
+        ended_at: DateTime<Utc>,
+        end_reason: EndReason,
+        /// The closing state's error code when `end_reason` is `error`.
+        error_code: Option<String>,
+        breaks: i64,
+        mowing_seconds: f64,
+        blade_seconds: f64,
+        distance_m: f64,
+    },
 }
 
 impl EventDetail {
@@ -140,6 +161,7 @@ impl EventDetail {
             EventDetail::ZoneLeft { .. } => EventKind::ZoneLeft,
             EventDetail::WentOffline { .. } => EventKind::WentOffline,
             EventDetail::CameOnline { .. } => EventKind::CameOnline,
+            EventDetail::SessionEnded { .. } => EventKind::SessionEnded,
         }
     }
 
@@ -164,7 +186,8 @@ pub struct Event {
     pub mower_id: MowerId,
     pub account_id: AccountId,
     /// The instant the event is about: the `observed_at` of the state that raised it; for
-    /// `went_offline`, the instant the mower had been silent for the offline period.
+    /// `went_offline`, the instant the mower had been silent for the offline period; for
+    /// `session_ended`, the session's end.
     pub observed_at: DateTime<Utc>,
     #[serde(flatten)]
     pub detail: EventDetail,

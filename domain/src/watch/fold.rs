@@ -4,6 +4,7 @@
 use super::alerts::{AlertChanges, AlertKind, ClearCause, ClearedAlert};
 use super::events::{Event, EventDetail};
 use super::geometry::{accuracy_of, Fence};
+use super::session_end::{session_due, session_ended, watch_session, SessionWatch};
 use super::{round_degrees, round_metres, BATTERY_LOW_BELOW, BATTERY_REARM_AT};
 use crate::events::IngestEvent;
 use crate::ids::{AccountId, MowerId};
@@ -31,6 +32,15 @@ pub struct Watch {
     pub offline: bool,
     /// The geofence version the last position was judged against.
     pub geofence_version: Option<Uuid>,
+    /// W8's pending session (open, or ended and still able to merge), as the watcher folds it;
+    /// `None` when there is none.
+    #[serde(default)]
+    pub session: Option<SessionWatch>,
+    /// When the pending session's merge gap will have passed, on the clock of `last_seen_at`:
+    /// from then on the offline sweep raises its `session_ended` ([`sweep_watch`]). `None`
+    /// while the session is open or when none is pending.
+    #[serde(default)]
+    pub session_due_at: Option<DateTime<Utc>>,
 }
 
 /// A mower's geofence as the watcher sees it: the version key and, once parsed, the fence.
@@ -73,12 +83,14 @@ impl WatchChanges {
 
 /// The watcher's rules, state by state in arrival order (docs/rules.md §4). `fences` holds the parsed
 /// current geofence of every mower whose snapshot names one (a missing entry counts as no
-/// geofence). `received_at` is when the batch arrived.
+/// geofence). `received_at` is when the batch arrived; `merge_gap` is W8's
+/// (`SWATH_SESSION_MERGE_GAP_SECONDS`).
 ///
 /// Per state: the directory check (W0, as ingestion does); a state with `observed_at <=
 /// watched_until` is skipped (acknowledged, changes nothing); otherwise, in this order:
 /// `came_online` (if the mower was offline), `error_raised` / `error_cleared`, `mowing_finished`
-/// / `mowing_started`, `geofence_left` / `geofence_returned`, `battery_low`. A mower's first state
+/// / `mowing_started`, `geofence_left` / `geofence_returned`, `battery_low`, `session_ended` (W8,
+/// [`super::session_end`]). A mower's first state
 /// sets the baseline for activity changes (no `mowing_started` or `error_cleared` from it) but
 /// raises what it finds wrong (an error, outside the geofence, a low battery).
 pub fn apply_watch(
@@ -86,6 +98,7 @@ pub fn apply_watch(
     fences: &BTreeMap<MowerId, GeofenceRef<'_>>,
     states: &[StateReport],
     received_at: DateTime<Utc>,
+    merge_gap: Duration,
 ) -> (Vec<StateOutcome>, WatchChanges) {
     let mut outcomes = Vec::with_capacity(states.len());
     let mut changes = WatchChanges::default();
@@ -121,7 +134,13 @@ pub fn apply_watch(
             (Some(version), Some(f)) if f.version == version => Some(f),
             _ => None,
         };
-        watch_state(&mut snapshot.watch, fence, state, received_at, &mut changes);
+        watch_state(
+            &mut snapshot.watch,
+            fence,
+            state,
+            (received_at, merge_gap),
+            &mut changes,
+        );
         touched.insert(state.mower_id, ());
     }
     changes.watches = touched
@@ -136,7 +155,7 @@ fn watch_state(
     watch: &mut Option<Watch>,
     fence: Option<&GeofenceRef<'_>>,
     state: &StateReport,
-    received_at: DateTime<Utc>,
+    (received_at, merge_gap): (DateTime<Utc>, Duration),
     changes: &mut WatchChanges,
 ) {
     let first = watch.is_none();
@@ -151,6 +170,8 @@ fn watch_state(
         battery_low: false,
         offline: false,
         geofence_version: None,
+        session: None,
+        session_due_at: None,
     });
     let at = state.observed_at;
     let mut raise = |detail: EventDetail| -> Event {
@@ -262,6 +283,10 @@ fn watch_state(
         }
     }
 
+    if let Some(done) = watch_session(w, state, received_at, merge_gap) {
+        changes.events.extend(session_ended(w, &done));
+    }
+
     w.watched_until = state.observed_at;
     w.last_seen_at = received_at;
     w.last_activity = state.activity;
@@ -286,6 +311,27 @@ fn cleared(state: &StateReport, kind: AlertKind, cause: ClearCause) -> ClearedAl
         kind,
         cleared_at: state.observed_at,
         cause,
+    }
+}
+
+/// The offline sweep's rules for one watch it found, at `now`: `session_ended` for a pending
+/// session whose merge gap has passed ([`super::session_end`]), then, for a watch silent for
+/// longer than `offline_after`, [`went_offline`]. Pushes the watch once, when either changed it.
+pub fn sweep_watch(
+    watch: &mut Watch,
+    now: DateTime<Utc>,
+    offline_after: Duration,
+    changes: &mut WatchChanges,
+) {
+    let ended = session_due(watch, now);
+    let changed = ended.is_some();
+    changes.events.extend(ended);
+    let silent = watch.last_seen_at < now - offline_after;
+    if silent && went_offline(watch, offline_after, changes).is_some() {
+        return;
+    }
+    if changed {
+        changes.watches.push(watch.clone());
     }
 }
 

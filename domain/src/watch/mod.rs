@@ -16,13 +16,15 @@
 //! state overtaken by a newer one) derives no event, opens or clears no alert, and W7's zone
 //! watch skips positions older than the ones it evaluated. An imported week of history never pages
 //! anyone. The one event a late state can raise is W6's `blade_due`, because it follows the
-//! (corrected) blade time of the totals.
+//! (corrected) blade time of the totals. Likewise `session_ended` (W8) follows the watcher's own
+//! fold of the states it watched, not the stored sessions, which also merge late states.
 //!
 //! # Layout
 //! - `events`: [`Event`], its kinds and details, and [`event_id`].
 //! - `alerts`: [`Alert`], [`AlertKind`], [`Severity`] and the [`AlertChanges`] of a batch.
 //! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`].
 //! - `geofence`: a mower's stored [`Geofence`] (the polygon and its version).
+//! - `session_end`: W8's `session_ended` and what the watch row keeps for it ([`SessionWatch`]).
 //! - [`geometry`], [`zones`], [`busy`]: polygons and fences, W7, the scheduler's busy check.
 //!
 //! Everything is re-exported here, so callers name `swath_domain::watch::…` whatever the file.
@@ -35,13 +37,15 @@ mod alerts;
 mod events;
 mod fold;
 mod geofence;
+mod session_end;
 
 pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, ClearCause, ClearedAlert, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
 pub use fold::{
-    apply_watch, ingest_notifications, went_offline, GeofenceRef, Watch, WatchChanges,
-    WatchSnapshot,
+    apply_watch, ingest_notifications, sweep_watch, went_offline, GeofenceRef, Watch,
+    WatchChanges, WatchSnapshot,
 };
+pub use session_end::{session_ended, SessionWatch};
 pub use geofence::Geofence;
 pub use geometry::{GeoPolygon, InvalidPolygon, Placement};
 

@@ -9,6 +9,7 @@ use crate::events::IngestEvent;
 use crate::ids::{AccountId, MowerId};
 use crate::report::{Activity, DropReason, Position, StateReport};
 use crate::rules::StateOutcome;
+use crate::sessions::DEFAULT_SESSION_MERGE_GAP;
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 use serde_json::json;
@@ -66,6 +67,7 @@ fn battery(mut s: StateReport, percent: u8) -> StateReport {
 struct Run {
     snapshots: BTreeMap<MowerId, WatchSnapshot>,
     fence: Option<Fence>,
+    merge_gap: Duration,
 }
 
 impl Run {
@@ -80,6 +82,7 @@ impl Run {
                 },
             )]),
             fence: with_fence.then(|| square().fence()),
+            merge_gap: DEFAULT_SESSION_MERGE_GAP,
         }
     }
 
@@ -97,7 +100,13 @@ impl Run {
                 )
             })
             .collect();
-        apply_watch(&mut self.snapshots, &fences, states, at(10_000))
+        apply_watch(
+            &mut self.snapshots,
+            &fences,
+            states,
+            at(10_000),
+            self.merge_gap,
+        )
     }
 
     fn kinds(&mut self, states: &[StateReport]) -> Vec<EventKind> {
@@ -577,4 +586,5 @@ fn only_simple_polygons_are_valid_and_the_refusal_names_the_problem() {
 
 mod alerts;
 mod polygons;
+mod sessions;
 mod zones;

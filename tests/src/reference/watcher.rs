@@ -32,6 +32,8 @@ pub(super) fn watcher(
             battery_low: false,
             offline: false,
             geofence_version: None,
+            session: None,
+            session_due_at: None,
         });
         let at = s.observed_at;
         let mut raise = |detail: EventDetail| {

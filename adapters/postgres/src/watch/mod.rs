@@ -60,9 +60,10 @@ impl WatchStore for PostgresStore {
     async fn begin_sweep(
         &self,
         silent_before: DateTime<Utc>,
+        due_before: DateTime<Utc>,
         limit: usize,
     ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError> {
-        unit_of_work::begin_sweep(self, silent_before, limit).await
+        unit_of_work::begin_sweep(self, silent_before, due_before, limit).await
     }
 
     async fn busy(&self, mowers: &[MowerId]) -> Result<Vec<BusyStatus>, WatchError> {

@@ -15,7 +15,7 @@ use uuid::Uuid;
 pub(super) const WATCH_COLUMNS: &str =
     "w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
     w.last_activity, w.error_code, w.outside_geofence, w.battery_low, w.offline, \
-    w.geofence_version";
+    w.geofence_version, w.session, w.session_due_at";
 
 pub(super) const ALERT_COLUMNS: &str =
     "id, mower_id, account_id, kind, severity, raised_at, cleared_at, code";
@@ -51,8 +51,10 @@ pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
     let account: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
     let last_seen_at: Option<DateTime<Utc>> = row.try_get("last_seen_at").map_err(corrupt)?;
     let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
+    let session: Option<serde_json::Value> = row.try_get("session").map_err(corrupt)?;
     Ok(Some(from_row!(row, corrupt, Watch {
-        error_code, outside_geofence, battery_low, offline, geofence_version;
+        error_code, outside_geofence, battery_low, offline, geofence_version, session_due_at;
+        session: session.map(serde_json::from_value).transpose().map_err(corrupt)?,
         mower_id: mower_id(row)?,
         account_id: AccountId(account.ok_or_else(|| corrupt("watch row without account"))?),
         watched_until: watched_until,

@@ -28,27 +28,33 @@ const READ_FOR_WATCH: &str =
     "SELECT m.account_id AS dir_account_id, g.version AS current_geofence, \
     CASE WHEN g.version = ANY($2) THEN NULL ELSE g.polygon END AS geofence_polygon, \
     w.mower_id, w.account_id, w.watched_until, w.last_seen_at, w.last_activity, w.error_code, \
-    w.outside_geofence, w.battery_low, w.offline, w.geofence_version \
+    w.outside_geofence, w.battery_low, w.offline, w.geofence_version, w.session, \
+    w.session_due_at \
     FROM mower_watches w JOIN mowers m ON m.id = w.mower_id \
     LEFT JOIN geofences g ON g.mower_id = w.mower_id \
     WHERE w.mower_id = ANY($1) ORDER BY w.mower_id FOR NO KEY UPDATE OF w";
 
-/// Silent watches, skipping those a running batch holds (it is about to bring them online).
+/// Silent watches and watches whose pending session is due (decision 203), skipping those a
+/// running batch holds (it is about to bring them online, or to fold their session). Neither
+/// column is indexed, so that the per-batch update of the row stays a HOT one (migration 6).
 const READ_FOR_SWEEP: &str = "SELECT w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
     w.last_activity, w.error_code, w.outside_geofence, w.battery_low, w.offline, \
-    w.geofence_version FROM mower_watches w \
-    WHERE NOT w.offline AND w.last_seen_at < $1 ORDER BY w.mower_id LIMIT $2 \
-    FOR NO KEY UPDATE SKIP LOCKED";
+    w.geofence_version, w.session, w.session_due_at FROM mower_watches w \
+    WHERE (NOT w.offline AND w.last_seen_at < $1) OR w.session_due_at < $3 \
+    ORDER BY w.mower_id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED";
 
 const UPDATE_WATCHES: &str = "UPDATE mower_watches w SET account_id = u.account_id, \
     watched_until = u.watched_until, last_seen_at = u.last_seen_at, \
     last_activity = u.last_activity, error_code = u.error_code, \
     outside_geofence = u.outside_geofence, battery_low = u.battery_low, offline = u.offline, \
-    geofence_version = u.geofence_version \
+    geofence_version = u.geofence_version, session = u.session, \
+    session_due_at = u.session_due_at \
     FROM UNNEST($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], \
-    $6::text[], $7::boolean[], $8::boolean[], $9::boolean[], $10::uuid[]) \
+    $6::text[], $7::boolean[], $8::boolean[], $9::boolean[], $10::uuid[], $11::jsonb[], \
+    $12::timestamptz[]) \
     AS u(mower_id, account_id, watched_until, last_seen_at, last_activity, error_code, \
-    outside_geofence, battery_low, offline, geofence_version) WHERE w.mower_id = u.mower_id";
+    outside_geofence, battery_low, offline, geofence_version, session, session_due_at) \
+    WHERE w.mower_id = u.mower_id";
 
 const INSERT_EVENTS: &str = "INSERT INTO notification_events \
     (id, mower_id, account_id, kind, observed_at, document) \
@@ -223,6 +229,11 @@ impl WatchBatch for PostgresWatchBatch {
         let PostgresWatchBatch { store, mut tx } = *self;
         let counters = store.watch_counters();
         let w = &changes.watches;
+        let sessions = w
+            .iter()
+            .map(|r| r.session.as_ref().map(serde_json::to_value).transpose())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(corrupt)?;
         sqlx::query(UPDATE_WATCHES)
             .bind(w.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(w.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
@@ -242,6 +253,8 @@ impl WatchBatch for PostgresWatchBatch {
             .bind(w.iter().map(|r| r.battery_low).collect::<Vec<_>>())
             .bind(w.iter().map(|r| r.offline).collect::<Vec<_>>())
             .bind(w.iter().map(|r| r.geofence_version).collect::<Vec<_>>())
+            .bind(sessions)
+            .bind(w.iter().map(|r| r.session_due_at).collect::<Vec<_>>())
             .execute(&mut *tx)
             .await
             .map_err(unavailable)?;
@@ -334,12 +347,14 @@ pub(super) async fn begin_watch(
 pub(super) async fn begin_sweep(
     store: &PostgresStore,
     silent_before: DateTime<Utc>,
+    due_before: DateTime<Utc>,
     limit: usize,
 ) -> Result<(Vec<Watch>, Box<dyn WatchBatch>), WatchError> {
     let mut tx = store.pool().begin().await.map_err(unavailable)?;
     let rows = sqlx::query(READ_FOR_SWEEP)
         .bind(silent_before)
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+        .bind(due_before)
         .fetch_all(&mut *tx)
         .await
         .map_err(unavailable)?;

@@ -198,7 +198,13 @@ fn a_fence_parsed_for_another_version_is_no_fence() {
     )]);
     let mut snapshots = Run::new(true).snapshots;
     let far_outside = at_position(state(0, Activity::Mowing), 300.0, Some(1.0));
-    let (_, changes) = apply_watch(&mut snapshots, &fences, &[far_outside], at(10_000));
+    let (_, changes) = apply_watch(
+        &mut snapshots,
+        &fences,
+        &[far_outside],
+        at(10_000),
+        DEFAULT_SESSION_MERGE_GAP,
+    );
     assert!(changes.events.is_empty(), "{:?}", changes.events);
     assert_eq!(changes.watches[0].geofence_version, None);
     assert!(!changes.watches[0].outside_geofence);
