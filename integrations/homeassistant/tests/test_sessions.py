@@ -1,12 +1,13 @@
 """Mowing sessions (issue 45) against a real Swath: the Last session sensor and its companions,
-the sessions calendar (its event and range queries, paged), and the pure session fold of the
-`session_ended` event."""
+the sessions calendar (its event and range queries, paged), `session_ended` from the live stream
+updating the sensor without a REST read, and the session fold of that event."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
+import aiohttp
 import pytest
 
 from custom_components.swath import api as api_module
@@ -25,7 +26,7 @@ from homeassistant.helpers.entity_component import EntityComponent
 from homeassistant.util import dt as dt_util
 
 from .conftest import config_entry, setup_entry
-from .helpers import entity_id, state
+from .helpers import FiredEvents, coordinator_of, entity_id, state
 from .swath import SwathApi, SwathServer, instant, wait_for
 
 BERLIN_SUMMER = timezone(timedelta(hours=2))
@@ -196,6 +197,66 @@ async def test_a_mower_without_sessions_has_an_empty_calendar(
     calendar = state(hass, "calendar", a, "sessions")
     assert calendar.state == STATE_OFF
     assert "message" not in calendar.attributes
+    await hass.config_entries.async_unload(entry.entry_id)
+
+
+async def test_session_ended_fires_and_updates_the_last_session_from_the_stream(
+    hass: HomeAssistant, swath_no_merge_gap: SwathServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a merge gap of 0 Swath raises `session_ended` when the mower docks: the event entity
+    fires it with the session's summary, and the Last session sensor shows that session with no
+    REST read of the sessions (the event carries them)."""
+    swath = swath_no_merge_gap
+    async with aiohttp.ClientSession() as session:
+        api = SwathApi(swath, session)
+        site = (await api.sites())[0]["id"]
+        a = (await api.create_mower(site, "Front lawn", "SN-1"))["id"]
+        start = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=3)
+        await api.post_state(a, activity="docked", observed_at=instant(start))
+        entry = config_entry(swath.url, swath.token, await api.account_id())
+        await setup_entry(hass, entry)
+        coordinator = coordinator_of(hass)
+        await wait_for(lambda: coordinator.stats.connected, what="the live stream")
+        await hass.async_block_till_done()
+        assert state(hass, "sensor", a, "last_session").state == "unknown"
+
+        reads: list[str] = []
+        sessions = coordinator.client.sessions
+
+        async def counted(mower_id: str, limit: int) -> list[dict[str, Any]]:
+            reads.append(mower_id)
+            return await sessions(mower_id, limit)
+
+        monkeypatch.setattr(coordinator.client, "sessions", counted)
+        fired = FiredEvents(hass)
+        account = await api.account_id()
+        run = [
+            _report(a, account, start + timedelta(seconds=seconds), activity, north)
+            for seconds, activity, north in (
+                (60, "mowing", 0), (90, "mowing", 2), (120, "mowing", 4), (150, "docked", 4)
+            )
+        ]
+        answer = await api.call("POST", "/v1/states", run)
+        assert answer["stored"] == len(run), answer
+        (event,) = await wait_for(
+            lambda: fired.of_type("session_ended"), what="the session_ended event"
+        )
+        stored = (await api.call("GET", f"/v1/mowers/{a}/sessions"))["items"]
+
+    ended_at = start + timedelta(seconds=150)
+    assert [(s["id"], s["open"], s["end_reason"]) for s in stored] == [
+        (event["session_id"], False, "docked")
+    ]
+    assert event["end_reason"] == "docked" and event["mowing_seconds"] == 90
+    assert dt_util.parse_datetime(event["ended_at"]) == ended_at
+    assert event["distance_m"] == pytest.approx(stored[0]["distance_m"])
+    sensor = state(hass, "sensor", a, "last_session")
+    assert dt_util.parse_datetime(sensor.state) == ended_at
+    assert sensor.attributes["session_id"] == event["session_id"]
+    assert sensor.attributes["mowing_minutes"] == 2
+    assert float(state(hass, "sensor", a, "last_session_mowing_time").state) == 1.5
+    assert state(hass, "calendar", a, "sessions").state == STATE_OFF
+    assert reads == [], "the sensor was updated by a REST read, not by the event"
     await hass.config_entries.async_unload(entry.entry_id)
 
 
