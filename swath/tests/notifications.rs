@@ -511,6 +511,17 @@ async fn every_event_kind_has_details_of_its_own_shape() {
         EventDetail::CameOnline {
             silent_since: t0() + Duration::seconds(1),
         },
+        EventDetail::SessionEnded {
+            session_id: swath_domain::sessions::session_id(mower, t0()),
+            started_at: t0(),
+            ended_at: t0() + Duration::hours(2),
+            end_reason: swath_domain::sessions::EndReason::Error,
+            error_code: Some("LIFTED".into()),
+            breaks: 1,
+            mowing_seconds: 6_000.5,
+            blade_seconds: 5_990.0,
+            distance_m: 1_234.567,
+        },
     ];
     let events: Vec<Event> = details
         .into_iter()

@@ -386,6 +386,7 @@ impl Plan {
                         blade_threshold_ms: self.blade_threshold_ms,
                         geofence: self.geofence(i),
                         zones: self.zones(i),
+                        merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
                     },
                 )
             })

@@ -43,6 +43,7 @@ pub fn fleet_setup(fleet: &Fleet, blade_threshold_ms: i64) -> BTreeMap<MowerId, 
                     blade_threshold_ms,
                     geofence: None,
                     zones: Vec::new(),
+                    merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
                 },
             )
         })

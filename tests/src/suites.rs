@@ -105,6 +105,8 @@ macro_rules! contract_suite {
             redelivery_and_older_states_derive_nothing,
             silent_mowers_go_offline_and_come_back,
             the_busy_status_is_throttled,
+            a_session_ends_once_whatever_the_batches,
+            a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep,
         );
     };
     (zone_contract, $($adapter:tt)*) => {

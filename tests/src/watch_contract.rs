@@ -24,6 +24,12 @@ use swath_domain::watch::{AlertKind, GeoPolygon, Geofence, DEFAULT_OFFLINE_AFTER
 use swath_domain::{Activity, MowerId, StateOutcome, TelemetryRows};
 use uuid::Uuid;
 
+mod sessions;
+pub use sessions::{
+    a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep,
+    a_session_ends_once_whatever_the_batches,
+};
+
 /// Makes a fresh, empty store, seen as a telemetry store and through the notification side's
 /// ports. Every suite of the notification side takes the same factory.
 #[async_trait]
@@ -120,6 +126,29 @@ impl WatchHarness {
             clock,
             fleet,
         }
+    }
+
+    /// The same harness with W8's merge gap `gap` in the ingest and the watcher.
+    pub fn with_merge_gap(mut self, gap: Duration) -> Self {
+        self.ingest = Arc::new(
+            Ingest::new(
+                self.store.telemetry.clone(),
+                self.bus.clone(),
+                self.clock.clone(),
+            )
+            .with_zones(self.zones.clone())
+            .with_session_merge_gap(gap),
+        );
+        self.watcher = Arc::new(
+            Watcher::new(
+                self.watch.clone(),
+                self.bus.clone(),
+                self.clock.clone(),
+                DEFAULT_OFFLINE_AFTER,
+            )
+            .with_session_merge_gap(gap),
+        );
+        self
     }
 
     /// Ingests one batch, then watches it (as the two consumers would), then the busy check.

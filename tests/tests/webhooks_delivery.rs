@@ -465,3 +465,107 @@ async fn published_notifications_become_deliveries_of_matching_endpoints() {
         .unwrap()
         .is_empty());
 }
+
+/// An endpoint that asks for `session_ended` only receives that event, with the session's
+/// summary under its wire names in the payload, and nothing of another kind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_asking_for_session_ended_receives_it() {
+    use swath_application::ports::{BatchSettings, Directory};
+    use swath_application::subjects;
+    use swath_application::webhooks::delivery::{Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS};
+    use swath_domain::sessions::{session_id, EndReason};
+    use swath_domain::watch::{Event, EventDetail, EventKind};
+    use swath_domain::webhook::WebhookKind;
+
+    let directory = MemoryStore::default();
+    let (account, mowers) = seed_account_with_mowers(&directory as &dyn Directory, 1, 1000).await;
+    let store = Arc::new(MemoryWebhooks::default());
+    let sessions = {
+        let mut e = endpoint(account, "https://sessions.example/");
+        e.kinds = vec![WebhookKind::Event(EventKind::SessionEnded)];
+        e
+    };
+    store
+        .create_endpoint(sessions.clone(), usize::MAX)
+        .await
+        .unwrap();
+    let bus = Arc::new(MemoryBus::default());
+    let enqueuer = Enqueuer::new(store.clone(), Arc::new(directory), Arc::new(SystemClock));
+    let subscription = bus
+        .subscribe_batch(
+            WEBHOOK_SUBJECTS,
+            WEBHOOK_CONSUMER,
+            BatchSettings {
+                max_wait: Duration::from_millis(10),
+                exclusive: true,
+                ..BatchSettings::default()
+            },
+            Arc::new(enqueuer),
+        )
+        .await
+        .unwrap();
+    let ended_at = chrono::Utc::now();
+    let started_at = ended_at - chrono::Duration::hours(2);
+    let ended = Event::new(
+        mowers[0],
+        account,
+        ended_at,
+        EventDetail::SessionEnded {
+            session_id: session_id(mowers[0], started_at),
+            started_at,
+            ended_at,
+            end_reason: EndReason::Docked,
+            error_code: None,
+            breaks: 1,
+            mowing_seconds: 6_000.5,
+            blade_seconds: 5_990.0,
+            distance_m: 1_234.567,
+        },
+    );
+    let other = Event::new(
+        mowers[0],
+        account,
+        ended_at,
+        EventDetail::ErrorRaised { error_code: None },
+    );
+    for event in [&other, &ended] {
+        bus.publish(
+            &subjects::notification(event.mower_id, event.kind().as_str()),
+            serde_json::to_vec(event).unwrap().into(),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let start = Instant::now();
+    while store
+        .deliveries(sessions.id, None, 10)
+        .await
+        .unwrap()
+        .is_empty()
+    {
+        assert!(start.elapsed() < Duration::from_secs(10), "never enqueued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    subscription.unsubscribe().await;
+    let deliveries = store.deliveries(sessions.id, None, 10).await.unwrap();
+    assert_eq!(deliveries.len(), 1, "only the session_ended event");
+    assert_eq!(deliveries[0].event_type, "session_ended");
+    let body: serde_json::Value = serde_json::from_str(&deliveries[0].body).unwrap();
+    let data = &body["data"];
+    assert_eq!(data["kind"], "session_ended");
+    assert_eq!(
+        data["session_id"],
+        session_id(mowers[0], started_at).to_string()
+    );
+    assert_eq!(data["end_reason"], "docked");
+    assert_eq!(data["error_code"], serde_json::Value::Null);
+    assert_eq!(data["breaks"], 1);
+    assert_eq!(data["mowing_seconds"], 6_000.5);
+    assert_eq!(data["blade_seconds"], 5_990.0);
+    assert_eq!(data["distance_m"], 1_234.567);
+    for field in ["started_at", "ended_at"] {
+        assert!(data[field].is_string(), "{field}: {data}");
+    }
+}

@@ -11,7 +11,6 @@ use super::seconds;
 use super::sessions::EndReasonDto;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use swath_domain::watch::EventDetail;
 use utoipa::ToSchema;
 use uuid::Uuid;

@@ -36,7 +36,8 @@ pub fn events_lost_and_extra(expected: &WatchRows, actual: &WatchRows) -> (usize
 
 /// Every difference between the reference's notification rows and stored ones, as lines for
 /// people; empty when they agree. Left out (see the module's doc): `went_offline` /
-/// `came_online` events and `offline` alerts, a watch's `last_seen_at` and `offline`; zone
+/// `came_online` events and `offline` alerts, a watch's `last_seen_at`, `offline` and what it
+/// keeps of W8 (`session`, `session_due_at`: the `session_ended` events are compared); zone
 /// watches that evaluated nothing (a store may keep an empty row per mower); the busy statuses
 /// when the reference has none (a wall clock: see [`check_busy`]). A `geofence_left` event's
 /// `distance_m` may differ by 5 cm (two computations of one distance, each rounded to cm).
@@ -49,6 +50,8 @@ pub fn compare_watch(expected: &WatchRows, actual: &WatchRows) -> Vec<String> {
             .map(|mut w| {
                 w.last_seen_at = DateTime::<Utc>::UNIX_EPOCH;
                 w.offline = false;
+                w.session = None;
+                w.session_due_at = None;
                 w
             })
             .collect()

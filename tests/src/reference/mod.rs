@@ -15,13 +15,16 @@
 //! - **Blade due (W6)** recomputes the mower's blade time from scratch after every new state, in
 //!   arrival order, and raises once when it reaches the threshold (no blade resets here).
 //! - **The watcher (§4), zones (W7) and the busy check** are transitions in arrival order, one
-//!   mower at a time, kept in plain variables.
+//!   mower at a time, kept in plain variables. `session_ended` (decision 203) is this reference's
+//!   own W8 sessions of the states the watcher watched (each newer than all before it): those
+//!   ended at least the merge gap before the newest watched state.
 //! - Geometry: fences and zones are rectangles ([`Rect`]); inside and the distance to the
 //!   boundary are computed on a local plane in metres by hand (no `geo`).
 //!
 //! **Left out**, because a fold over observed times cannot reproduce them: the offline sweep
 //! (`went_offline` / `came_online` and the `offline` alert depend on the wall clock between
-//! receipts), `last_seen_at` (a receipt time) and, unless the clock is fixed ([`BusyClock`]),
+//! receipts), `last_seen_at` (a receipt time), what a watch row keeps of W8 (the pending
+//! session and when its gap passes on the receiving clock: the events say what it did) and, unless the clock is fixed ([`BusyClock`]),
 //! which unchanged-activity reports the busy check refreshed after 30 s on the writer's clock.
 //! [`compare_watch`] leaves exactly these out, and says so.
 
@@ -53,7 +56,7 @@ use swath_domain::{
 };
 use telemetry::telemetry;
 use uuid::Uuid;
-use watcher::{busy, watcher, zones};
+use watcher::{busy, sessions_ended, watcher, zones};
 
 /// docs/rules.md §3, W4: an interval longer than this counts nothing.
 const LONGEST_COUNTED: Duration = Duration::minutes(5);
@@ -118,6 +121,8 @@ pub struct MowerSetup {
     pub geofence: Option<(Uuid, Rect)>,
     /// Id, name and shape.
     pub zones: Vec<(Uuid, String, Rect)>,
+    /// W8's merge gap of the service that watches it (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    pub merge_gap: Duration,
 }
 
 /// How the busy check's clock runs.
@@ -170,6 +175,7 @@ pub fn expect(
         let m = &setup[mower];
         telemetry(m, states, &mut out, &mut alerts);
         watcher(m, states, &mut out, &mut alerts);
+        sessions_ended(*mower, m, states, &mut out);
         zones(m, states, &mut out);
         if let BusyClock::Fixed(now) = busy_clock {
             if let Some(b) = busy(states, now) {

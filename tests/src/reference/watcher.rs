@@ -3,6 +3,7 @@
 
 use super::telemetry::haversine_m;
 use super::*;
+use swath_domain::sessions::SessionPoint;
 
 /// §4 and decision 8 for one mower's accepted states, in arrival order.
 pub(super) fn watcher(
@@ -144,6 +145,50 @@ pub(super) fn watcher(
         w.last_activity = s.activity;
     }
     out.watch.watches.extend(watch);
+}
+
+/// W8's `session_ended` for one mower's accepted states, in arrival order: the states the
+/// watcher watches are those newer than every state before them; of this reference's sessions
+/// of those states, each that ended at least the merge gap before the newest has its event.
+pub(super) fn sessions_ended(
+    mower: MowerId,
+    m: &MowerSetup,
+    states: &[&StateReport],
+    out: &mut Expected,
+) {
+    let mut watched: Vec<SessionPoint> = Vec::new();
+    for s in states {
+        if watched.last().is_none_or(|w| s.observed_at > w.observed_at) {
+            watched.push(SessionPoint::of(s));
+        }
+    }
+    let Some(newest) = watched.last().map(|p| p.observed_at) else {
+        return;
+    };
+    for session in super::sessions::sessions(mower, m.time_zone, m.merge_gap, &watched) {
+        let (Some(end), Some(reason)) = (session.ended_at, session.end_reason) else {
+            continue;
+        };
+        if newest - end < m.merge_gap {
+            continue;
+        }
+        out.watch.events.push(Event::new(
+            mower,
+            m.account_id,
+            end,
+            EventDetail::SessionEnded {
+                session_id: session.id,
+                started_at: session.started_at,
+                ended_at: end,
+                end_reason: reason,
+                error_code: session.error_code,
+                breaks: session.breaks,
+                mowing_seconds: session.mowing_ms as f64 / 1000.0,
+                blade_seconds: session.blade_ms as f64 / 1000.0,
+                distance_m: session.distance_mm as f64 / 1000.0,
+            },
+        ));
+    }
 }
 
 /// W7 for one mower's accepted states with a position, in arrival order: each zone is entered
