@@ -5,7 +5,8 @@ its track as JSON and as GeoJSON (its own operation, decision 111) and checks th
 coordinates are the JSON positions; then, in an account of its own, reports two mowing runs of a
 new mower and reads its sessions (docs/rules.md W8) through the three sessions operations: their
 mowing time and distance add up to the mower's health totals, ranges and pages select the right
-ones, the open one is the one `get_open_session` names. Through the generated, typed functions
+ones, the open one is the one `get_open_session` names, and the ended one's `session_ended` event
+carries its summary. Through the generated, typed functions
 only: if the document and the service disagree, the generated parsers fail here. First, no
 generated model may be named `…Dto` or `…Type0…` (decision 112).
 Usage: api_client_check.py BASE_URL TOKEN
@@ -22,6 +23,7 @@ from swath_client import AuthenticatedClient
 from swath_client.api.accounts import create_account
 from swath_client.api.ingest import record_states
 from swath_client.api.mowers import create_mower, list_mowers
+from swath_client.api.notifications import list_events
 from swath_client.api.sessions import get_open_session, list_mower_sessions, list_sessions
 from swath_client.api.sites import create_site
 from swath_client.api.telemetry import (
@@ -34,6 +36,8 @@ from swath_client.models import (
     Activity,
     CreatedAccount,
     EndReason,
+    EventKind,
+    EventPage,
     HistoryPage,
     IngestResult,
     LineString,
@@ -47,6 +51,7 @@ from swath_client.models import (
     Point,
     Problem,
     ReportedPosition,
+    SessionEndedDetails,
     SessionItem,
     SessionPage,
     Site,
@@ -272,9 +277,32 @@ def check_sessions(base_url: str, demo: AuthenticatedClient) -> None:
     other = list_sessions.sync(client=demo, mower_id=mower.id)
     if not isinstance(other, Problem) or other.status != 404:
         sys.exit(f"list_sessions of another account's mower answered {other!r}")
+    # The first run can no longer merge (the second started more than the merge gap after it):
+    # `session_ended` with its summary, once; the open one has none.
+    deadline = time.monotonic() + 10
+    while True:
+        events = typed(
+            list_events.sync(client=client, mower_id=mower.id, kind=EventKind.SESSION_ENDED),
+            EventPage,
+            "list_events (session_ended)",
+        )
+        if events.items or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    details = [e.details for e in events.items]
+    if len(details) != 1 or not isinstance(details[0], SessionEndedDetails):
+        sys.exit(f"list_events: the session_ended events are {details!r}")
+    summary = details[0]
+    seen = (summary.session_id, summary.started_at, summary.ended_at, summary.end_reason)
+    if seen != (ended.id, ended.started_at, ended.ended_at, ended.end_reason) or (
+        summary.mowing_seconds,
+        summary.distance_m,
+        summary.breaks,
+    ) != (ended.mowing_seconds, ended.distance_m, ended.breaks):
+        sys.exit(f"session_ended {summary!r} is not the stored session {ended!r}")
     print(
         f"Sessions of a new account's mower: {len(page.items)} ({mowed:g} s of mowing, "
-        f"{driven:.1f} m, as its health), paged, ranged, the open one named, fleet-wide the same."
+        f"{driven:.1f} m, as its health), paged, ranged, the open one named, fleet-wide the same, session_ended its summary."
     )
 
 
