@@ -207,9 +207,9 @@ def check_sessions(base_url: str, demo: AuthenticatedClient) -> None:
         SessionPage,
         "list_mower_sessions",
     )
-    newest, ended = page.items if len(page.items) == 2 else sys.exit(
-        f"list_mower_sessions: {len(page.items)} sessions, not 2: {page.items!r}"
-    )
+    if len(page.items) != 2:
+        sys.exit(f"list_mower_sessions: {len(page.items)} sessions, not 2: {page.items!r}")
+    newest, ended = page.items
     want = [
         (newest.open_, newest.started_at, newest.ended_at, newest.end_reason, newest.states),
         (ended.open_, ended.started_at, ended.ended_at, ended.end_reason, ended.states),
