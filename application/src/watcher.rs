@@ -28,12 +28,12 @@ use chrono::{Duration, SubsecRound};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP;
 use swath_domain::watch::geometry::Fence;
 use swath_domain::watch::{
     apply_watch, sweep_watch, AlertKind, ClearCause, ClearedAlert, EventKind, GeoPolygon,
     GeofenceRef, WatchChanges,
 };
-use swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP;
 use swath_domain::{AccountId, InvalidReport, MowerId, StateOutcome, StateReport};
 use uuid::Uuid;
 
@@ -122,7 +122,8 @@ impl Watcher {
                     )
                 })
                 .collect();
-            let (outcomes, changes) = apply_watch(&mut snapshots, &refs, &valid, received_at, self.merge_gap);
+            let (outcomes, changes) =
+                apply_watch(&mut snapshots, &refs, &valid, received_at, self.merge_gap);
             let events = changes.events.clone();
             let cleared = changes.cleared_without_event.clone();
             unit.commit(changes).await?;

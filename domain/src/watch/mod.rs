@@ -42,12 +42,12 @@ mod session_end;
 pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, ClearCause, ClearedAlert, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
 pub use fold::{
-    apply_watch, ingest_notifications, sweep_watch, went_offline, GeofenceRef, Watch,
-    WatchChanges, WatchSnapshot,
+    apply_watch, ingest_notifications, sweep_watch, went_offline, GeofenceRef, Watch, WatchChanges,
+    WatchSnapshot,
 };
-pub use session_end::{session_ended, SessionWatch};
 pub use geofence::Geofence;
 pub use geometry::{GeoPolygon, InvalidPolygon, Placement};
+pub use session_end::{session_ended, SessionWatch};
 
 use chrono::Duration;
 

@@ -71,7 +71,10 @@ pub(super) fn watch_session(
     w.session = fold.current.take().map(|current| SessionWatch {
         current,
         rest: std::mem::take(&mut fold.rest),
-        last: fold.last.take().expect("the fold holds the state it was given"),
+        last: fold
+            .last
+            .take()
+            .expect("the fold holds the state it was given"),
     });
     w.session_due_at = w
         .session
@@ -121,7 +124,7 @@ pub fn session_ended(w: &Watch, session: &Session) -> Option<Event> {
 /// receiving side can no longer merge. Returns its event and forgets it; `None` when nothing is
 /// due.
 pub(super) fn session_due(w: &mut Watch, now: DateTime<Utc>) -> Option<Event> {
-    if !w.session_due_at.is_some_and(|due| due < now) {
+    if w.session_due_at.is_none_or(|due| due >= now) {
         return None;
     }
     w.session_due_at = None;

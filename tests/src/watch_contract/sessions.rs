@@ -2,9 +2,9 @@
 //! whatever the batches and redeliveries; from the sweep for a mower that docked and went quiet;
 //! the pending session kept in the watch row between batches, the sweep's due instant with it.
 
-use super::{report, WatchHarness, WatchFactory};
-use crate::traces::ingest_clock;
+use super::{report, WatchFactory, WatchHarness};
 use crate::support::trace_start;
+use crate::traces::ingest_clock;
 use chrono::Duration;
 use serde_json::Value;
 use swath_domain::sessions::session_id;
@@ -40,16 +40,21 @@ fn docked_session(h: &WatchHarness, until: i64) -> Vec<Value> {
         report(f, 0, 120, Activity::Mowing),
         report(f, 0, 180, Activity::Docked),
     ];
-    reports.extend((1..).map(|i| 180 + 100 * i).take_while(|t| *t <= until).map(|t| {
-        report(f, 0, t, Activity::Charging)
-    }));
+    reports.extend(
+        (1..)
+            .map(|i| 180 + 100 * i)
+            .take_while(|t| *t <= until)
+            .map(|t| report(f, 0, t, Activity::Charging)),
+    );
     reports
 }
 
 /// Raised once the gap has passed after the end (not before), with the stored session's id;
 /// a redelivery raises nothing twice, and batches raise what one state at a time raises.
 pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory) {
-    let h = WatchHarness::new(factory, 600_000).await.with_merge_gap(GAP);
+    let h = WatchHarness::new(factory, 600_000)
+        .await
+        .with_merge_gap(GAP);
     let reports = docked_session(&h, 780);
     let (within, beyond) = reports.split_at(reports.len() - 1);
     h.both(within).await;
@@ -57,11 +62,17 @@ pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory
     let watch = &h.rows().await.1.watches[0];
     assert!(watch.session.is_some(), "the pending session is kept");
     // The last state 680 s, the end 180 s: the gap passes 100 s after the newest state's receipt.
-    assert_eq!(watch.session_due_at, Some(ingest_clock() + Duration::seconds(100)));
+    assert_eq!(
+        watch.session_due_at,
+        Some(ingest_clock() + Duration::seconds(100))
+    );
     h.both(beyond).await;
     let events = ended(&h).await;
     assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].observed_at, trace_start() + Duration::seconds(180));
+    assert_eq!(
+        events[0].observed_at,
+        trace_start() + Duration::seconds(180)
+    );
     match &events[0].detail {
         EventDetail::SessionEnded {
             session_id: id,
@@ -82,7 +93,10 @@ pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory
         .await
         .expect("export");
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].session.id, session_id(h.fleet.mowers[0], trace_start()));
+    assert_eq!(
+        stored[0].session.id,
+        session_id(h.fleet.mowers[0], trace_start())
+    );
     let watch = &h.rows().await.1.watches[0];
     assert_eq!((watch.session.clone(), watch.session_due_at), (None, None));
     assert_eq!(published_ended(&h), 1);
@@ -92,7 +106,9 @@ pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory
     assert_eq!(h.rows().await, before, "a redelivery changes nothing");
     assert_eq!(published_ended(&h), 1, "and publishes nothing");
 
-    let single = WatchHarness::new(factory, 600_000).await.with_merge_gap(GAP);
+    let single = WatchHarness::new(factory, 600_000)
+        .await
+        .with_merge_gap(GAP);
     for r in &reports {
         single.both(std::slice::from_ref(r)).await;
     }
@@ -104,7 +120,9 @@ pub async fn a_session_ends_once_whatever_the_batches(factory: &dyn WatchFactory
 pub async fn a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep(
     factory: &dyn WatchFactory,
 ) {
-    let h = WatchHarness::new(factory, 600_000).await.with_merge_gap(GAP);
+    let h = WatchHarness::new(factory, 600_000)
+        .await
+        .with_merge_gap(GAP);
     h.both(&docked_session(&h, 180)).await;
     h.clock.advance(GAP);
     h.watcher.sweep_offline().await.unwrap();
@@ -113,7 +131,10 @@ pub async fn a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep(
     h.watcher.sweep_offline().await.unwrap();
     let events = ended(&h).await;
     assert_eq!(events.len(), 1, "{events:?}");
-    assert_eq!(events[0].observed_at, trace_start() + Duration::seconds(180));
+    assert_eq!(
+        events[0].observed_at,
+        trace_start() + Duration::seconds(180)
+    );
     assert_eq!(published_ended(&h), 1);
     h.clock.advance(Duration::hours(1));
     h.watcher.sweep_offline().await.unwrap();

@@ -70,7 +70,10 @@ fn a_session_ends_once_when_a_state_comes_the_gap_after_its_end() {
     assert!(ended(&changes).is_empty(), "it can still merge");
     assert!(changes.watches[0].session.is_some());
     // Within the gap: still able to merge.
-    let (_, changes) = run.watch(&trace(&[(240, Activity::Charging), (779, Activity::Charging)]));
+    let (_, changes) = run.watch(&trace(&[
+        (240, Activity::Charging),
+        (779, Activity::Charging),
+    ]));
     assert!(ended(&changes).is_empty(), "{:?}", changes.events);
     // Exactly the gap after the end: no later stretch can start within it any more.
     let (_, changes) = run.watch(&trace(&[(780, Activity::Charging)]));
@@ -130,7 +133,11 @@ fn a_stretch_within_the_gap_merges_and_the_session_ends_once_later() {
 #[test]
 fn with_a_gap_of_zero_a_session_ends_at_once() {
     let mut run = gapped(Duration::zero());
-    let docked = trace(&[(0, Activity::Mowing), (60, Activity::Mowing), (120, Activity::Docked)]);
+    let docked = trace(&[
+        (0, Activity::Mowing),
+        (60, Activity::Mowing),
+        (120, Activity::Docked),
+    ]);
     let (_, changes) = run.watch(&docked);
     let events = ended(&changes);
     assert_eq!(events.len(), 1, "{:?}", changes.events);
@@ -138,7 +145,11 @@ fn with_a_gap_of_zero_a_session_ends_at_once() {
     assert_eq!(changes.watches[0].session, None);
     // A silent end is known at the state after the silence, and ends the session there.
     let (_, changes) = run.watch(&trace(&[(200, Activity::Mowing), (260, Activity::Mowing)]));
-    assert!(ended(&changes).is_empty(), "still open: {:?}", changes.events);
+    assert!(
+        ended(&changes).is_empty(),
+        "still open: {:?}",
+        changes.events
+    );
     let (_, changes) = run.watch(&trace(&[(1_000, Activity::Mowing)]));
     let events = ended(&changes);
     assert_eq!(events.len(), 1, "{:?}", changes.events);
@@ -174,7 +185,11 @@ fn a_backfill_behind_the_watch_point_ends_no_session() {
 #[test]
 fn a_mower_that_docks_and_goes_quiet_ends_its_session_from_the_sweep() {
     let mut run = gapped(GAP);
-    let states = trace(&[(0, Activity::Mowing), (60, Activity::Mowing), (120, Activity::Docked)]);
+    let states = trace(&[
+        (0, Activity::Mowing),
+        (60, Activity::Mowing),
+        (120, Activity::Docked),
+    ]);
     let (_, changes) = run.watch(&states);
     let mut watch = changes.watches[0].clone();
     // Received at 10 000 s, the newest state's time is the end: due a gap later.
@@ -182,7 +197,10 @@ fn a_mower_that_docks_and_goes_quiet_ends_its_session_from_the_sweep() {
     let quiet = Duration::hours(1);
     let mut swept = WatchChanges::default();
     sweep_watch(&mut watch, at(10_000) + GAP, quiet, &mut swept);
-    assert!(swept.events.is_empty() && swept.watches.is_empty(), "not yet");
+    assert!(
+        swept.events.is_empty() && swept.watches.is_empty(),
+        "not yet"
+    );
     sweep_watch(
         &mut watch,
         at(10_000) + GAP + Duration::seconds(1),
@@ -202,7 +220,10 @@ fn a_mower_that_docks_and_goes_quiet_ends_its_session_from_the_sweep() {
     sweep_watch(&mut watch, at(20_000), quiet, &mut again);
     assert!(ended(&again).is_empty(), "{:?}", again.events);
     run.snapshots.get_mut(&MOWER).unwrap().watch = Some(watch);
-    let (_, changes) = run.watch(&trace(&[(400, Activity::Mowing), (9_000, Activity::Docked)]));
+    let (_, changes) = run.watch(&trace(&[
+        (400, Activity::Mowing),
+        (9_000, Activity::Docked),
+    ]));
     assert_eq!(ended(&changes).len(), 1, "only the new session's");
     assert_eq!(ended(&changes)[0].observed_at, at(400));
 }
