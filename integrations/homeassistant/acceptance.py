@@ -14,11 +14,13 @@ and everything is done through its public APIs, as its frontend does:
 4. devices and entities (websocket `config/device_registry/list`,
    `config/entity_registry/list`, `GET /api/states/{entity_id}`) equal to Swath's
    `GET /v1/mowers` and `GET /v1/mowers/{id}/state`;
-5. a state change and an error posted to Swath, seen in Home Assistant within 1 s (the error
+5. each mower's Last session sensor and sessions calendar equal to Swath's sessions, its range
+   read through Home Assistant's calendar API (`GET /api/calendars/{entity_id}?start=&end=`);
+6. a state change and an error posted to Swath, seen in Home Assistant within 1 s (the error
    also fires the mower's event entity), the latencies printed;
-6. swath stopped (SIGTERM): the entities unavailable; started again on the same port: back
+7. swath stopped (SIGTERM): the entities unavailable; started again on the same port: back
    within 10 s, the time printed;
-7. the token revoked (`DELETE /v1/tokens/{id}`): Home Assistant starts a `reauth` flow, which a
+8. the token revoked (`DELETE /v1/tokens/{id}`): Home Assistant starts a `reauth` flow, which a
    new token completes through the same flow API.
 
 Any failed check exits non-zero with the end of Home Assistant's and swath's logs; nothing is
@@ -29,6 +31,7 @@ it reaches nothing outside this machine.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 import os
 from pathlib import Path
 import shutil
@@ -68,6 +71,8 @@ ENTITIES = [
     ("binary_sensor", "connectivity"),
     ("device_tracker", "position"),
     ("event", "event"),
+    ("sensor", "last_session"),
+    ("calendar", "sessions"),
 ]
 async def onboard(clients: Clients) -> None:
     """The owner made through onboarding and logged in with its auth code; the steps done."""
@@ -106,7 +111,8 @@ async def onboard(clients: Clients) -> None:
 
 
 async def arrange_swath(clients: Clients) -> tuple[list[str], dict[str, Any]]:
-    """Three mowers with a first state each, and a `read` token for Home Assistant."""
+    """Three mowers with a first state each (the first one after a run of 2 minutes three hours
+    ago: an ended session), and a `read` token for Home Assistant."""
     sites = (await clients.swath_call("GET", "/v1/sites"))["items"]
     check(sites, "the demo account has a site")
     account = (await clients.swath_call("GET", "/v1/me"))["account"]["id"]
@@ -129,8 +135,22 @@ async def arrange_swath(clients: Clients) -> tuple[list[str], dict[str, Any]]:
         )
         mowers.append(created["id"])
         report = {"mower_id": created["id"], "account_id": account, "observed_at": instant()}
-        stored = await clients.swath_call("POST", "/v1/states", [{**report, **first}])
-        check(stored["stored"] == 1, f"the first state of {created['id']} is stored: {stored}")
+        earlier = []
+        if n == 0:
+            run_start = datetime.now(UTC) - timedelta(hours=3)
+            earlier = [
+                {
+                    **report,
+                    "observed_at": instant(run_start + timedelta(seconds=seconds)),
+                    "activity": activity,
+                }
+                for seconds, activity in ((0, "mowing"), (60, "mowing"), (120, "docked"))
+            ]
+        reports = [*earlier, {**report, **first}]
+        stored = await clients.swath_call("POST", "/v1/states", reports)
+        check(
+            stored["stored"] == len(reports), f"the states of {created['id']} are stored: {stored}"
+        )
     token = await clients.swath_call(
         "POST", "/v1/tokens", {"name": "Home Assistant acceptance", "scopes": ["read"]}
     )
@@ -240,6 +260,60 @@ async def compare_all(clients: Clients, ids: dict[tuple[str, str], str], mowers:
         wrong = await mismatches(clients, ids, mower_id)
         check(not wrong, "; ".join(wrong))
     say(f"The entities of {len(mowers)} mowers equal GET /v1/mowers/{{id}}/state.")
+
+
+async def sessions(
+    clients: Clients, ids: dict[tuple[str, str], str], mowers: list[str]
+) -> None:
+    """Last session and the calendar as Swath's sessions; a range through the calendar API."""
+    now = datetime.now(UTC)
+    start, end = now - timedelta(days=1), now + timedelta(hours=1)
+    for mower_id in mowers:
+        listed = (
+            await clients.swath_call(
+                "GET",
+                f"/v1/mowers/{mower_id}/sessions?from={instant(start)}&to={instant(end)}",
+            )
+        )["items"]
+        ended = next((s for s in listed if not s["open"]), None)
+        sensor = await clients.entity_state(ids[(mower_id, "last_session")])
+        want = "unknown" if ended is None else ended["ended_at"]
+        seen = sensor["state"]
+        if ended is not None and seen not in ("unknown", "unavailable"):
+            # Home Assistant writes a timestamp to the second with an offset, Swath to the
+            # microsecond with `Z`.
+            same = datetime.fromisoformat(seen) == datetime.fromisoformat(want).replace(
+                microsecond=0
+            )
+        else:
+            same = seen == want
+        check(same, f"{ids[(mower_id, 'last_session')]} is {seen!r}, Swath says {want!r}")
+        if ended is not None:
+            check(
+                sensor["attributes"].get("end_reason") == ended["end_reason"]
+                and sensor["attributes"].get("session_id") == ended["id"],
+                f"the Last session's attributes are Swath's: {sensor['attributes']} {ended}",
+            )
+        calendar = ids[(mower_id, "sessions")]
+        is_open = any(s["open"] for s in listed)
+        shown = (await clients.entity_state(calendar))["state"]
+        check(
+            shown == ("on" if is_open else "off"),
+            f"{calendar} is {shown!r} while Swath's open session is {is_open}",
+        )
+        events = await clients.hass_call(
+            "GET", f"/api/calendars/{calendar}?start={instant(start)}&end={instant(end)}"
+        )
+        starts = sorted(datetime.fromisoformat(e["start"]["dateTime"]) for e in events)
+        want_starts = sorted(datetime.fromisoformat(s["started_at"]) for s in listed)
+        check(
+            starts == want_starts,
+            f"{calendar} lists sessions starting {starts}, Swath {want_starts}",
+        )
+    say(
+        f"Last session and the sessions calendar of {len(mowers)} mowers equal "
+        "GET /v1/mowers/{id}/sessions, a day read through the calendar API."
+    )
 
 
 async def post_state(clients: Clients, mower_id: str, **fields: Any) -> None:
@@ -396,6 +470,7 @@ async def run(swath: SwathServer, hass: Hass) -> None:
             check(user["is_owner"] and user["name"] == "Acceptance", f"the owner: {user}")
             ids = await entity_ids(clients, entry["entry_id"], mowers)
             await compare_all(clients, ids, mowers)
+            await sessions(clients, ids, mowers)
             await live_changes(clients, ids, mowers[0])
             await restart(clients, ids, mowers)
             await revoke(clients, entry, token)

@@ -65,6 +65,13 @@ def swath_quick_offline(tmp_path: Path) -> Iterator[SwathServer]:
 
 
 @pytest.fixture
+def swath_no_merge_gap(tmp_path: Path) -> Iterator[SwathServer]:
+    """swath whose sessions never merge (SWATH_SESSION_MERGE_GAP_SECONDS=0): a session is over,
+    and `session_ended` raised, as soon as it ends."""
+    yield from _server(tmp_path, sim_mowers=0, env={"SWATH_SESSION_MERGE_GAP_SECONDS": "0"})
+
+
+@pytest.fixture
 async def api(swath: SwathServer) -> AsyncIterator[SwathApi]:
     """The test's own client of Swath (not Home Assistant's session)."""
     async with aiohttp.ClientSession() as session:

@@ -22,6 +22,8 @@ ENTITIES = [
     ("binary_sensor", "connectivity"),
     ("device_tracker", "position"),
     ("event", "event"),
+    ("sensor", "last_session"),
+    ("calendar", "sessions"),
 ]
 
 
@@ -62,9 +64,11 @@ class FiredEvents:
     def __init__(self, hass: HomeAssistant) -> None:
         """Start listening."""
         self.fired: list[dict[str, Any]] = []
-        # An event entity's state is the instant it last fired: it changes once per firing, and
-        # comes back unchanged after the entity was unavailable (which is not a firing).
-        last_fired: dict[str, str] = {}
+        # An event entity's state is the instant it last fired, and comes back unchanged after
+        # the entity was unavailable (which is not a firing). Two events fired in one go (such as
+        # `mowing_finished` and `session_ended` of one state) may share that instant: a firing
+        # is a new instant or a new event id.
+        last_fired: dict[str, tuple[str, str]] = {}
 
         @callback
         def changed(event: Event) -> None:
@@ -72,9 +76,10 @@ class FiredEvents:
             new = event.data["new_state"]
             if not entity.startswith("event.") or new is None:
                 return
-            if not new.attributes.get("event_id") or last_fired.get(entity) == new.state:
+            fired = (new.state, new.attributes.get("event_id"))
+            if not fired[1] or last_fired.get(entity) == fired:
                 return
-            last_fired[entity] = new.state
+            last_fired[entity] = fired
             self.fired.append(dict(new.attributes))
 
         self.remove = hass.bus.async_listen("state_changed", changed)

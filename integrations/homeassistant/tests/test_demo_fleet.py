@@ -60,6 +60,13 @@ async def test_the_demo_fleet_moves_on_the_dashboard(
             for m in coordinator.data.values()
             if m.state and m.state["position"]
         ]
+        session_positions = [
+            s[key]
+            for m in coordinator.data.values()
+            for s in m.sessions
+            for key in ("first_position", "last_position")
+            if s.get(key)
+        ]
         diagnostics = await async_get_config_entry_diagnostics(hass, entry)
         await hass.config_entries.async_unload(entry.entry_id)
 
@@ -77,5 +84,10 @@ async def test_the_demo_fleet_moves_on_the_dashboard(
     ]
     assert len(redacted) == len(positions)
     assert all(p["lat"] == p["lon"] == "**REDACTED**" for p in redacted)
+    # The simulated mowers mow: their sessions' positions are redacted too.
+    assert session_positions
+    for position in session_positions:
+        assert repr(position["lat"]) not in text
+        assert repr(position["lon"]) not in text
     assert diagnostics["entry"]["data"]["api_token"] == "**REDACTED**"
     assert diagnostics["stream"]["opened"] >= 1

@@ -86,6 +86,8 @@ async def test_every_mower_is_a_device_with_the_rest_answers(
         "binary_sensor.front_lawn_connectivity",
         "device_tracker.front_lawn_position",
         "event.front_lawn_event",
+        "sensor.front_lawn_last_session",
+        "calendar.front_lawn_mowing_sessions",
     }
 
     rest = await api.state(a)

@@ -14,6 +14,7 @@ from .coordinator import SwathConfigEntry, SwathCoordinator
 PLATFORMS: list[Platform] = [
     Platform.BINARY_SENSOR,
     Platform.BUTTON,
+    Platform.CALENDAR,
     Platform.DEVICE_TRACKER,
     Platform.EVENT,
     Platform.LAWN_MOWER,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -198,6 +198,20 @@ class SwathClient:
         params = {"from": first.isoformat(), "to": last.isoformat()}
         body: dict[str, Any] = (await self._get(f"/v1/mowers/{mower_id}/days", params)).body
         return body
+
+    async def sessions(self, mower_id: str, limit: int) -> list[dict[str, Any]]:
+        """`GET /v1/mowers/{id}/sessions`: the mower's newest `limit` sessions, newest first."""
+        path = f"/v1/mowers/{mower_id}/sessions"
+        body: dict[str, Any] = (await self._get(path, {"limit": str(limit)})).body
+        return list(body["items"])
+
+    async def sessions_between(
+        self, mower_id: str, start: datetime, end: datetime
+    ) -> list[dict[str, Any]]:
+        """Every session of the mower that overlaps `[start, end)`, newest first (all pages)."""
+        # Home Assistant's datetimes are aware: isoformat() is RFC 3339 with the offset.
+        params = {"from": start.isoformat(), "to": end.isoformat()}
+        return await self._pages(f"/v1/mowers/{mower_id}/sessions", params)
 
     async def events(self, cursor: str | None = None, limit: int = 100) -> dict[str, Any]:
         """`GET /v1/events`: a page of derived events, newest first."""

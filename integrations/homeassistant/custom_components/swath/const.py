@@ -72,4 +72,12 @@ EVENT_KINDS: Final = [
     "zone_left",
     "went_offline",
     "came_online",
+    "session_ended",
 ]
+
+# Why a mowing session ended (`EndReason` in Swath's OpenAPI document, docs/rules.md W8).
+END_REASONS: Final = ["docked", "stopped", "error", "silent"]
+
+# The newest sessions each refresh reads (`GET /v1/mowers/{id}/sessions`, newest first): only the
+# newest can be open, so the two newest hold both the open session and the last ended one.
+SESSIONS_READ: Final = 2

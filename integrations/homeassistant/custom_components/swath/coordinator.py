@@ -1,8 +1,9 @@
 """The Swath coordinator: a REST load, then the live stream, with ETag polling as its fallback.
 
 - First load and every refresh: `GET /v1/mowers` (directory, availability, latest state),
-  `GET /v1/mowers/{id}/health` per mower and `GET /v1/alerts`, each conditional where Swath
-  offers an ETag (a 304 costs neither side anything).
+  per mower its health, zones, today's totals and two newest sessions, and `GET /v1/alerts`,
+  each conditional where Swath offers an ETag (a 304 costs neither side anything). A
+  `session_ended` event on the stream brings the ended session's summary itself.
 - Push: `GET /v1/live/stream?changes_only=true`, run as a background task of the config entry.
   After a dropped connection it reconnects with `Last-Event-ID` and Swath sends what was missed;
   only its `reset` event (the id is too old, or from before a restart) makes it reload through
@@ -188,7 +189,7 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         return result
 
     async def _per_mower(self, mower_id: str) -> PerMower:
-        """The mower's health (conditional), zones and totals of its site's current day."""
+        """The mower's health (conditional), zones, totals of its site's day, newest sessions."""
         old = (self.data or {}).get(mower_id)
         health = await self.client.health(mower_id, old.health_etag if old else None)
         zones = await self.client.zones(mower_id)
@@ -201,7 +202,8 @@ class SwathCoordinator(DataUpdateCoordinator[dict[str, MowerData]]):
         zone = dt_util.get_time_zone(days["time_zone"]) or dt_util.UTC
         today = now.astimezone(zone).date().isoformat()
         current = next((d for d in days["items"] if d["day"] == today), None)
-        return PerMower(health.etag, health.body, zones, current or {"day": today})
+        sessions = await self.client.sessions(mower_id, const.SESSIONS_READ)
+        return PerMower(health.etag, health.body, zones, current or {"day": today}, sessions)
 
     def _check_api(self, data: dict[str, MowerData]) -> None:
         """Raise a repair issue while Swath's health answers lack what this version reads."""

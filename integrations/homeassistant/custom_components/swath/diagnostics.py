@@ -42,6 +42,8 @@ async def async_get_config_entry_diagnostics(
                     "state": mower.state,
                     "health": mower.health,
                     "alerts": mower.alerts,
+                    # Their first and last positions are redacted like the state's.
+                    "sessions": mower.sessions,
                 }
                 for mower_id, mower in (coordinator.data or {}).items()
             },

@@ -13,7 +13,7 @@ from typing import Any
 from homeassistant.util import dt as dt_util
 
 from .api import SwathError
-from .const import KEPT_STATE_FIELDS
+from .const import KEPT_STATE_FIELDS, SESSIONS_READ
 
 
 @dataclass(slots=True)
@@ -33,6 +33,19 @@ class MowerData:
     """Its zones (`GET /v1/mowers/{id}/zones`), each with `occupied`."""
     today: dict[str, Any] | None = None
     """Its totals of the current local day of its site (`GET /v1/mowers/{id}/days`)."""
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    """Its newest sessions (`GET /v1/mowers/{id}/sessions`), newest first, at most SESSIONS_READ."""
+
+    @property
+    def open_session(self) -> dict[str, Any] | None:
+        """The session it is in now (only the newest can be open), None when it is in none."""
+        newest = self.sessions[0] if self.sessions else None
+        return newest if newest is not None and newest.get("open") else None
+
+    @property
+    def last_session(self) -> dict[str, Any] | None:
+        """Its newest session that has ended, None before its first one ends."""
+        return next((s for s in self.sessions if not s.get("open")), None)
 
     @property
     def zone(self) -> str | None:
@@ -70,6 +83,7 @@ class PerMower:
     health: dict[str, Any] | None
     zones: list[dict[str, Any]]
     today: dict[str, Any]
+    sessions: list[dict[str, Any]]
 
 
 def from_listing(listed: dict[str, Any], old: MowerData | None) -> MowerData:
@@ -80,7 +94,7 @@ def from_listing(listed: dict[str, Any], old: MowerData | None) -> MowerData:
     if old is None:
         return mower
     mower.health, mower.health_etag = old.health, old.health_etag
-    mower.zones, mower.today = old.zones, old.today
+    mower.zones, mower.today, mower.sessions = old.zones, old.today, old.sessions
     keep_last_known(old.state, mower.state)
     if newer(old.state, state):
         # The stream brought a state after this answer was made.
@@ -95,11 +109,11 @@ def from_listing(listed: dict[str, Any], old: MowerData | None) -> MowerData:
 
 
 def apply_per_mower(mower: MowerData, reads: PerMower) -> None:
-    """The health (unless unchanged, a 304), zones and today's totals of one refresh."""
+    """The health (unless unchanged, a 304), zones, today's totals and sessions of a refresh."""
     mower.health_etag = reads.health_etag
     if reads.health is not None:
         mower.health = reads.health
-    mower.zones, mower.today = reads.zones, reads.today
+    mower.zones, mower.today, mower.sessions = reads.zones, reads.today, reads.sessions
 
 
 def apply_state(mower: MowerData, state: dict[str, Any]) -> bool:
@@ -118,7 +132,7 @@ def apply_state(mower: MowerData, state: dict[str, Any]) -> bool:
 
 
 def apply_event(mower: MowerData, event: dict[str, Any]) -> None:
-    """A derived event: the alert it raised or cleared, availability, blade and zone."""
+    """A derived event: the alert it raised or cleared, availability, blade, zone, session."""
     alert = event.get("alert")
     if alert is not None:
         if alert["change"] == "raised":
@@ -142,6 +156,8 @@ def apply_event(mower: MowerData, event: dict[str, Any]) -> None:
         mower.health["blade_due"] = True
     elif kind in ("zone_entered", "zone_left"):
         _occupy(mower, event["details"], kind == "zone_entered")
+    elif kind == "session_ended":
+        _session_ended(mower, event["mower_id"], event["details"])
 
 
 def apply_alert_cleared(mower: MowerData, cleared: dict[str, Any]) -> None:
@@ -167,14 +183,45 @@ def _occupy(mower: MowerData, details: dict[str, Any], inside: bool) -> None:
             zone["occupied"] = inside
 
 
+def _session_ended(mower: MowerData, mower_id: str, details: dict[str, Any]) -> None:
+    """A `session_ended` event: its summary replaces the held copy of that session.
+
+    The event carries the session's summary, so the Last session sensor needs no REST read. An
+    event about a session older than those held (a catch-up) changes nothing.
+    """
+    ended = {
+        "id": details["session_id"],
+        "mower_id": mower_id,
+        "open": False,
+        **{
+            key: details.get(key)
+            for key in (
+                "started_at",
+                "ended_at",
+                "end_reason",
+                "error_code",
+                "breaks",
+                "mowing_seconds",
+                "blade_seconds",
+                "distance_m",
+            )
+        },
+    }
+    sessions = [s for s in mower.sessions if s["id"] != ended["id"]]
+    sessions.append(ended)
+    sessions.sort(key=lambda s: parse_instant(s["started_at"]), reverse=True)
+    mower.sessions = sessions[:SESSIONS_READ]
+
+
 def newer(held: dict[str, Any] | None, other: dict[str, Any] | None) -> bool:
     """Whether the held state was observed after the other one."""
     if held is None or other is None:
         return held is not None
-    return _instant(held["observed_at"]) > _instant(other["observed_at"])
+    return parse_instant(held["observed_at"]) > parse_instant(other["observed_at"])
 
 
-def _instant(value: str) -> datetime:
+def parse_instant(value: str) -> datetime:
+    """An RFC 3339 instant of Swath's answers; SwathError when it is not one."""
     parsed = dt_util.parse_datetime(value)
     if parsed is None:
         raise SwathError(f"not an RFC 3339 instant: {value!r}")

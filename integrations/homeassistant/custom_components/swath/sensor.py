@@ -1,4 +1,5 @@
-"""Sensors: battery, activity, health totals, blade, zone, today's totals, error, last seen."""
+"""Sensors: battery, activity, health totals, blade, zone, today's totals, error, last seen, and
+the last mowing session (when it ended, with its details; its mowing time and distance)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from homeassistant.util import dt as dt_util
 
 from .const import ACTIVITIES, NO_ZONE
 from .coordinator import SwathConfigEntry, SwathCoordinator
-from .model import MowerData
+from .model import MowerData, parse_instant
 from .entity import SwathEntity, add_entities_per_mower
 
 # Read-only entities updated by the coordinator: no limit on parallel updates.
@@ -35,6 +36,8 @@ class SwathSensorDescription(SensorEntityDescription):
     follows_mower_availability: bool = False
     options_of: Callable[[MowerData], list[str]] | None = None
     """The options of an enum sensor whose options depend on the mower (its zones)."""
+    attributes_of: Callable[[MowerData], dict[str, Any] | None] | None = None
+    """Extra state attributes read from the mower."""
 
 
 def _state(key: str) -> Callable[[MowerData], Any]:
@@ -68,6 +71,35 @@ def _zone_options(mower: MowerData) -> list[str]:
 def _last_seen(mower: MowerData) -> datetime | None:
     value = mower.summary.get("last_seen_at")
     return dt_util.parse_datetime(value) if value else None
+
+
+def _last_session(key: str) -> Callable[[MowerData], Any]:
+    return lambda mower: (mower.last_session or {}).get(key)
+
+
+def _last_session_end(mower: MowerData) -> datetime | None:
+    session = mower.last_session
+    return parse_instant(session["ended_at"]) if session else None
+
+
+def _last_session_details(mower: MowerData) -> dict[str, Any] | None:
+    """The last session's details, rounded as the sensors show them (attributes have no unit)."""
+    session = mower.last_session
+    if session is None:
+        return None
+    started = parse_instant(session["started_at"])
+    ended = parse_instant(session["ended_at"])
+    return {
+        "session_id": session["id"],
+        "started_at": started,
+        # From start to end, the merged breaks (a charge, a rain stop) included.
+        "duration_minutes": round((ended - started).total_seconds() / 60),
+        "mowing_minutes": round(float(session["mowing_seconds"]) / 60),
+        "distance_km": round(float(session["distance_m"]) / 1000, 2),
+        "end_reason": session["end_reason"],
+        "error_code": session.get("error_code"),
+        "breaks": session["breaks"],
+    }
 
 
 SENSORS: tuple[SwathSensorDescription, ...] = (
@@ -198,6 +230,33 @@ SENSORS: tuple[SwathSensorDescription, ...] = (
         value=_state("error_code"),
     ),
     SwathSensorDescription(
+        key="last_session",
+        translation_key="last_session",
+        device_class=SensorDeviceClass.TIMESTAMP,
+        value=_last_session_end,
+        attributes_of=_last_session_details,
+    ),
+    SwathSensorDescription(
+        key="last_session_mowing_time",
+        translation_key="last_session_mowing_time",
+        device_class=SensorDeviceClass.DURATION,
+        native_unit_of_measurement=UnitOfTime.SECONDS,
+        suggested_unit_of_measurement=UnitOfTime.MINUTES,
+        suggested_display_precision=0,
+        state_class=SensorStateClass.MEASUREMENT,
+        value=_last_session("mowing_seconds"),
+    ),
+    SwathSensorDescription(
+        key="last_session_distance",
+        translation_key="last_session_distance",
+        device_class=SensorDeviceClass.DISTANCE,
+        native_unit_of_measurement=UnitOfLength.METERS,
+        suggested_unit_of_measurement=UnitOfLength.KILOMETERS,
+        suggested_display_precision=2,
+        state_class=SensorStateClass.MEASUREMENT,
+        value=_last_session("distance_m"),
+    ),
+    SwathSensorDescription(
         key="last_seen",
         translation_key="last_seen",
         device_class=SensorDeviceClass.TIMESTAMP,
@@ -243,6 +302,15 @@ class SwathSensor(SwathEntity, SensorEntity):
         """The value as Swath answered it."""
         mower = self.mower
         return None if mower is None else self.entity_description.value(mower)
+
+    @property
+    def extra_state_attributes(self) -> dict[str, Any] | None:
+        """The attributes its description reads, if any."""
+        attributes_of = self.entity_description.attributes_of
+        mower = self.mower
+        if attributes_of is None or mower is None:
+            return None
+        return attributes_of(mower)
 
     @property
     def options(self) -> list[str] | None:
