@@ -19,7 +19,9 @@ use swath_application::ports::{
     ProjectionStore, SiteCard, TelemetryStore, Visibility, WatchStore,
 };
 use swath_application::projections::{Ceilings, HealthStatus, Projections};
-use swath_domain::watch::{Alert, AlertChanges, AlertKind, Watch, WatchChanges};
+use swath_domain::watch::{
+    Alert, AlertChanges, AlertKind, IngestNotifications, Watch, WatchChanges,
+};
 use swath_domain::{
     AccountId, Activity, Assignment, BatchChanges, LatestRow, MowerId, Principal, Priority, Scope,
     Site, SiteId, StateReport,
@@ -387,7 +389,7 @@ impl Setup {
                     state,
                 }],
                 ..BatchChanges::default()
-            })
+            }, IngestNotifications::default())
             .await
             .unwrap();
     }
@@ -1109,7 +1111,7 @@ pub async fn every_read_is_bounded_at_ten_thousand_mowers(factory: &dyn Projecti
             .commit(BatchChanges {
                 latest,
                 ..BatchChanges::default()
-            })
+            }, IngestNotifications::default())
             .await
             .unwrap();
         let raised = chunk

@@ -21,7 +21,8 @@
 //! # Layout
 //! - `events`: [`Event`], its kinds and details, and [`event_id`].
 //! - `alerts`: [`Alert`], [`AlertKind`], [`Severity`] and the [`AlertChanges`] of a batch.
-//! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`].
+//! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`]
+//!   (W6's [`IngestNotifications`]).
 //! - `geofence`: a mower's stored [`Geofence`] (the polygon and its version).
 //! - [`geometry`], [`zones`], [`busy`]: polygons and fences, W7, the scheduler's busy check.
 //!
@@ -39,8 +40,8 @@ mod geofence;
 pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, ClearCause, ClearedAlert, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
 pub use fold::{
-    apply_watch, ingest_notifications, went_offline, GeofenceRef, Watch, WatchChanges,
-    WatchSnapshot,
+    apply_watch, ingest_notifications, went_offline, GeofenceRef, IngestNotifications, Watch,
+    WatchChanges, WatchSnapshot,
 };
 pub use geofence::Geofence;
 pub use geometry::{GeoPolygon, InvalidPolygon, Placement};
