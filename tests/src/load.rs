@@ -848,7 +848,11 @@ mod tests {
         let differences = compare(&independent.telemetry, &one_pass, Checked::Everything);
         assert!(differences.is_empty(), "{}", differences.join("\n"));
         assert!(one_pass.health.iter().all(|h| h.blade_due_raised));
-        assert!(one_pass.sessions.len() >= plan.mowers, "{}", summary(&one_pass));
+        assert!(
+            one_pass.sessions.len() >= plan.mowers,
+            "{}",
+            summary(&one_pass)
+        );
     }
 
     #[tokio::test]

@@ -323,7 +323,10 @@ mod on_postgres {
         assert_eq!(alerts[0].id, due[0].id, "the alert is the event's");
         let published = swath_tests::reference_contract::published_events(&bus);
         assert_eq!(published.len(), 1, "{published:?}");
-        assert_eq!(&published[0], due[0], "the stored event is the published one");
+        assert_eq!(
+            &published[0], due[0],
+            "the stored event is the published one"
+        );
     }
 
     /// The reference for the failure scenarios: the same batches on the memory store.
