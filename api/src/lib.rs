@@ -243,12 +243,12 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .routes(routes!(routes::projections::live_views::live_wall))
         .routes(routes!(routes::projections::live_views::live_health))
         .routes(routes!(
-            routes::projections::assignments::list_assignments,
-            routes::projections::assignments::create_assignment
+            routes::assignments::list_assignments,
+            routes::assignments::create_assignment
         ))
         .routes(routes!(
-            routes::projections::assignments::update_assignment,
-            routes::projections::assignments::delete_assignment
+            routes::assignments::update_assignment,
+            routes::assignments::delete_assignment
         ))
         .routes(routes!(routes::operations::healthz))
         .routes(routes!(routes::operations::readyz))

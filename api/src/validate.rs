@@ -15,7 +15,7 @@
 use crate::error::FieldProblem;
 use serde_json::{Map, Value};
 use std::sync::OnceLock;
-use swath_application::access::NAMED_IDS;
+use swath_application::visibility::NAMED_IDS;
 
 /// The document's schemas, by name.
 fn schemas() -> &'static Map<String, Value> {

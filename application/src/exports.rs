@@ -12,11 +12,11 @@
 //! A new kind of export is an [`ExportSource`]: how to read one page of one mower, and the key a
 //! page ends at.
 
-use crate::access::{Access, AccessError};
 use crate::ports::{
     chain, DirectoryError, SessionQuery, SessionStore, StoreError, TelemetryStore, TimeWindow,
     TokenHash,
 };
+use crate::visibility::{Access, AccessError};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::sync::Arc;

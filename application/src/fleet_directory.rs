@@ -9,10 +9,10 @@
 //! inside the store's query (before the limit), and every change of a mower tells [`Access`] so
 //! that no kept placement outlives it.
 
-use crate::access::{Access, AccessError, Hidden};
 use crate::creation_rate::{Creation, CreationRate, RateLimited};
 use crate::ports::{DirectoryAdmin, DirectoryError, ListQuery};
 use crate::token_admin::{IssueError, IssuedToken, TokenAdmin};
+use crate::visibility::{Access, AccessError, Hidden};
 use std::sync::Arc;
 use swath_domain::valid::{BladeThreshold, Label};
 use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Principal, Site, SiteId};

@@ -31,6 +31,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use swath_domain::watch::IngestNotifications;
 use swath_domain::{
     BatchChanges, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
     PositionRow, TelemetryRows,
@@ -227,10 +228,14 @@ impl TelemetryBatch for ForgettingBatch {
         self.batch.session_windows(late).await
     }
 
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
+    async fn commit(
+        self: Box<Self>,
+        changes: BatchChanges,
+        notifications: IngestNotifications,
+    ) -> Result<(), StoreError> {
         let mowers: Vec<MowerId> = changes.latest.iter().map(|row| row.mower_id).collect();
         let written = self.written;
-        let committed = self.batch.commit(changes).await;
+        let committed = self.batch.commit(changes, notifications).await;
         // After the commit, whatever it answered: a failed commit may still have been stored (a
         // connection lost after COMMIT was sent), and forgetting costs one read.
         for mower in mowers {

@@ -4,7 +4,7 @@
 //! (`swath-simulator`, docs/decisions.md 85).
 //!
 //! # Layout
-//! - [`access`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
+//! - [`visibility`]: who may see what (accounts, sites, mowers, feeds, state reports), and the
 //!   short-lived cache of token principals.
 //! - [`availability`]: whether a mower is online, the live views' rule, for every mower read.
 //! - [`ports`]: [`ports::Clock`], [`ports::Directory`], [`ports::TokenStore`],
@@ -33,9 +33,10 @@
 //!   publication on the bus.
 //! - [`exports`]: fleet-wide CSV exports' rows (history, day totals), read page by page for a
 //!   principal, its token checked before each page.
-//! - [`import`]: NDJSON history import, 200 states per transaction through the same path, for an
-//!   operator (`swath import`) or a token's principal.
-//! - [`imports`]: the imports made over the API, and the records their importers poll.
+//! - [`import_lines`]: NDJSON history import, 200 states per transaction through the same path,
+//!   for an operator (`swath import`) or a token's principal.
+//! - [`import_jobs`]: the imports made over the API (`Imports`), each run for its principal, and
+//!   the records their importers poll.
 //! - [`subjects`]: the bus subjects Swath publishes and consumes.
 //! - [`consume`]: what both consumers of the telemetry stream do with a message (parse it, settle
 //!   its outcome); [`publish`]: what a commit tells the bus after it (events, alerts cleared).
@@ -52,7 +53,6 @@
 //!   HTTP lists' pages) whether it was cut.
 //! - [`webhooks`]: webhook endpoints (the API's rules), their delivery and its signatures.
 
-pub mod access;
 pub mod availability;
 pub mod bus_rules;
 pub mod consume;
@@ -60,8 +60,8 @@ pub mod creation_rate;
 pub mod exports;
 pub mod fleet_directory;
 pub mod group_commit;
-pub mod import;
-pub mod imports;
+pub mod import_jobs;
+pub mod import_lines;
 pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
@@ -84,10 +84,10 @@ pub mod submissions;
 pub mod ticks;
 pub mod token_admin;
 pub mod ttl_cache;
+pub mod visibility;
 pub mod watcher;
 pub mod webhooks;
 
-pub use access::{Access, AccessError, Hidden, Revocations};
 pub use consume::parse_message;
 pub use creation_rate::{Creation, CreationLimits, CreationRate, RateLimited};
 pub use exports::{
@@ -97,7 +97,7 @@ pub use exports::{
 pub use fleet_directory::{
     CreatedMower, FleetDirectory, FleetError, MowerChanges, MowerRequest, SiteChanges, SiteRequest,
 };
-pub use imports::{ImportFailure, ImportRecord, ImportStatus, Imports};
+pub use import_jobs::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
 pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
 pub use mower_settings::{AssignmentSpec, MowerSettings, MowerSettingsError};
@@ -114,5 +114,6 @@ pub use scheduler::SchedulerStatus;
 pub use sessions::{FleetSessions, SessionRange, Sessions, SessionsError};
 pub use submissions::{SubmissionError, Submissions, Submitted};
 pub use token_admin::{IssueError, IssuedToken, TokenAdmin, TokenRequest};
+pub use visibility::{Access, AccessError, Hidden, Revocations};
 pub use watcher::{Watcher, WatcherHandler};
 pub use webhooks::{EndpointPatch, EndpointSpec, WebhookLimits, Webhooks, WebhooksError};

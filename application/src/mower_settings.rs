@@ -8,8 +8,8 @@
 //! ([`swath_domain::valid::Label`], [`GeoPolygon`]). The reads of these rows are
 //! [`crate::MowerData`]'s, except the assignments, read here.
 
-use crate::access::{Access, AccessError};
 use crate::ports::{AssignmentError, Assignments, Clock, EventBus, NotificationPorts, WatchError};
+use crate::visibility::{Access, AccessError};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use swath_domain::valid::Label;

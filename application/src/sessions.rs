@@ -6,8 +6,8 @@
 //! like an unknown id; and only the sessions written for the principal's account are answered
 //! (a re-created mower id never shows an earlier holder's sessions).
 
-use crate::access::{Access, AccessError, Hidden};
 use crate::ports::{chain, SessionError, SessionQuery, SessionStore};
+use crate::visibility::{Access, AccessError, Hidden};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use swath_domain::sessions::SessionRow;

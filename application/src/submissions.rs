@@ -8,10 +8,10 @@
 //! nothing for a known `observed_at`); the de-duplication id makes a client's retry publish
 //! nothing new.
 
-use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
 use crate::ports::{chain, EventBus, StoreError};
 use crate::subjects;
+use crate::visibility::{Access, AccessError, MOWER_NOT_VISIBLE};
 use bytes::Bytes;
 use std::sync::Arc;
 use swath_domain::{DropReason, InvalidReport, Principal, StateOutcome, StateReport};

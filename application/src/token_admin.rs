@@ -3,11 +3,11 @@
 //! most so many per hour in an account, [`CreationRate`]), revoking one (and telling this
 //! process at once, [`Revocations`]).
 
-use crate::access::{invisible_ids, Access, AccessError};
 use crate::creation_rate::{Creation, CreationRate, RateLimited};
 use crate::ports::{
     generate_token, hash_token, NewToken, TokenError, TokenId, TokenInfo, TokenQuery, TokenStore,
 };
+use crate::visibility::{invisible_ids, Access, AccessError};
 use std::sync::Arc;
 use swath_domain::valid::Label;
 use swath_domain::{AccountId, Principal, Scope, SiteId};

@@ -1,5 +1,5 @@
 //! Short-lived answers of a store: a token's principal and which account and site a mower is on
-//! ([`crate::access::Access`]), a mower's latest state ([`crate::latest_cache`]). Each answer is
+//! ([`crate::visibility::Access`]), a mower's latest state ([`crate::latest_cache`]). Each answer is
 //! kept for at most a bound after the store gave it, and never across a change made through this
 //! process (a generation counter that the change bumps).
 

@@ -4,7 +4,7 @@
 //! # Layout
 //! - [`ids`]: typed identifiers (UUID v7 where Swath creates them).
 //! - [`directory`]: the directory's entities (accounts, sites, mowers) and their list order.
-//! - [`access`]: who is asking ([`Principal`]) and what a token may do ([`Scope`]).
+//! - [`principal`]: who is asking ([`Principal`]) and what a token may do ([`Scope`]).
 //! - [`assignment`]: operators assigned to mowers, and how the one on duty is ranked.
 //! - [`report`]: the state report a gateway publishes, its validation and the Home Assistant
 //!   `lawn_mower` activity mapping (docs/rules.md §2).
@@ -25,13 +25,13 @@
 //! The ports that store these values (traits, their queries and errors) are in
 //! `swath_application::ports`; the entities themselves live here.
 
-pub mod access;
 pub mod assignment;
 pub mod directory;
 pub mod events;
 pub mod exported;
 pub mod ids;
 pub mod live;
+pub mod principal;
 pub mod report;
 pub mod rows;
 pub mod rules;
@@ -41,12 +41,12 @@ pub mod valid;
 pub mod watch;
 pub mod webhook;
 
-pub use access::{Principal, Scope};
 pub use assignment::{list_order, Assignment, Priority, MAX_OPERATOR_CHARS};
 pub use directory::{Account, Mower, OrderKey, Site};
 pub use events::IngestEvent;
 pub use exported::TelemetryRows;
 pub use ids::{AccountId, MowerId, SiteId};
+pub use principal::{Principal, Scope};
 pub use report::{Activity, DropReason, InvalidReport, LawnMowerActivity, Position, StateReport};
 pub use rows::{
     DayTotals, HealthTotals, HistoryRow, LatestKey, LatestRow, PositionRow, StoredState,

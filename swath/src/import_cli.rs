@@ -4,7 +4,7 @@
 use crate::config::{ImportArgs, SimulateArgs, StoreKind};
 use anyhow::Context;
 use std::sync::Arc;
-use swath_application::import::import_ndjson;
+use swath_application::import_lines::import_ndjson;
 use swath_application::ports::{Clock, EventBus, SystemClock};
 use swath_application::Ingest;
 use swath_memory::{MemoryBus, MemoryBusSettings};

@@ -51,7 +51,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             batch_timeout: args.store.database_batch_timeout,
             // Principals and mower placements cached for a short while (decisions 78, 108); the
             // in-process test app leaves it off.
-            cache_ttl: swath_application::access::PRINCIPAL_CACHE_TTL,
+            cache_ttl: swath_application::visibility::PRINCIPAL_CACHE_TTL,
             session_merge_gap: session_merge_gap(&args.store),
         },
     );

@@ -297,7 +297,7 @@ pub struct Settings {
     /// The longest an ingest batch's unit of work may take (`SWATH_DATABASE_BATCH_TIMEOUT_SECONDS`).
     pub batch_timeout: Duration,
     /// How long token principals and mower placements are answered from memory (decisions 78,
-    /// 108): `swath serve` keeps them [`swath_application::access::PRINCIPAL_CACHE_TTL`]; zero asks the stores every time.
+    /// 108): `swath serve` keeps them [`swath_application::visibility::PRINCIPAL_CACHE_TTL`]; zero asks the stores every time.
     pub cache_ttl: Duration,
     /// W8's merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`).
     pub session_merge_gap: chrono::Duration,

@@ -37,7 +37,7 @@ use sqlx::Row;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
-use swath_application::import::{import_ndjson, ImportSummary, IMPORT_BATCH};
+use swath_application::import_lines::{import_ndjson, ImportSummary, IMPORT_BATCH};
 use swath_application::ports::ManualClock;
 use swath_application::Ingest;
 use swath_memory::{MemoryBus, MemoryBusSettings};

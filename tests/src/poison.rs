@@ -75,7 +75,11 @@ impl TelemetryBatch for FaultyBatch {
         self.0.session_windows(late).await
     }
 
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
+    async fn commit(
+        self: Box<Self>,
+        changes: BatchChanges,
+        notifications: swath_domain::watch::IngestNotifications,
+    ) -> Result<(), StoreError> {
         if changes
             .history
             .iter()
@@ -85,7 +89,7 @@ impl TelemetryBatch for FaultyBatch {
                 "new row violates check constraint \"no_poison\" (the test's fake)".into(),
             ));
         }
-        self.0.commit(changes).await
+        self.0.commit(changes, notifications).await
     }
 }
 

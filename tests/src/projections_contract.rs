@@ -19,7 +19,9 @@ use swath_application::ports::{
     ProjectionStore, SiteCard, TelemetryStore, Visibility, WatchStore,
 };
 use swath_application::projections::{Ceilings, HealthStatus, Projections};
-use swath_domain::watch::{Alert, AlertChanges, AlertKind, Watch, WatchChanges};
+use swath_domain::watch::{
+    Alert, AlertChanges, AlertKind, IngestNotifications, Watch, WatchChanges,
+};
 use swath_domain::{
     AccountId, Activity, Assignment, BatchChanges, LatestRow, MowerId, Principal, Priority, Scope,
     Site, SiteId, StateReport,
@@ -378,16 +380,19 @@ impl Setup {
         let state = StateReport::parse(bytes.as_bytes(), at).unwrap();
         let (_, batch) = self.h.telemetry.begin(&[mower]).await.unwrap();
         batch
-            .commit(BatchChanges {
-                latest: vec![LatestRow {
-                    mower_id: mower,
-                    account_id: account,
-                    observed_at: at,
-                    last_seen_at: at,
-                    state,
-                }],
-                ..BatchChanges::default()
-            })
+            .commit(
+                BatchChanges {
+                    latest: vec![LatestRow {
+                        mower_id: mower,
+                        account_id: account,
+                        observed_at: at,
+                        last_seen_at: at,
+                        state,
+                    }],
+                    ..BatchChanges::default()
+                },
+                IngestNotifications::default(),
+            )
             .await
             .unwrap();
     }
@@ -1108,10 +1113,13 @@ pub async fn every_read_is_bounded_at_ten_thousand_mowers(factory: &dyn Projecti
             .collect();
         let (_, batch) = s.h.telemetry.begin(chunk).await.unwrap();
         batch
-            .commit(BatchChanges {
-                latest,
-                ..BatchChanges::default()
-            })
+            .commit(
+                BatchChanges {
+                    latest,
+                    ..BatchChanges::default()
+                },
+                IngestNotifications::default(),
+            )
             .await
             .unwrap();
         let raised = chunk

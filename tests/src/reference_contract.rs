@@ -72,7 +72,7 @@ fn parsed(reports: &[Value]) -> Vec<StateReport> {
 }
 
 /// What a use case published as events, in order.
-fn published_events(bus: &crate::support::RecordingBus) -> Vec<Event> {
+pub fn published_events(bus: &crate::support::RecordingBus) -> Vec<Event> {
     published(bus, "notifications.mower.")
 }
 

@@ -493,12 +493,13 @@ pub async fn import_stores_what_live_ingest_stores(factory: &dyn StoreFactory) {
         }
     }
     let mut progress = Vec::new();
-    let summary =
-        swath_application::import::import_ndjson(&imported.ingest, ndjson.as_bytes(), |bytes| {
-            progress.push(bytes)
-        })
-        .await
-        .expect("import");
+    let summary = swath_application::import_lines::import_ndjson(
+        &imported.ingest,
+        ndjson.as_bytes(),
+        |bytes| progress.push(bytes),
+    )
+    .await
+    .expect("import");
     assert_eq!(summary.reports, 452);
     assert_eq!(summary.stored, 450);
     assert_eq!(

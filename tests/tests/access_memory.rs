@@ -7,11 +7,11 @@ use serde_json::json;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use swath_application::access::{sees_site, ACCOUNT_MISMATCH, MOWER_NOT_VISIBLE};
 use swath_application::ports::{
     hash_token, Clock, Directory, DirectoryAdmin, ManualClock, NewToken, TokenError, TokenHash,
     TokenId, TokenInfo, TokenQuery, TokenStore,
 };
+use swath_application::visibility::{sees_site, ACCOUNT_MISMATCH, MOWER_NOT_VISIBLE};
 use swath_application::{Access, AccessError, Hidden, Revocations};
 use swath_domain::{
     AccountId, DropReason, InvalidReport, Mower, MowerId, Principal, Scope, SiteId, StateReport,

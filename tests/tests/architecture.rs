@@ -129,3 +129,31 @@ fn every_function_the_architecture_names_is_where_it_says() {
     assert!(checked > 50, "the names are found ({checked})");
     assert!(missing.is_empty(), "named but not there: {missing:#?}");
 }
+
+/// Names that say what lives there (decision 206): no folder of a crate holds both `x.rs` and
+/// `xs.rs` (once `import.rs` and `imports.rs`, two different things one letter apart), and the
+/// domain and the application share no module name among the ones decision 206 split (once
+/// two `access.rs`: who is asking, and who sees what).
+#[test]
+fn module_names_are_not_one_letter_apart_and_access_is_named_for_what_it_holds() {
+    let mut files = Vec::new();
+    for krate in ["domain", "application", "api", "adapters", "swath", "tests"] {
+        rust_files(&root().join(krate), &mut files);
+    }
+    let mut pairs = Vec::new();
+    for file in &files {
+        let Some(stem) = file.file_stem().map(|s| s.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        if file.with_file_name(format!("{stem}s.rs")).exists() {
+            pairs.push(format!("{}: {stem}.rs and {stem}s.rs", file.display()));
+        }
+    }
+    assert!(pairs.is_empty(), "modules one letter apart: {pairs:?}");
+    for stale in ["domain/src/access.rs", "application/src/access.rs"] {
+        assert!(
+            !root().join(stale).exists(),
+            "{stale} is back (decision 206)"
+        );
+    }
+}

@@ -16,7 +16,7 @@ const ID_TYPES: &[&str] = &["MowerId", "SiteId", "TokenId", "AccountId", "Webhoo
 
 /// `Type::method` of every `pub async fn` of the application whose parameters hold a
 /// `&Principal` and one of [`ID_TYPES`] (alone, in an `Option` or a slice), named by the `impl`
-/// it is in. `access.rs` is left out: it is the visibility rule those methods ask, not a use case.
+/// it is in. `visibility.rs` is left out: it is the visibility rule those methods ask, not a use case.
 fn methods_with_a_principal_and_an_id(dir: &Path, found: &mut BTreeSet<String>) {
     for entry in std::fs::read_dir(dir).expect("the application's sources") {
         let path = entry.expect("a directory entry").path();
@@ -24,7 +24,7 @@ fn methods_with_a_principal_and_an_id(dir: &Path, found: &mut BTreeSet<String>) 
             methods_with_a_principal_and_an_id(&path, found);
             continue;
         }
-        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("access.rs") {
+        if path.extension().is_none_or(|e| e != "rs") || path.ends_with("visibility.rs") {
             continue;
         }
         let source = std::fs::read_to_string(&path).expect("a source file");

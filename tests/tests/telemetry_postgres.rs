@@ -38,6 +38,7 @@ swath_tests::contract_suite!(
 swath_tests::postgres_tests!(
     on_postgres:
     a_batch_costs_the_same_statements_whatever_its_size,
+    a_batch_raising_blade_due_writes_what_the_ingest_derived_in_two_statements_more,
     a_batch_failing_midway_stores_nothing_and_its_redelivery_stores_it_once,
     a_lost_connection_stores_nothing_and_its_redelivery_stores_it_once,
     a_store_error_keeps_the_database_error_as_its_source,
@@ -265,6 +266,69 @@ mod on_postgres {
         assert_eq!(rows.latest.len(), 8);
     }
 
+    /// W6's notifications are derived by the ingest and written by the commit as given
+    /// (decision 205): a batch that raises `blade_due` costs the events' and the alerts'
+    /// statements more than one that raises nothing, and stores the event and its alert once,
+    /// the same event the ingest published.
+    pub(super) async fn a_batch_raising_blade_due_writes_what_the_ingest_derived_in_two_statements_more(
+        factory: PostgresFactory,
+    ) {
+        use swath_application::ports::WatchStore;
+        use swath_domain::watch::{AlertKind, EventKind};
+        let store = Arc::new(factory.fresh_store().await);
+        // Blade on 1 s apart: due after the 3rd state.
+        let (account, mowers) = seed_account_with_mowers(store.as_ref(), 1, 2_000).await;
+        let bus = Arc::new(swath_tests::support::RecordingBus::default());
+        let ingest = swath_application::Ingest::new(
+            store.clone(),
+            bus.clone(),
+            Arc::new(swath_application::ports::ManualClock::new(
+                swath_tests::traces::ingest_clock(),
+            )),
+        );
+        let record = |seconds: std::ops::Range<i64>| {
+            let parsed = seconds
+                .map(|s| {
+                    let report = state(account, mowers[0], 100 + s * 8);
+                    ingest.parse(report.to_string().as_bytes())
+                })
+                .collect();
+            ingest.record_states(parsed)
+        };
+        let s0 = store.counters().statements();
+        record(0..1).await.unwrap();
+        let s1 = store.counters().statements();
+        record(1..3).await.unwrap();
+        let s2 = store.counters().statements();
+        record(3..4).await.unwrap();
+        let s3 = store.counters().statements();
+        assert_eq!(
+            (s1 - s0, s2 - s1, s3 - s2),
+            (2, 4, 2),
+            "read and write; with blade_due the events and the alerts; then nothing more"
+        );
+        let watch = store.export_watch(&mowers).await.unwrap();
+        let due: Vec<_> = watch
+            .events
+            .iter()
+            .filter(|e| e.kind() == EventKind::BladeDue)
+            .collect();
+        assert_eq!(due.len(), 1, "{:?}", watch.events);
+        let alerts: Vec<_> = watch
+            .alerts
+            .iter()
+            .filter(|a| a.kind == AlertKind::BladeDue && a.cleared_at.is_none())
+            .collect();
+        assert_eq!(alerts.len(), 1, "{:?}", watch.alerts);
+        assert_eq!(alerts[0].id, due[0].id, "the alert is the event's");
+        let published = swath_tests::reference_contract::published_events(&bus);
+        assert_eq!(published.len(), 1, "{published:?}");
+        assert_eq!(
+            &published[0], due[0],
+            "the stored event is the published one"
+        );
+    }
+
     /// The reference for the failure scenarios: the same batches on the memory store.
     async fn reference_rows(batches: &[Vec<Value>]) -> swath_domain::TelemetryRows {
         let reference = Harness::new(&Memory, DEFAULT_THRESHOLD).await;
@@ -379,7 +443,7 @@ mod on_postgres {
             vec![true],
             "the batch's session is the one in a transaction"
         );
-        unit.commit(changes)
+        unit.commit(changes, Default::default())
             .await
             .expect_err("the connection is gone");
         assert_eq!(h.rows().await, before);

@@ -12,12 +12,12 @@ use crate::store::MemoryStore;
 use async_trait::async_trait;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
-use swath_application::access::sees_site;
 use swath_application::ports::{
     AlertCard, AlertQuery, AssignmentError, Assignments, Cause, Directory, DirectoryAdmin,
     HealthCard, LatLon, ListQuery, MowerCard, MowerFilter, NotificationFeed, ProjectionError,
     ProjectionStore, SiteCard, TelemetryStore, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
+use swath_application::visibility::sees_site;
 use swath_domain::watch::{Alert, AlertKind, Severity};
 use swath_domain::{list_order, AccountId, Assignment, Mower, MowerId, SiteId};
 use uuid::Uuid;

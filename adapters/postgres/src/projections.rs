@@ -20,12 +20,12 @@ use crate::PostgresStore;
 use async_trait::async_trait;
 use sqlx::postgres::PgRow;
 use sqlx::Row;
-use swath_application::access::sees_site;
 use swath_application::ports::Cause;
 use swath_application::ports::{
     AlertCard, AssignmentError, Assignments, HealthCard, LatLon, MowerCard, MowerFilter,
     ProjectionError, ProjectionStore, SiteCard, Visibility, MAX_ASSIGNMENTS_PER_MOWER,
 };
+use swath_application::visibility::sees_site;
 use swath_domain::watch::{AlertKind, Severity};
 use swath_domain::{AccountId, Activity, Assignment, MowerId, Priority, SiteId};
 use uuid::Uuid;

@@ -4,8 +4,8 @@
 use super::ingest::DropReason;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use swath_application::access::MOWER_NOT_VISIBLE;
-use swath_application::import::RefusedLine;
+use swath_application::import_lines::RefusedLine;
+use swath_application::visibility::MOWER_NOT_VISIBLE;
 use swath_application::{ImportFailure, ImportRecord, ImportStatus};
 use swath_domain::DropReason as DomainReason;
 use utoipa::ToSchema;

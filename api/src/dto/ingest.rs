@@ -220,7 +220,7 @@ fn dropped(detail: Option<String>, reason: DomainReason) -> (DropReason, String)
         ),
         (None, _) => (
             DropReason::UnknownMower,
-            swath_application::access::MOWER_NOT_VISIBLE.to_owned(),
+            swath_application::visibility::MOWER_NOT_VISIBLE.to_owned(),
         ),
     }
 }

@@ -1,5 +1,5 @@
 //! `POST /v1/imports`, `GET /v1/imports` and `GET /v1/imports/{id}`: history imports over HTTP, through the same
-//! import as `swath import` (`swath_application::import`), on behalf of the token's principal
+//! import as `swath import` (`swath_application::import_lines`), on behalf of the token's principal
 //! (`swath_application::Imports`).
 //!
 //! The handler only translates: it checks the media type and the declared length, hands the body

@@ -346,10 +346,11 @@ impl Ingest {
             changes.sessions =
                 sessions::session_changes(&found, windows, valid, &applied, self.session_merge_gap);
             let counts = changes.counts;
-            // The commit stores W6's events and alerts too (the events feed); they are
-            // published below, after it.
-            let (events, _) = ingest_notifications(&changes.events);
-            unit.commit(changes).await?;
+            // W6's events and alerts, derived here once: the commit stores them (the events
+            // feed), and the events are published below, after it.
+            let notifications = ingest_notifications(&changes.events);
+            let events = notifications.events.clone();
+            unit.commit(changes, notifications).await?;
             Ok::<_, StoreError>((applied, counts, events))
         };
         // A store that stopped answering (a primary gone with its connections half-open) fails

@@ -18,10 +18,10 @@ mod slots;
 
 pub use slots::{StreamRefusal, StreamSlot, StreamSlots};
 
-use crate::access::{Access, AccessError};
 use crate::live_feed::filter::{StreamFilter, StreamView};
 use crate::live_feed::{Cursor, Delivery, FeedItem, LiveFeed, SharedFeed, RESUME_WINDOW};
 use crate::ports::{chain, BusError, TokenHash};
+use crate::visibility::{Access, AccessError};
 use std::sync::Arc;
 use std::time::Duration;
 use swath_domain::Principal;

@@ -7,7 +7,7 @@
 //!   row of the mower in every table at once and refuses a late write of it (the contract of
 //!   `DirectoryAdmin::delete_mower`), and this process forgets what it kept of the mower (its
 //!   latest state, its placement);
-//! - **every per-mower read is of the principal's account** ([`crate::access::of_account`]):
+//! - **every per-mower read is of the principal's account** ([`crate::visibility::of_account`]):
 //!   the mower of the path is found visible first ([`Access`]), then the rows read of it are
 //!   kept only when they were written for the principal's account, whatever a store, a cache or
 //!   another replica still holds.
@@ -23,11 +23,11 @@ mod views;
 pub use telemetry::{MowerDays, MAX_DAYS};
 pub use views::MowerView;
 
-use crate::access::{of_account, Access, AccessError, Hidden};
 use crate::ports::{
     AlertQuery, DirectoryAdmin, DirectoryError, EventQuery, NotificationPorts, StoreError,
     TelemetryStore, WatchError,
 };
+use crate::visibility::{of_account, Access, AccessError, Hidden};
 use std::sync::Arc;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneWatch};

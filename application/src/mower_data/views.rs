@@ -2,8 +2,8 @@
 //! (of the principal's account only) and its availability.
 
 use super::{MowerData, MowerDataError};
-use crate::access::of_account;
 use crate::availability::{availability, Availability, OfflineReason};
+use crate::visibility::of_account;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
 use swath_domain::{LatestRow, Mower, MowerId, Principal, SiteId};
@@ -117,12 +117,12 @@ mod tests {
     //! answers A's last state for it. B must never be shown that row.
 
     use super::*;
-    use crate::access::{Access, Revocations};
     use crate::ports::{
         Directory, DirectoryAdmin, DirectoryError, ListQuery, ManualClock, NewToken, StoreError,
         TelemetryBatch, TelemetryStore, TimeWindow, TokenError, TokenHash, TokenId, TokenInfo,
         TokenQuery, TokenStore, WindowRows,
     };
+    use crate::visibility::{Access, Revocations};
     use async_trait::async_trait;
     use chrono::{NaiveDate, TimeZone};
     use std::collections::BTreeMap;

@@ -3,6 +3,7 @@ use super::Cause;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use std::collections::BTreeMap;
+use swath_domain::watch::IngestNotifications;
 use swath_domain::{
     BatchChanges, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, MowerSnapshot,
     PositionRow, TelemetryRows,
@@ -55,7 +56,10 @@ impl StoreError {
 ///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
 ///   to the stored ones; sessions upserted by `(mower_id, started_at)` with the newest's rest,
 ///   and the removed keys deleted (in the same statements as the rest of the batch: no
-///   statement per state or per session). Either everything is stored or nothing (then [`StoreError::Unavailable`],
+///   statement per state or per session); and with them the batch's W6 notifications as given
+///   ([`IngestNotifications`], derived once by the ingest, never again by the store): events
+///   inserted (an id stored earlier keeps its row), alert changes applied, in the same unit of
+///   work, costing no statement when there are none. Either everything is stored or nothing (then [`StoreError::Unavailable`],
 ///   or [`StoreError::Rejected`] when the data itself was refused and would be again).
 ///   Dropping an uncommitted batch stores nothing and releases the locks.
 /// - keep for every mower at least the newest history and position rows (the memory store may cap
@@ -181,5 +185,10 @@ pub trait TelemetryBatch: Send {
         late: &[(MowerId, DateTime<Utc>, DateTime<Utc>)],
     ) -> Result<Vec<SessionWindow>, StoreError>;
 
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError>;
+    /// Writes `changes` and `notifications` in one unit of work (see the contract above).
+    async fn commit(
+        self: Box<Self>,
+        changes: BatchChanges,
+        notifications: IngestNotifications,
+    ) -> Result<(), StoreError>;
 }

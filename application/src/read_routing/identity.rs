@@ -6,7 +6,7 @@
 //! Only the lookups by key are routed: a token's principal (by hash or id), an account, a site
 //! and a mower. Unlike the telemetry reads they ask the primary first: it is the one that has
 //! what was created a moment ago (a client using the token or the mower it just made is not
-//! refused) and that has every revocation and deletion at once (the caches of [`crate::access`]
+//! refused) and that has every revocation and deletion at once (the caches of [`crate::visibility`]
 //! promise that for this process). Only when the primary is unavailable is the read store asked,
 //! and then a revocation or a deletion may be seen late, by the standby's replay lag. Lists,
 //! writes and everything else stay on the primary.

@@ -17,9 +17,9 @@ pub mod wake;
 
 pub use endpoint_url::{check_url, MAX_URL_CHARS};
 
-use crate::access::{invisible_ids, Access, AccessError};
 use crate::ports::{Clock, Delivery, NewDelivery, WebhookError, WebhookStore};
 use crate::rate_limit::RateLimit;
+use crate::visibility::{invisible_ids, Access, AccessError};
 use chrono::Duration;
 use std::collections::HashSet;
 use std::sync::Arc;

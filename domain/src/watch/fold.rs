@@ -361,9 +361,25 @@ pub fn went_offline(
     Some(event)
 }
 
-/// The events and alerts of the ingest rules (W6): `blade_due` opens a blade alert. Ingestion
-/// stores both in its own transaction.
-pub fn ingest_notifications(events: &[IngestEvent]) -> (Vec<Event>, AlertChanges) {
+/// What a telemetry batch stores of the notification side with its rows (W6): the events its
+/// rules raised and the alerts they open.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct IngestNotifications {
+    /// In the order raised; published after the commit.
+    pub events: Vec<Event>,
+    pub alerts: AlertChanges,
+}
+
+impl IngestNotifications {
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.alerts.is_empty()
+    }
+}
+
+/// The events and alerts of the ingest rules (W6): `blade_due` opens a blade alert. Derived once
+/// per batch, by the ingest, which hands them to its unit of work's commit (the store writes
+/// them with the rows) and publishes the events after it.
+pub fn ingest_notifications(events: &[IngestEvent]) -> IngestNotifications {
     let mut alerts = AlertChanges::default();
     let events = events
         .iter()
@@ -389,5 +405,5 @@ pub fn ingest_notifications(events: &[IngestEvent]) -> (Vec<Event>, AlertChanges
             }
         })
         .collect();
-    (events, alerts)
+    IngestNotifications { events, alerts }
 }

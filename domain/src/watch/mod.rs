@@ -22,7 +22,8 @@
 //! # Layout
 //! - `events`: [`Event`], its kinds and details, and [`event_id`].
 //! - `alerts`: [`Alert`], [`AlertKind`], [`Severity`] and the [`AlertChanges`] of a batch.
-//! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`].
+//! - `fold`: the [`Watch`] row, [`apply_watch`], [`went_offline`] and [`ingest_notifications`]
+//!   (W6's [`IngestNotifications`]).
 //! - `geofence`: a mower's stored [`Geofence`] (the polygon and its version).
 //! - `session_end`: W8's `session_ended` and what the watch row keeps for it ([`SessionWatch`]).
 //! - [`geometry`], [`zones`], [`busy`]: polygons and fences, W7, the scheduler's busy check.
@@ -42,8 +43,8 @@ mod session_end;
 pub use alerts::{Alert, AlertChanges, AlertClear, AlertKind, ClearCause, ClearedAlert, Severity};
 pub use events::{event_id, Event, EventDetail, EventKind};
 pub use fold::{
-    apply_watch, ingest_notifications, sweep_watch, went_offline, GeofenceRef, Watch, WatchChanges,
-    WatchSnapshot,
+    apply_watch, ingest_notifications, sweep_watch, went_offline, GeofenceRef, IngestNotifications,
+    Watch, WatchChanges, WatchSnapshot,
 };
 pub use geofence::Geofence;
 pub use geometry::{GeoPolygon, InvalidPolygon, Placement};

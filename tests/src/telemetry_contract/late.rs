@@ -32,7 +32,7 @@ pub async fn import_backfill_counts_in_the_totals(factory: &dyn StoreFactory) {
         let ingest = h.ingest.clone();
         let ndjson = ndjson.clone();
         async move {
-            swath_application::import::import_ndjson(&ingest, ndjson.as_bytes(), |_| {})
+            swath_application::import_lines::import_ndjson(&ingest, ndjson.as_bytes(), |_| {})
                 .await
                 .expect("import")
         }

@@ -9,8 +9,8 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneWatch};
 use swath_domain::watch::Geofence;
-use swath_domain::watch::{ingest_notifications, Alert, AlertChanges, AlertKind, Event, Watch};
-use swath_domain::{IngestEvent, MowerId};
+use swath_domain::watch::{Alert, AlertChanges, AlertKind, Event, IngestNotifications, Watch};
+use swath_domain::MowerId;
 use tokio::sync::{Mutex, OwnedMutexGuard};
 use uuid::Uuid;
 
@@ -153,14 +153,13 @@ impl WatchData {
     }
 }
 
-/// Called by the telemetry commit (while it holds the telemetry rows): W6's events and alerts,
-/// stored with the rows that raised them.
-pub(crate) fn store_ingest_events(data: &WatchData, events: &[IngestEvent]) {
-    if events.is_empty() {
+/// Called by the telemetry commit (while it holds the telemetry rows): W6's events and alerts as
+/// the ingest derived them, stored with the rows that raised them.
+pub(crate) fn store_ingest_events(data: &WatchData, notifications: &IngestNotifications) {
+    if notifications.is_empty() {
         return;
     }
-    let (events, alerts) = ingest_notifications(events);
     let mut rows = write(&data.rows);
-    rows.insert_events(&events);
-    rows.apply_alerts(&alerts);
+    rows.insert_events(&notifications.events);
+    rows.apply_alerts(&notifications.alerts);
 }

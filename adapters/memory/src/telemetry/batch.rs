@@ -11,6 +11,7 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
 use swath_domain::sessions::SessionPoint;
+use swath_domain::watch::IngestNotifications;
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use tokio::sync::OwnedMutexGuard;
 
@@ -91,7 +92,11 @@ impl TelemetryBatch for MemoryBatch {
             .collect())
     }
 
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
+    async fn commit(
+        self: Box<Self>,
+        changes: BatchChanges,
+        notifications: IngestNotifications,
+    ) -> Result<(), StoreError> {
         let cap = self.store.settings.history_per_mower.max(1);
         let mut telemetry = write(&self.store.telemetry);
         // W2 follows W1: a position is stored with its key's history row, never for a key
@@ -157,7 +162,7 @@ impl TelemetryBatch for MemoryBatch {
                 .insert(at, (row, rest));
         }
         // W6's events and alerts, with the rows that raised them (still under the rows' lock).
-        store_ingest_events(&self.store.watch, &changes.events);
+        store_ingest_events(&self.store.watch, &notifications);
         Ok(())
     }
 }

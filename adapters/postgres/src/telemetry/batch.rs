@@ -9,6 +9,7 @@ use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
 use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
 use swath_domain::sessions::{Session, SessionPoint};
+use swath_domain::watch::IngestNotifications;
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use uuid::Uuid;
 
@@ -498,7 +499,11 @@ impl TelemetryBatch for PostgresBatch {
         Ok(windows.into_values().collect())
     }
 
-    async fn commit(self: Box<Self>, changes: BatchChanges) -> Result<(), StoreError> {
+    async fn commit(
+        self: Box<Self>,
+        changes: BatchChanges,
+        notifications: IngestNotifications,
+    ) -> Result<(), StoreError> {
         let PostgresBatch { store, mut tx } = *self;
         let counters = store.counters();
 
@@ -617,7 +622,7 @@ impl TelemetryBatch for PostgresBatch {
             .map_err(store_error)?;
         counters.statement();
         // W6's events and alerts, in this transaction (only when the rules raised any).
-        crate::watch::store_ingest_events(&mut tx, &changes.events, counters).await?;
+        crate::watch::store_ingest_events(&mut tx, &notifications, counters).await?;
 
         tx.commit().await.map_err(store_error)?;
         counters.commit();

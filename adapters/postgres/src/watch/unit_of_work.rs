@@ -15,9 +15,9 @@ use swath_application::ports::{
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::ZoneChanges;
 use swath_domain::watch::{
-    ingest_notifications, AlertChanges, Event, GeoPolygon, Watch, WatchChanges, WatchSnapshot,
+    AlertChanges, Event, GeoPolygon, IngestNotifications, Watch, WatchChanges, WatchSnapshot,
 };
-use swath_domain::{AccountId, IngestEvent, MowerId};
+use swath_domain::{AccountId, MowerId};
 use uuid::Uuid;
 
 /// The batch's read: directory account, current geofence version and the watch row of each
@@ -173,20 +173,20 @@ async fn apply_alerts(
 }
 
 /// Called by the telemetry commit when the write rules raised events (W6): the events and their
-/// alerts, in the ingest transaction. Batches without events (nearly all) cost nothing more.
+/// alerts as the ingest derived them, in the ingest transaction. Batches without events (nearly
+/// all) cost nothing more.
 pub(crate) async fn store_ingest_events(
     tx: &mut Transaction<'static, Postgres>,
-    events: &[IngestEvent],
+    notifications: &IngestNotifications,
     counters: &Counters,
 ) -> Result<(), StoreError> {
-    if events.is_empty() {
+    if notifications.is_empty() {
         return Ok(());
     }
-    let (events, alerts) = ingest_notifications(events);
-    insert_events(tx, &events, counters)
+    insert_events(tx, &notifications.events, counters)
         .await
         .map_err(crate::store_error)?;
-    apply_alerts(tx, &alerts, counters)
+    apply_alerts(tx, &notifications.alerts, counters)
         .await
         .map_err(crate::store_error)?;
     Ok(())

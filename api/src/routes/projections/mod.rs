@@ -1,15 +1,14 @@
 //! The bounded live projections as JSON (`GET /v1/live/fleet`, `/v1/live/wall`,
-//! `/v1/live/health`) and the operator assignments they rank (`/v1/mowers/{id}/assignments`).
+//! `/v1/live/health`).
 //!
 //! A live view is a monitoring window, not an inventory: every list it shows is cut at a limit
 //! and says so (`truncated`, found with one sentinel row, never by counting); the complete lists
 //! are the paginated `/v1/mowers` and `/v1/sites`.
 //!
-//! [`live_views`] holds the three views' routes, [`assignments`] the assignments'; their
-//! documents are in `crate::dto::live_views` and `crate::dto::assignments` (decision 158). This
-//! module keeps what they share: the use case (their errors are mapped in `crate::error`).
+//! [`live_views`] holds the three views' routes, their documents are in `crate::dto::live_views`
+//! (decision 158). This module keeps the use case and the OpenAPI tag, which the operator
+//! assignments the views rank share (their routes are `super::assignments`, decision 206).
 
-pub mod assignments;
 pub mod live_views;
 
 use crate::error::ApiError;

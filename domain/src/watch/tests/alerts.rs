@@ -146,7 +146,8 @@ fn clearing_closes_the_newest_open_alert_of_the_mower_and_kind_once() {
 
 #[test]
 fn w6_blade_due_becomes_an_event_and_a_low_severity_alert() {
-    assert_eq!(ingest_notifications(&[]), (vec![], AlertChanges::default()));
+    assert_eq!(ingest_notifications(&[]), IngestNotifications::default());
+    assert!(ingest_notifications(&[]).is_empty());
     let due = IngestEvent::BladeDue {
         mower_id: MOWER,
         account_id: ACCOUNT,
@@ -154,7 +155,7 @@ fn w6_blade_due_becomes_an_event_and_a_low_severity_alert() {
         blade_since_reset_ms: 360_000_000,
         threshold_ms: 360_000_000,
     };
-    let (events, alerts) = ingest_notifications(&[due]);
+    let IngestNotifications { events, alerts } = ingest_notifications(&[due]);
     let expected = Event {
         id: event_id(MOWER, BladeDue, at(120), None),
         mower_id: MOWER,

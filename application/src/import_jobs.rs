@@ -10,11 +10,11 @@
 //! [`KEPT_IMPORTS`] of each account (decision 106; per account since issue 35, so that one
 //! tenant's imports never push another's out).
 
-use crate::access::Access;
-use crate::import::{import_lines, ImportError, ImportSummary, Importer};
+use crate::import_lines::{import_lines, ImportError, ImportSummary, Importer};
 use crate::ingest::Ingest;
 use crate::ports::{chain, BusError, Clock, TelemetryStore, TokenHash};
 use crate::publish_only::{PublishOnly, Publisher};
+use crate::visibility::Access;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, VecDeque};

@@ -1,6 +1,8 @@
-//! `/v1/mowers/{id}/assignments`: the operator assignments the live views rank.
+//! `/v1/mowers/{id}/assignments`: the operator assignments the live views rank (their
+//! create, read, update and delete; the ranking is the live views', `super::projections`). Listed
+//! under the projections' OpenAPI tag, where the document has always shown them.
 
-use super::TAG;
+use super::projections::TAG;
 use crate::auth::{Reader, Writer};
 use crate::dto::answers::ById;
 use crate::dto::assignments::{AssignmentBody, AssignmentDto, AssignmentList};

@@ -3,9 +3,9 @@
 //! would have given. A backfill of states older than a mower's live ones counts: they are merged
 //! into the health and day totals (W4, W5), and the summary says how many were.
 
-use crate::access::{Access, AccessError, MOWER_NOT_VISIBLE};
 use crate::ingest::{Ingest, IngestError};
 use crate::ports::{chain, TokenHash};
+use crate::visibility::{Access, AccessError, MOWER_NOT_VISIBLE};
 use std::collections::BTreeMap;
 use swath_domain::Principal;
 use swath_domain::{DropReason, InvalidReport, StateCounts, StateOutcome, StateReport};
