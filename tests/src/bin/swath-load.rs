@@ -128,7 +128,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mut plan = Plan::new(args.seed, args.mowers, args.states)
         .with_steady(args.steady)
         .with_silences(args.silences)
-        .with_merge_gap(chrono::Duration::seconds(args.session_merge_gap_seconds.into()));
+        .with_merge_gap(chrono::Duration::seconds(
+            args.session_merge_gap_seconds.into(),
+        ));
     if let Some(start) = args.start {
         plan.start = start;
     }

@@ -3,9 +3,7 @@
 //! included) compared with the one-pass and the independent references (docs/e2e.md).
 
 use super::{Service, TestDatabase};
-use crate::load::{
-    compare, summary, wait_at_least, wait_stored, Checked, Plan, E2E_MERGE_GAP,
-};
+use crate::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan, E2E_MERGE_GAP};
 use crate::reference::{self, BusyClock, MowerSetup, WatchChecked};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
