@@ -386,6 +386,8 @@ async fn measure(
         ("SWATH_TELEMETRY_INGEST_BATCH_MAX", b.as_str()),
         ("SWATH_NOTIFICATIONS_STATE_BATCH_MAX", b.as_str()),
         ("SWATH_NATS_REPLICAS", replicas.as_str()),
+        // Measured at the default merge gap, not the end-to-end scenarios' (`Service`'s).
+        ("SWATH_SESSION_MERGE_GAP_SECONDS", "7200"),
     ];
     let db = TestDatabase::create(server).await?;
     // The consumers exist from the first start on; the backlog is published with none running.

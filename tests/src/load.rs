@@ -2,8 +2,9 @@
 //!
 //! A [`Plan`] is everything a run publishes, derived from a seed: one account, one site, `M`
 //! mowers with fixed ids, and `N` valid state reports. State `n` is mower `n % M`'s report number
-//! `n / M`; each mower reports in turn, 1 s apart in observed time, so a mower's states are `M`
-//! messages apart on the bus. Activities, blade, battery, errors and positions vary with the
+//! `n / M`; each mower reports in turn, 1 s apart in observed time (a plan with
+//! [`silences`](Plan::with_silences) adds a silence of minutes after every hundredth report), so a
+//! mower's states are `M` messages apart on the bus. Activities, blade, battery, errors and positions vary with the
 //! seed, so that every write rule has something to count (mowing time, blade time, distance,
 //! errors, charges, day rows on two local days).
 //!
@@ -49,6 +50,20 @@ const ACTIVITIES: [(&str, u64); 8] = [
     ("leaving", 4),
     ("error", 3),
 ];
+
+/// A plan with silences: each mower falls silent after every [`SILENCE_EVERY`]th report
+/// (staggered between mowers), alternately for [`SHORT_SILENCE`] and [`LONG_SILENCE`].
+pub const SILENCE_EVERY: u64 = 100;
+/// Longer than W4's 5 minutes, so the stretch it follows ends `silent`; shorter than
+/// [`E2E_MERGE_GAP`] by far, so the next stretch merges with it.
+pub const SHORT_SILENCE: Duration = Duration::minutes(6);
+/// Longer than [`E2E_MERGE_GAP`]: the session before it can no longer merge, and the first state
+/// after it raises its `session_ended`.
+pub const LONG_SILENCE: Duration = Duration::minutes(20);
+/// The merge gap (`SWATH_SESSION_MERGE_GAP_SECONDS`) the end-to-end scenarios run their services
+/// at and give their references (docs/e2e.md, "Sessions and `session_ended`"): between the
+/// silences, and far longer than anything a watcher can lag on the wall clock.
+pub const E2E_MERGE_GAP: Duration = Duration::minutes(15);
 
 /// `report` of mower `i` at `tick` with its position when `positioned` and, in error, an error
 /// code, both drawn from `r`.
@@ -104,6 +119,14 @@ pub struct Plan {
     /// re-enter, and two mowers in three two zones they drive in and out of (see
     /// [`Plan::geofence`], [`Plan::zones`]), so that the watcher and W7 have work to do.
     pub fences: bool,
+    /// `true`: every mower falls silent after every [`SILENCE_EVERY`]th report (see
+    /// [`Plan::observed_at`]), so that W8 has stretches ending `silent` and, with a merge gap
+    /// between the two silences ([`E2E_MERGE_GAP`]), sessions that merge across a silence and
+    /// sessions that can no longer merge (`session_ended`).
+    pub silences: bool,
+    /// W8's merge gap of the service that stores the plan (`SWATH_SESSION_MERGE_GAP_SECONDS`),
+    /// which the references fold with: the default unless [`Plan::with_merge_gap`].
+    pub merge_gap: Duration,
 }
 
 /// SplitMix64: a fixed, well-mixed function of its input (no dependency, the same everywhere).
@@ -125,7 +148,55 @@ impl Plan {
             steady: false,
             blade_threshold_ms: 3_600_000,
             fences: false,
+            silences: false,
+            merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
         }
+    }
+
+    /// The same plan with silences (see [`Plan::silences`](Plan)).
+    pub fn with_silences(mut self, silences: bool) -> Self {
+        self.silences = silences;
+        self
+    }
+
+    /// The same plan stored by a service with another merge gap (see
+    /// [`Plan::merge_gap`](Plan)).
+    pub fn with_merge_gap(mut self, gap: Duration) -> Self {
+        self.merge_gap = gap;
+        self
+    }
+
+    /// When mower `i`'s report number `tick` was observed: `tick` seconds after
+    /// [`Plan::start`](Plan), plus, with silences, those before it. Mower `i` falls silent
+    /// between its reports `t` and `t + 1` when `t + offset` is one short of a multiple of
+    /// [`SILENCE_EVERY`] (`offset` drawn from the seed and `i`, so the mowers' silences are
+    /// staggered); its `k`-th silence is [`LONG_SILENCE`] when `k + i` is even, else
+    /// [`SHORT_SILENCE`], so that half the mowers' first silence is a long one.
+    pub fn observed_at(&self, i: usize, tick: u64) -> DateTime<Utc> {
+        let mut at = self.start + Duration::seconds(tick as i64);
+        if self.silences {
+            let offset = mix(self.seed ^ i as u64 ^ 0x5349_4c45_4e54) % SILENCE_EVERY;
+            let silences = ((tick + offset) / SILENCE_EVERY) as i32;
+            // Silences 1..=k: those with `k + i` even are long.
+            let long = if i.is_multiple_of(2) {
+                silences / 2
+            } else {
+                (silences + 1) / 2
+            };
+            at += LONG_SILENCE * long + SHORT_SILENCE * (silences - long);
+        }
+        at
+    }
+
+    /// When the plan's newest state was observed.
+    pub fn last_observed_at(&self) -> DateTime<Utc> {
+        (0..self.mowers.min(self.states))
+            .map(|i| {
+                let reports = (self.states - i).div_ceil(self.mowers) as u64;
+                self.observed_at(i, reports - 1)
+            })
+            .max()
+            .unwrap_or(self.start)
     }
 
     /// The same plan with another blade threshold (see [`Plan::blade_threshold_ms`](Plan)).
@@ -199,7 +270,7 @@ impl Plan {
     /// State `n`'s report but for its position and error: what both kinds of plan send alike,
     /// with the activity and battery each picks (`r`, the state's random bits, picks the blade).
     fn report(&self, n: usize, tick: u64, activity: &str, battery: u64, r: u64) -> Value {
-        let observed_at = self.start + Duration::seconds(tick as i64);
+        let observed_at = self.observed_at(n % self.mowers, tick);
         json!({
             "mower_id": self.mower(n % self.mowers),
             "account_id": self.account(),
@@ -234,10 +305,11 @@ impl Plan {
             subjects::telemetry(self.mower(i)),
             Bytes::from(payload),
             format!(
-                "load-{:016x}-{}{}-{n}",
+                "load-{:016x}-{}{}{}-{n}",
                 self.seed,
                 self.mowers,
-                if self.steady { "s" } else { "" }
+                if self.steady { "s" } else { "" },
+                if self.silences { "q" } else { "" }
             ),
         )
     }
@@ -386,7 +458,7 @@ impl Plan {
                         blade_threshold_ms: self.blade_threshold_ms,
                         geofence: self.geofence(i),
                         zones: self.zones(i),
-                        merge_gap: swath_domain::sessions::DEFAULT_SESSION_MERGE_GAP,
+                        merge_gap: self.merge_gap,
                     },
                 )
             })
@@ -419,7 +491,8 @@ impl Plan {
             store.clone(),
             Arc::new(crate::support::RecordingBus::default()),
             Arc::new(ManualClock::new(Utc::now())),
-        );
+        )
+        .with_session_merge_gap(self.merge_gap);
         for n in 0..self.states {
             let (_, payload, _) = self.message(n);
             let outcome = ingest.record_states(vec![ingest.parse(&payload)]).await?;
@@ -528,14 +601,13 @@ pub async fn stored_count(pool: &PgPool, mowers: &[MowerId]) -> anyhow::Result<u
 /// verification would count as differences.
 pub async fn rows_outside(pool: &PgPool, plan: &Plan) -> anyhow::Result<usize> {
     let ids: Vec<Uuid> = plan.mower_ids().iter().map(|m| m.0).collect();
-    let ticks = plan.states.div_ceil(plan.mowers.max(1)) as i64;
     let count: i64 = sqlx::query_scalar(
         "SELECT count(*) FROM state_history WHERE mower_id = ANY($1) \
          AND (observed_at < $2 OR observed_at >= $3)",
     )
     .bind(&ids)
     .bind(plan.start)
-    .bind(plan.start + Duration::seconds(ticks))
+    .bind(plan.last_observed_at() + Duration::seconds(1))
     .fetch_one(pool)
     .await?;
     Ok(count as usize)
@@ -810,14 +882,12 @@ mod tests {
         assert!(churn > 1000, "{churn}");
     }
 
-    /// The end-to-end plans give every rule of the watcher, W6 and W7 work: the independent
-    /// reference derives many events of each kind, open and closed alerts, occupied zones. (The
-    /// end-to-end verifier asserts the same on its own plans.)
+    /// The end-to-end plans give every rule of the watcher, W6, W7 and W8 work: the independent
+    /// reference derives many events of each kind (`session_ended` included), open and closed
+    /// alerts, occupied zones. (The end-to-end verifier asserts the same on its own plans.)
     #[test]
     fn a_plan_with_fences_gives_every_rule_work() {
-        let plan = Plan::new(7, 20, 20 * 200)
-            .with_fences(true)
-            .with_blade_threshold_ms(60_000);
+        let plan = crate::e2e::scenario::plan(7, 20, 20 * 200);
         let expected = plan.expected(BusyClock::Fixed(Utc::now()));
         let census = reference::census(&expected.watch);
         eprintln!("{census:?}");
@@ -834,25 +904,149 @@ mod tests {
         assert!(census["zone occupancies"] > 0, "{census:?}");
         assert_eq!(census["watch rows"], 20);
         assert_eq!(census["busy statuses"], 20);
-        // Without fences: no geofence or zone event at all.
+        // Without fences: no geofence or zone event at all; without silences, at the default
+        // gap, no session ends for good.
         let bare = Plan::new(7, 20, 20 * 200).expected(BusyClock::Wall);
         let bare = reference::census(&bare.watch);
         assert!(!bare.contains_key("geofence_left") && !bare.contains_key("zone_entered"));
+        assert!(!bare.contains_key("session_ended"), "{bare:?}");
     }
 
-    /// The two references agree on a plan (with late-free, in-order states both are exact).
+    /// With silences and the end-to-end merge gap, W8 has every case: stretches ending `silent`,
+    /// sessions merged across a short silence and across short rests, sessions that can no
+    /// longer merge once a long silence passed (their `session_ended` raised by the next state).
+    #[test]
+    fn silences_end_sessions_for_good_or_merge_across_them() {
+        let plan = crate::e2e::scenario::plan(11, 20, 20 * 300);
+        let expected = plan.expected(BusyClock::Wall);
+        let sessions: Vec<_> = expected
+            .telemetry
+            .sessions
+            .iter()
+            .map(|r| &r.session)
+            .collect();
+        let silent = sessions
+            .iter()
+            .filter(|s| s.end_reason == Some(swath_domain::sessions::EndReason::Silent))
+            .count();
+        assert!(silent >= plan.mowers / 4, "{silent} sessions end silent");
+        // A session whose span holds a short silence merged across it.
+        let across = sessions
+            .iter()
+            .filter(|s| {
+                s.ended_at.is_some_and(|end| {
+                    end - s.started_at >= SHORT_SILENCE && end - s.started_at < LONG_SILENCE
+                })
+            })
+            .count();
+        assert!(
+            across >= plan.mowers / 4,
+            "{across} sessions across a silence"
+        );
+        // Every session that ended at least the gap before its mower's newest state has its
+        // event, and no other.
+        let ended = reference::census(&expected.watch)["session_ended"];
+        let newest: BTreeMap<MowerId, DateTime<Utc>> = expected
+            .telemetry
+            .latest
+            .iter()
+            .map(|l| (l.mower_id, l.observed_at))
+            .collect();
+        let final_ = sessions
+            .iter()
+            .filter(|s| {
+                s.ended_at
+                    .is_some_and(|end| newest[&s.mower_id] - end >= plan.merge_gap)
+            })
+            .count();
+        assert_eq!(ended, final_);
+        assert!(ended >= plan.mowers, "{ended} session_ended");
+        assert!(plan.last_observed_at() < Utc::now());
+    }
+
+    /// docs/e2e.md's argument that the sweep cannot end a session early in a scenario: while a
+    /// session that a later stretch will join is pending, and after a mower's last state, at
+    /// least 8 minutes of its merge gap are left, on the mower's clock, which the sweep
+    /// translates one to one onto the wall clock (decision 203). A watcher would have to lag
+    /// that long behind its backlog, or the verdict come that late after the run.
+    #[test]
+    fn a_mergeable_session_keeps_most_of_its_gap_at_every_state() {
+        let plan = crate::e2e::scenario::plan(13, 200, 200 * 500);
+        let least = least_gap_left(&plan);
+        assert!(least >= Duration::minutes(8), "{least}");
+        assert!(least < plan.merge_gap, "the plan merges across something");
+    }
+
+    /// The least that is left of the merge gap after a watched state, over every state between a
+    /// stretch's end and the start of a later stretch that joins its session, and over each
+    /// mower's last state when its last stretch ended less than the gap before it (the sweep
+    /// raises that session after the run).
+    fn least_gap_left(plan: &Plan) -> Duration {
+        use swath_domain::Activity;
+        let working = |a: Activity| {
+            matches!(
+                a,
+                Activity::Leaving | Activity::Mowing | Activity::Returning | Activity::Paused
+            )
+        };
+        let mut per_mower: BTreeMap<MowerId, Vec<StateReport>> = BTreeMap::new();
+        for s in plan.parsed_states() {
+            per_mower.entry(s.mower_id).or_default().push(s);
+        }
+        let mut least = plan.merge_gap;
+        for states in per_mower.values() {
+            let mut end: Option<DateTime<Utc>> = None;
+            for pair in states.windows(2) {
+                let (a, b) = (&pair[0], &pair[1]);
+                let far = b.observed_at - a.observed_at > Duration::minutes(5);
+                if working(a.activity) && (far || !working(b.activity)) {
+                    end = Some(if far { a.observed_at } else { b.observed_at });
+                }
+                if working(b.activity) && (far || !working(a.activity)) {
+                    if let Some(e) = end.take() {
+                        if b.observed_at - e <= plan.merge_gap {
+                            least = least.min(e + plan.merge_gap - a.observed_at);
+                        }
+                    }
+                }
+            }
+            let last = states.last().expect("a state").observed_at;
+            if let Some(e) = end.filter(|e| last - *e < plan.merge_gap) {
+                least = least.min(e + plan.merge_gap - last);
+            }
+        }
+        least
+    }
+
+    /// The two references agree on a plan (with late-free, in-order states both are exact), at
+    /// the default merge gap and with silences at the end-to-end one.
     #[tokio::test]
     async fn the_independent_reference_agrees_with_the_one_pass_one() {
-        let plan = Plan::new(9, 7, 7 * 300).with_blade_threshold_ms(60_000);
-        let one_pass = plan.reference().await.unwrap();
-        let independent = plan.expected(BusyClock::Wall);
-        let differences = compare(&independent.telemetry, &one_pass, Checked::Everything);
-        assert!(differences.is_empty(), "{}", differences.join("\n"));
-        assert!(one_pass.health.iter().all(|h| h.blade_due_raised));
-        assert!(
-            one_pass.sessions.len() >= plan.mowers,
-            "{}",
-            summary(&one_pass)
+        let plain = Plan::new(9, 7, 7 * 300).with_blade_threshold_ms(60_000);
+        let silent = plain.with_silences(true).with_merge_gap(E2E_MERGE_GAP);
+        for plan in [plain, silent] {
+            let one_pass = plan.reference().await.unwrap();
+            let independent = plan.expected(BusyClock::Wall);
+            let differences = compare(&independent.telemetry, &one_pass, Checked::Everything);
+            assert!(differences.is_empty(), "{}", differences.join("\n"));
+            assert!(one_pass.health.iter().all(|h| h.blade_due_raised));
+            assert!(
+                one_pass.sessions.len() >= plan.mowers,
+                "{}",
+                summary(&one_pass)
+            );
+        }
+        // The gap and the silences change the sessions (not the other tables).
+        let (a, b) = (
+            plain.reference().await.unwrap(),
+            silent.reference().await.unwrap(),
+        );
+        assert_ne!(
+            a.sessions.len(),
+            b.sessions.len(),
+            "{} / {}",
+            summary(&a),
+            summary(&b)
         );
     }
 

@@ -13,7 +13,8 @@
 //! publish the states on `telemetry.mower.<id>` with de-duplication ids (`--rate`
 //! states/s, or `max`); with `--verify`, wait until the store holds them all, export the
 //! mowers' rows and compare them with the same states stored one at a time through `Ingest` on a
-//! memory store: history, positions, latest, health and day totals. Exit status 1 on any
+//! memory store (at the service's merge gap, `SWATH_SESSION_MERGE_GAP_SECONDS`): history,
+//! positions, latest, health and day totals, sessions. Exit status 1 on any
 //! difference (each is printed). A running `swath` (`SWATH_BUS=nats`, `SWATH_STORE=postgres`)
 //! on the same NATS and database does the storing.
 
@@ -58,6 +59,20 @@ struct Args {
     /// anew at every state (the default, which gives the rules the most to do).
     #[arg(long)]
     steady: bool,
+    /// Each mower falls silent for minutes after every hundredth report (alternately 6 and 20
+    /// minutes, staggered between mowers), so that W8's sessions end `silent`, merge across a
+    /// short silence and, at a merge gap between the two (15 minutes, as the end-to-end
+    /// scenarios run), end for good at a long one. The plan then spans hours, not minutes.
+    #[arg(long)]
+    silences: bool,
+    /// The service's W8 merge gap, which the reference folds sessions with: set the same
+    /// `SWATH_SESSION_MERGE_GAP_SECONDS` for both.
+    #[arg(
+        long = "session-merge-gap-seconds",
+        env = "SWATH_SESSION_MERGE_GAP_SECONDS",
+        default_value_t = 7200
+    )]
+    session_merge_gap_seconds: u32,
     /// Publish only states `first..states` (to resume, or to split a run in parts).
     #[arg(long, default_value_t = 0)]
     first: usize,
@@ -110,10 +125,22 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn run(args: Args) -> anyhow::Result<()> {
-    let mut plan = Plan::new(args.seed, args.mowers, args.states).with_steady(args.steady);
+    let mut plan = Plan::new(args.seed, args.mowers, args.states)
+        .with_steady(args.steady)
+        .with_silences(args.silences)
+        .with_merge_gap(chrono::Duration::seconds(
+            args.session_merge_gap_seconds.into(),
+        ));
     if let Some(start) = args.start {
         plan.start = start;
     }
+    // The service drops a state observed in its future (beyond a few minutes' skew).
+    anyhow::ensure!(
+        plan.last_observed_at() <= chrono::Utc::now(),
+        "the plan's newest state would be observed at {}, in the future: fewer --states, or an \
+         earlier --start",
+        plan.last_observed_at().to_rfc3339()
+    );
     swath_migrations::migrate(&args.database_url)
         .await
         .context("migrating the database")?;
@@ -132,12 +159,14 @@ async fn run(args: Args) -> anyhow::Result<()> {
         );
     }
     println!(
-        "Plan: seed {}, account {}, {} mowers, {} states from {}.",
+        "Plan: seed {}, account {}, {} mowers, {} states observed from {} to {}, sessions merged within {} s.",
         plan.seed,
         plan.account(),
         plan.mowers,
         plan.states,
-        plan.start.to_rfc3339()
+        plan.start.to_rfc3339(),
+        plan.last_observed_at().to_rfc3339(),
+        plan.merge_gap.num_seconds()
     );
 
     if !args.no_publish {

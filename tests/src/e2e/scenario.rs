@@ -3,7 +3,7 @@
 //! included) compared with the one-pass and the independent references (docs/e2e.md).
 
 use super::{Service, TestDatabase};
-use crate::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan};
+use crate::load::{compare, summary, wait_at_least, wait_stored, Checked, Plan, E2E_MERGE_GAP};
 use crate::reference::{self, BusyClock, MowerSetup, WatchChecked};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,12 +15,15 @@ use swath_postgres::PostgresStore;
 /// Giving up when the stored count does not grow for this long.
 pub const STALL: Duration = Duration::from_secs(60);
 
-/// The plans of the scenarios: with geofences and zones, and a blade threshold of one minute,
-/// so that every rule of the watcher, W6 and W7 has something to derive.
+/// The plans of the scenarios: with geofences and zones, a blade threshold of one minute, and
+/// silences folded at the services' merge gap ([`E2E_MERGE_GAP`], which [`Service`] gives every
+/// process it starts), so that every rule of the watcher, W6, W7 and W8 has something to derive.
 pub fn plan(seed: u64, mowers: usize, states: usize) -> Plan {
     Plan::new(seed, mowers, states)
         .with_fences(true)
         .with_blade_threshold_ms(60_000)
+        .with_silences(true)
+        .with_merge_gap(E2E_MERGE_GAP)
 }
 
 /// A database on `server_url`, migrated, with the plan's directory, geofences and zones seeded.

@@ -1,14 +1,16 @@
 //! The `swath` binary as a child process: started, probed (`/readyz`, `/metrics`), killed.
 
 use super::{free_port, signal, wait_exit, TempDir};
+use crate::load::E2E_MERGE_GAP;
 use anyhow::{bail, Context};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// A `swath` process on PostgreSQL and NATS, without a simulated fleet, its logs in a file.
-/// Killed when dropped.
+/// A `swath` process on PostgreSQL and NATS, without a simulated fleet, its logs in a file,
+/// folding W8 at the scenarios' merge gap ([`E2E_MERGE_GAP`], unless `extra` sets
+/// `SWATH_SESSION_MERGE_GAP_SECONDS`). Killed when dropped.
 pub struct Service {
     pub port: u16,
     child: Option<Child>,
@@ -61,7 +63,11 @@ impl Service {
             // A start-up error's backtrace would push its message out of the log's tail that a
             // failing scenario prints; panics keep theirs.
             .env("RUST_LIB_BACKTRACE", "0")
-            .env_remove("SWATH_DEMO_TOKEN");
+            .env_remove("SWATH_DEMO_TOKEN")
+            .env(
+                "SWATH_SESSION_MERGE_GAP_SECONDS",
+                E2E_MERGE_GAP.num_seconds().to_string(),
+            );
         for (k, v) in extra {
             command.env(k, v);
         }

@@ -259,10 +259,11 @@ pub fn check_final_state(
     out
 }
 
-/// The event kinds a plan with fences, zones and a blade threshold gives work to: every kind
-/// the reference derives (the offline sweep's are left out, see the module documentation).
-/// Tests assert each appears in the [`census`], so that a comparison has something to compare.
-pub const DERIVED_EVENT_KINDS: [&str; 10] = [
+/// The event kinds a plan with fences, zones, a blade threshold, silences and a merge gap between
+/// them gives work to (`crate::e2e::scenario::plan`): every kind the reference derives (the
+/// offline sweep's are left out, see the module documentation). Tests assert each appears in the
+/// [`census`], so that a comparison has something to compare.
+pub const DERIVED_EVENT_KINDS: [&str; 11] = [
     "error_raised",
     "error_cleared",
     "mowing_started",
@@ -273,6 +274,7 @@ pub const DERIVED_EVENT_KINDS: [&str; 10] = [
     "blade_due",
     "zone_entered",
     "zone_left",
+    "session_ended",
 ];
 
 /// How many of each event kind, and of open and closed alerts: to show (and assert) that a

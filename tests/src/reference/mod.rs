@@ -11,8 +11,8 @@
 //!   rule itself (decision 39).
 //! - **Sessions (W8)** ([`sessions::sessions`]): over the whole sorted sequence, the stretches
 //!   first, then their merges, then each session's values from the states in its span (decision
-//!   190); the domain's fold is incremental instead. [`expect`] gives them at the default merge
-//!   gap (2 h).
+//!   190); the domain's fold is incremental instead. [`expect`] gives them at each mower's
+//!   [`MowerSetup::merge_gap`], the gap of the service it is compared with.
 //! - **Blade due (W6)** recomputes the mower's blade time from scratch after every new state, in
 //!   arrival order, and raises once when it reaches the threshold (no blade resets here).
 //! - **The watcher (§4), zones (W7) and the busy check** are transitions in arrival order, one
@@ -61,9 +61,6 @@ use watcher::{busy, sessions_ended, watcher, zones};
 
 /// docs/rules.md §3, W4: an interval longer than this counts nothing.
 const LONGEST_COUNTED: Duration = Duration::minutes(5);
-/// W8: `SWATH_SESSION_MERGE_GAP_SECONDS`' default, which the services and the one-pass reference
-/// that [`expect`] is compared with run at.
-const SESSION_MERGE_GAP: Duration = Duration::hours(2);
 /// The mean Earth radius of the haversine distance, in metres.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
 /// §4: `battery_low` below 20 %, re-armed at 30 %.
@@ -125,7 +122,9 @@ pub struct MowerSetup {
     pub geofence: Option<(Uuid, Rect)>,
     /// Id, name and shape.
     pub zones: Vec<(Uuid, String, Rect)>,
-    /// W8's merge gap of the service that watches it (`SWATH_SESSION_MERGE_GAP_SECONDS`).
+    /// W8's merge gap of the service that stores and watches it
+    /// (`SWATH_SESSION_MERGE_GAP_SECONDS`): its sessions and their `session_ended` are folded
+    /// with it.
     pub merge_gap: Duration,
 }
 

@@ -105,7 +105,7 @@ pub(super) fn telemetry(
             lon: s.position.as_ref().map(|p| p.lon),
         })
         .collect();
-    let found = sessions::sessions(last.mower_id, m.time_zone, SESSION_MERGE_GAP, &points);
+    let found = sessions::sessions(last.mower_id, m.time_zone, m.merge_gap, &points);
     rows.sessions
         .extend(found.into_iter().map(|session| SessionRow {
             account_id: m.account_id,
