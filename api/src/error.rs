@@ -14,7 +14,7 @@ use swath_application::ports::{
     WebhookError,
 };
 use swath_application::{
-    AccessError, Hidden, MowerDataError, MowerSettingsError, SubmissionError, WebhooksError,
+    AccessError, Hidden, MowerReadsError, MowerSettingsError, SubmissionError, WebhooksError,
 };
 use utoipa::ToSchema;
 
@@ -493,17 +493,17 @@ impl From<AccessError> for ApiError {
     }
 }
 
-impl From<MowerDataError> for ApiError {
-    fn from(e: MowerDataError) -> Self {
+impl From<MowerReadsError> for ApiError {
+    fn from(e: MowerReadsError) -> Self {
         match e {
-            MowerDataError::Access(e) => e.into(),
-            MowerDataError::Directory(e) => e.into(),
-            MowerDataError::Telemetry(e) => e.into(),
-            MowerDataError::Watch(e) => e.into(),
-            MowerDataError::NoNotifications => {
+            MowerReadsError::Access(e) => e.into(),
+            MowerReadsError::Directory(e) => e.into(),
+            MowerReadsError::Telemetry(e) => e.into(),
+            MowerReadsError::Watch(e) => e.into(),
+            MowerReadsError::NoNotifications => {
                 ApiError::Unavailable("no notification store is configured".into())
             }
-            MowerDataError::Range(why) => ApiError::BadRequest(why),
+            MowerReadsError::Range(why) => ApiError::BadRequest(why),
         }
     }
 }

@@ -20,7 +20,8 @@
 //! - [`live_pages`]: the server-rendered live pages (`/live/fleet`, `/live/wall`, `/live/health`,
 //!   `/live/map`).
 //! - [`page`]: limits, opaque cursors and the sentinel row of paged lists.
-//! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts.
+//! - [`server`]: the HTTP server loop: connection limit, header-read and idle timeouts, over
+//!   the plain [`server::HttpLimits`] the wiring builds (the settings are `swath::config`'s).
 //! - [`limits`]: live streams per token and in all, request bodies' idle timeout.
 //! - [`security_headers`]: `nosniff` and `frame-ancestors 'none'` on every answer.
 //! - [`document`]: what the generated document gets after the routes are in: the answers every

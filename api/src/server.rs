@@ -39,7 +39,6 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use clap::Args;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use std::future::Future;
@@ -62,103 +61,35 @@ pub const MAX_HEAD_BYTES: usize = 32 * 1024;
 /// The most header fields a request may have.
 pub const MAX_HEADERS: usize = 100;
 
-/// The HTTP server's limits, as settings of `swath serve`.
-#[derive(Args, Clone, Copy, Debug, PartialEq, Eq)]
+/// The HTTP server's limits, and whether clients reach it over HTTPS: plain values the wiring
+/// builds from `swath serve`'s settings (`swath::config::HttpArgs`, where each has its variable,
+/// default and description).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
-    /// Seconds a client has to send a request's head (request line and headers), counted from
-    /// when the connection is ready for a request; a connection that sends nothing is closed
-    /// after the same time.
-    #[arg(
-        long = "http-header-read-timeout-seconds",
-        env = "SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS",
-        value_name = "SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS",
-        default_value = "10",
-        value_parser = parse_seconds
-    )]
+    /// How long a client has to send a request's head, from when the connection is ready for a
+    /// request; a connection that sends nothing is closed after the same time.
     pub header_read_timeout: Duration,
-    /// Seconds a kept-alive connection may stay idle between requests before it is closed.
-    #[arg(
-        long = "http-idle-timeout-seconds",
-        env = "SWATH_HTTP_IDLE_TIMEOUT_SECONDS",
-        value_name = "SWATH_HTTP_IDLE_TIMEOUT_SECONDS",
-        default_value = "60",
-        value_parser = parse_seconds
-    )]
+    /// How long a kept-alive connection may stay idle between requests.
     pub idle_timeout: Duration,
-    /// The most HTTP connections served at once; more wait to be accepted.
-    #[arg(
-        long = "http-max-connections",
-        env = "SWATH_HTTP_MAX_CONNECTIONS",
-        value_name = "SWATH_HTTP_MAX_CONNECTIONS",
-        default_value = "4096",
-        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
-    )]
+    /// The most connections served at once; more wait to be accepted.
     pub max_connections: u32,
-    /// The most live streams (`GET /v1/live/stream`) one token keeps open at once; one more is
-    /// refused with `429`. Streams of every token together never take more than three quarters
-    /// of `SWATH_HTTP_MAX_CONNECTIONS`: the rest is kept for ordinary requests.
-    #[arg(
-        long = "streams-per-token",
-        env = "SWATH_STREAMS_PER_TOKEN",
-        value_name = "SWATH_STREAMS_PER_TOKEN",
-        default_value = "16",
-        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
-    )]
+    /// The most live streams one token keeps open at once.
     pub streams_per_token: u32,
-    /// The most live streams the tokens of one account keep open at once, together; one more is
-    /// refused with `429`. Unset: a quarter of the streams the service keeps (at least one).
-    #[arg(
-        long = "streams-per-account",
-        env = "SWATH_STREAMS_PER_ACCOUNT",
-        value_name = "SWATH_STREAMS_PER_ACCOUNT",
-        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
-    )]
+    /// The most live streams of one account's tokens together; `None`:
+    /// [`HttpLimits::max_streams_per_account`]'s share.
     pub streams_per_account: Option<u32>,
-    /// Seconds a request body may go without a byte before the request is cut (an import then
-    /// ends `failed`, saying so).
-    #[arg(
-        long = "http-body-idle-timeout-seconds",
-        env = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
-        value_name = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
-        default_value = "30",
-        value_parser = parse_seconds
-    )]
+    /// How long a request body may go without a byte.
     pub body_idle_timeout: Duration,
-    /// Seconds a request body may take whole, counted from when its head was read, however
-    /// steadily it comes; past them the request is cut as an idle one is. Imports have
-    /// `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` instead.
-    #[arg(
-        long = "http-body-timeout-seconds",
-        env = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
-        value_name = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
-        default_value = "60",
-        value_parser = parse_seconds
-    )]
+    /// How long a request body may take whole, from when its head was read (not an import's).
     pub body_timeout: Duration,
-    /// Seconds an import's body (`POST /v1/imports`, streamed) may take whole, counted from when
-    /// its head was read; past them the import ends `failed`, saying so.
-    #[arg(
-        long = "import-body-timeout-seconds",
-        env = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
-        value_name = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
-        default_value = "3600",
-        value_parser = parse_seconds
-    )]
+    /// How long an import's body may take whole, from when its head was read.
     pub import_body_timeout: Duration,
-    /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
-    /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
-    /// `Forwarded` header says `https`).
-    #[arg(
-        long = "behind-tls",
-        env = "SWATH_BEHIND_TLS",
-        value_name = "SWATH_BEHIND_TLS",
-        default_value = "false",
-        action = clap::ArgAction::Set,
-        value_parser = clap::builder::BoolishValueParser::new()
-    )]
+    /// Clients reach the service over HTTPS through a proxy that terminates TLS.
     pub behind_tls: bool,
 }
 
+/// `swath serve`'s defaults (a test of `swath::config` checks that they are its settings'),
+/// for a router or server built without settings.
 impl Default for HttpLimits {
     fn default() -> Self {
         Self {
@@ -200,18 +131,6 @@ impl HttpLimits {
 /// client reached the service over HTTPS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BehindTls;
-
-/// Seconds, at least a millisecond and at most a day.
-fn parse_seconds(value: &str) -> Result<Duration, String> {
-    let seconds: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("{value:?} is not a number of seconds"))?;
-    if !seconds.is_finite() || !(0.001..=86_400.0).contains(&seconds) {
-        return Err(format!("{value} is not between 0.001 and 86400 seconds"));
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
 
 /// Serves `router` on `listener` with `limits` until `shutdown` resolves; then stops accepting,
 /// lets every open connection finish its response (idle ones close at once), and returns once

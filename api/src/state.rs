@@ -7,7 +7,7 @@ use std::sync::Arc;
 use swath_application::live_streams::LiveStreams;
 use swath_application::ports::Clock;
 use swath_application::{
-    Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, MowerData,
+    Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, MowerReads,
     MowerSettings, Projections, Readiness, Submissions, TokenAdmin, Webhooks,
 };
 
@@ -22,14 +22,14 @@ pub struct AppState {
     /// Tokens to principals, for the extractors (`crate::auth`) and the live pages' sign-in;
     /// no route asks it (decision 197).
     pub(crate) access: Access,
-    /// The read side of a mower: as every read shows it (latest state, site, availability), its
-    /// telemetry and child data of the principal's account only, and its deletion.
-    pub mower_data: MowerData,
+    /// What a principal reads of a mower: as every read shows it (latest state, site,
+    /// availability), its telemetry and child data of the principal's account only.
+    pub mower_reads: MowerReads,
     /// Fleet-wide exports (`/v1/exports/…`): the visible mowers' rows, page by page.
     pub exports: Exports,
     /// What is set on a mower: geofence, zones, assignments, blade resets.
     pub mower_settings: MowerSettings,
-    /// Accounts, sites and mowers as a principal manages them.
+    /// Accounts, sites and mowers as a principal manages them (a mower's deletion too).
     pub fleet: FleetDirectory,
     /// API tokens as an admin lists, issues and revokes them.
     pub token_admin: TokenAdmin,
@@ -76,7 +76,7 @@ pub const DEFAULT_MAP_TILE_URL: &str = "https://tile.openstreetmap.org/{z}/{x}/{
 /// The use cases an [`AppState`] serves, as the wiring built them.
 pub struct UseCases {
     pub access: Access,
-    pub mower_data: MowerData,
+    pub mower_reads: MowerReads,
     pub exports: Exports,
     pub mower_settings: MowerSettings,
     pub fleet: FleetDirectory,
@@ -99,7 +99,7 @@ impl AppState {
     pub fn new(use_cases: UseCases) -> Self {
         let UseCases {
             access,
-            mower_data,
+            mower_reads,
             exports,
             mower_settings,
             fleet,
@@ -116,7 +116,7 @@ impl AppState {
         } = use_cases;
         Self {
             access,
-            mower_data,
+            mower_reads,
             exports,
             mower_settings,
             fleet,

@@ -8,7 +8,9 @@
 //!   `swath_application::ports` in `api/src/routes`;
 //! - the application has no `fn with_access`: the wiring builds each use case over its one
 //!   `Access`, and `AppState::new` takes use cases, never ports;
-//! - no route module or DTO validates display text itself (`chars().count()`, a default).
+//! - no route module or DTO validates display text itself (`chars().count()`, a default);
+//! - the crate reads no settings itself: no `clap` in its dependencies or its sources (the
+//!   settings, with their variables and defaults, are `swath::config`'s, decision 206).
 
 use std::path::{Path, PathBuf};
 
@@ -187,4 +189,23 @@ fn only_the_wiring_builds_the_use_cases() {
         !state.contains("swath_application::ports::{"),
         "AppState is built of use cases, not ports"
     );
+}
+
+#[test]
+fn the_api_crate_reads_no_settings_itself() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+            .expect("api/Cargo.toml");
+    let dependencies = manifest
+        .split_once("[dependencies]")
+        .and_then(|(_, rest)| rest.split("\n[").next())
+        .expect("the dependencies");
+    assert!(
+        !dependencies
+            .lines()
+            .any(|l| l.trim_start().starts_with("clap")),
+        "clap is a dependency of the api crate"
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    assert_eq!(files_holding(&src, "clap"), Vec::<String>::new());
 }

@@ -1,5 +1,5 @@
 //! The directory as a principal manages it over the API: its account, its sites and its mowers
-//! (pages, creation, changes, a site's deletion; a mower's deletion is [`crate::MowerData::delete`]).
+//! (pages, creation, changes, deletions: a site's, and a mower's with everything stored of it).
 //!
 //! Every method takes the principal and a request of checked values
 //! ([`swath_domain::valid`]) and decides here what the principal may do: which ids it sees
@@ -7,10 +7,13 @@
 //! an unknown id), which sites a body may name, that a token limited to sites creates no sites or
 //! accounts, the defaults of a new mower and what a patch changes. The pages apply visibility
 //! inside the store's query (before the limit), and every change of a mower tells [`Access`] so
-//! that no kept placement outlives it.
+//! that no kept placement outlives it; a mower's deletion also makes the telemetry store forget
+//! what it kept of the mower (`TelemetryStore::forget`: the latest-state cache), so that a mower
+//! created later with the same id, by any account, starts with nothing of it (the reads' half of
+//! that rule is [`crate::mower_reads`]).
 
 use crate::creation_rate::{Creation, CreationRate, RateLimited};
-use crate::ports::{DirectoryAdmin, DirectoryError, ListQuery};
+use crate::ports::{DirectoryAdmin, DirectoryError, ListQuery, TelemetryStore};
 use crate::token_admin::{IssueError, IssuedToken, TokenAdmin};
 use crate::visibility::{Access, AccessError, Hidden};
 use std::sync::Arc;
@@ -22,6 +25,7 @@ use swath_domain::{Account, AccountId, Mower, MowerId, OrderKey, Principal, Site
 pub struct FleetDirectory {
     access: Access,
     directory: Arc<dyn DirectoryAdmin>,
+    telemetry: Arc<dyn TelemetryStore>,
     tokens: TokenAdmin,
     rate: CreationRate,
 }
@@ -120,12 +124,14 @@ impl FleetDirectory {
     pub fn new(
         access: Access,
         directory: Arc<dyn DirectoryAdmin>,
+        telemetry: Arc<dyn TelemetryStore>,
         tokens: TokenAdmin,
         rate: CreationRate,
     ) -> Self {
         Self {
             access,
             directory,
+            telemetry,
             tokens,
             rate,
         }
@@ -205,7 +211,7 @@ impl FleetDirectory {
     }
 
     /// A page of the mowers `principal` sees, in display order (as every read shows them:
-    /// [`crate::MowerData::views`]).
+    /// [`crate::MowerReads::views`]).
     pub async fn mowers(
         &self,
         principal: &Principal,
@@ -381,6 +387,30 @@ impl FleetDirectory {
         match updated {
             Ok(()) => Ok(mower),
             // Deleted (or its new site deleted) since the checks above.
+            Err(DirectoryError::NotFound(_)) => Err(AccessError::NotVisible(Hidden::Mower).into()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Deletes the mower `id` if `principal` sees it, with everything stored of it in every
+    /// store (the store's `delete_mower` is atomic and refuses late writes of it), and forgets
+    /// what this process kept of it whatever the outcome. Answers the deleted mower.
+    pub async fn delete_mower(
+        &self,
+        principal: &Principal,
+        id: MowerId,
+    ) -> Result<Mower, FleetError> {
+        let mower = self.access.visible_mower(principal, id).await?;
+        let deleted = self
+            .directory
+            .delete_mower(principal.account_id, mower.id)
+            .await;
+        // After the write, whatever its outcome: a read kept before it must not outlive it.
+        self.telemetry.forget(&[mower.id]);
+        self.access.mower_changed();
+        match deleted {
+            Ok(()) => Ok(mower),
+            // Deleted by someone else since the check above.
             Err(DirectoryError::NotFound(_)) => Err(AccessError::NotVisible(Hidden::Mower).into()),
             Err(e) => Err(e.into()),
         }

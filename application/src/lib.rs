@@ -17,14 +17,13 @@
 //!   polls of a mower's state seldom reach the store; forgotten on every commit of this process.
 //! - [`live_feed`]: the live stream's numbered feed of states and events, the window it resumes
 //!   from, and each stream's visibility and filters.
-//! - [`mower_data`]: the read side of a mower: as every read shows it (latest state, site,
-//!   availability), its own data (latest state, health, telemetry, zones, geofence, busy status,
-//!   events, alerts) as a principal reads it, filtered by the principal's account, and the
-//!   mower's deletion.
+//! - [`mower_reads`]: what a principal reads of a mower: as every read shows it (latest state,
+//!   site, availability), its own data (latest state, health, telemetry, zones, geofence, busy
+//!   status, events, alerts), filtered by the principal's account. Reads only.
 //! - [`mower_settings`]: what a principal sets on a mower (geofence, zones, assignments, blade
 //!   reset).
 //! - [`fleet_directory`]: accounts, sites and mowers as a principal manages them (pages,
-//!   creation, changes).
+//!   creation, changes, deletions; a mower's deletion takes everything stored of it along).
 //! - [`token_admin`]: API tokens as an admin principal lists, issues and revokes them.
 //! - [`read_routing`]: the read-only API on a second store (a standby), falling back to the
 //!   primary when it does not answer.
@@ -66,7 +65,7 @@ pub mod ingest;
 pub mod latest_cache;
 pub mod live_feed;
 pub mod live_streams;
-pub mod mower_data;
+pub mod mower_reads;
 pub mod mower_settings;
 pub mod ports;
 pub mod projections;
@@ -99,7 +98,7 @@ pub use fleet_directory::{
 };
 pub use import_jobs::{ImportFailure, ImportRecord, ImportStatus, Imports};
 pub use ingest::{Ingest, IngestError, IngestHandler};
-pub use mower_data::{MowerData, MowerDataError, MowerDays, MowerView, MowerZones};
+pub use mower_reads::{MowerDays, MowerReads, MowerReadsError, MowerView, MowerZones};
 pub use mower_settings::{AssignmentSpec, MowerSettings, MowerSettingsError};
 /// The types the use cases take and answer that the ports define too (queries, ids, a token's
 /// hash): named from here by the API, whose routes name no port (decision 197).

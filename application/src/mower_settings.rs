@@ -6,7 +6,7 @@
 //! site's mower answers [`MowerSettingsError::Access`], exactly like an unknown id), and writes
 //! rows of that mower's account only. Names and polygons come checked
 //! ([`swath_domain::valid::Label`], [`GeoPolygon`]). The reads of these rows are
-//! [`crate::MowerData`]'s, except the assignments, read here.
+//! [`crate::MowerReads`]'s, except the assignments, read here.
 
 use crate::ports::{AssignmentError, Assignments, Clock, EventBus, NotificationPorts, WatchError};
 use crate::visibility::{Access, AccessError};

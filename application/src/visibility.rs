@@ -454,7 +454,7 @@ pub trait OfAccount {
 }
 
 /// The rows of `rows` that belong to `principal`'s account: the one account filter of every
-/// per-mower read of child data ([`crate::MowerData`]). The mower of the path was found visible
+/// per-mower read of child data ([`crate::MowerReads`]). The mower of the path was found visible
 /// first, but its id is global: rows written for an earlier holder of the id (another account
 /// that deleted it) must never show, whatever a store kept.
 pub fn of_account<T: OfAccount>(

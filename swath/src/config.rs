@@ -3,12 +3,23 @@
 //! starts anything ([`crate::wiring`] does).
 //!
 //! # Layout
-//! - [`ServeArgs`], [`StoreArgs`], [`LogArgs`], [`RetentionArgs`], and the arguments of the other
-//!   subcommands; the command tree that holds them is [`crate::cli`].
-//! - The value parsers, which check a value when it is read; [`init_tracing`].
+//! - [`ServeArgs`] with [`HttpArgs`] (the HTTP server's settings, handed to the API crate as the
+//!   plain [`HttpLimits`] by [`HttpArgs::limits`]), [`StoreArgs`], [`LogArgs`], [`RetentionArgs`],
+//!   and the arguments of the other subcommands; the command tree that holds them is
+//!   [`crate::cli`]; [`init_tracing`].
+//! - `parse.rs`: the value parsers, which check a value when it is read.
+
+mod parse;
+
+pub use parse::{
+    parse_database_url, parse_file, parse_hours, parse_http_addr, parse_http_seconds,
+    parse_log_filter, parse_nats_url, parse_positive_seconds, parse_seconds, parse_session_secret,
+    parse_tile_url, parse_token,
+};
 
 use clap::{Args, ValueEnum};
 use std::time::Duration;
+use swath_api::server::HttpLimits;
 use swath_application::RetentionPolicy;
 use swath_memory::DEFAULT_HISTORY_PER_MOWER;
 use tracing_subscriber::EnvFilter;
@@ -245,11 +256,128 @@ pub struct LogArgs {
     pub format: LogFormat,
 }
 
+/// The HTTP server's settings (decisions 43, 140, 181): its timeouts, connections and live
+/// streams, and whether clients reach it over HTTPS. The API crate takes them as the plain
+/// [`HttpLimits`] ([`HttpArgs::limits`]), whose `Default` gives the same values as these
+/// defaults (`the_http_defaults_are_the_api_crates`).
+#[derive(Args, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpArgs {
+    /// Seconds a client has to send a request's head (request line and headers), counted from
+    /// when the connection is ready for a request; a connection that sends nothing is closed
+    /// after the same time.
+    #[arg(
+        long = "http-header-read-timeout-seconds",
+        env = "SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_HEADER_READ_TIMEOUT_SECONDS",
+        default_value = "10",
+        value_parser = parse_http_seconds
+    )]
+    pub header_read_timeout: Duration,
+    /// Seconds a kept-alive connection may stay idle between requests before it is closed.
+    #[arg(
+        long = "http-idle-timeout-seconds",
+        env = "SWATH_HTTP_IDLE_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_IDLE_TIMEOUT_SECONDS",
+        default_value = "60",
+        value_parser = parse_http_seconds
+    )]
+    pub idle_timeout: Duration,
+    /// The most HTTP connections served at once; more wait to be accepted.
+    #[arg(
+        long = "http-max-connections",
+        env = "SWATH_HTTP_MAX_CONNECTIONS",
+        value_name = "SWATH_HTTP_MAX_CONNECTIONS",
+        default_value = "4096",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub max_connections: u32,
+    /// The most live streams (`GET /v1/live/stream`) one token keeps open at once; one more is
+    /// refused with `429`. Streams of every token together never take more than three quarters
+    /// of `SWATH_HTTP_MAX_CONNECTIONS`: the rest is kept for ordinary requests.
+    #[arg(
+        long = "streams-per-token",
+        env = "SWATH_STREAMS_PER_TOKEN",
+        value_name = "SWATH_STREAMS_PER_TOKEN",
+        default_value = "16",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub streams_per_token: u32,
+    /// The most live streams the tokens of one account keep open at once, together; one more is
+    /// refused with `429`. Unset: a quarter of the streams the service keeps (at least one).
+    #[arg(
+        long = "streams-per-account",
+        env = "SWATH_STREAMS_PER_ACCOUNT",
+        value_name = "SWATH_STREAMS_PER_ACCOUNT",
+        value_parser = clap::value_parser!(u32).range(1..=1_000_000)
+    )]
+    pub streams_per_account: Option<u32>,
+    /// Seconds a request body may go without a byte before the request is cut (an import then
+    /// ends `failed`, saying so).
+    #[arg(
+        long = "http-body-idle-timeout-seconds",
+        env = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_BODY_IDLE_TIMEOUT_SECONDS",
+        default_value = "30",
+        value_parser = parse_http_seconds
+    )]
+    pub body_idle_timeout: Duration,
+    /// Seconds a request body may take whole, counted from when its head was read, however
+    /// steadily it comes; past them the request is cut as an idle one is. Imports have
+    /// `SWATH_IMPORT_BODY_TIMEOUT_SECONDS` instead.
+    #[arg(
+        long = "http-body-timeout-seconds",
+        env = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_HTTP_BODY_TIMEOUT_SECONDS",
+        default_value = "60",
+        value_parser = parse_http_seconds
+    )]
+    pub body_timeout: Duration,
+    /// Seconds an import's body (`POST /v1/imports`, streamed) may take whole, counted from when
+    /// its head was read; past them the import ends `failed`, saying so.
+    #[arg(
+        long = "import-body-timeout-seconds",
+        env = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        value_name = "SWATH_IMPORT_BODY_TIMEOUT_SECONDS",
+        default_value = "3600",
+        value_parser = parse_http_seconds
+    )]
+    pub import_body_timeout: Duration,
+    /// Clients reach the service over HTTPS through a proxy that terminates TLS: the live pages'
+    /// cookie gets `Secure` (it gets it anyway for requests whose `X-Forwarded-Proto` or
+    /// `Forwarded` header says `https`).
+    #[arg(
+        long = "behind-tls",
+        env = "SWATH_BEHIND_TLS",
+        value_name = "SWATH_BEHIND_TLS",
+        default_value = "false",
+        action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub behind_tls: bool,
+}
+
+impl HttpArgs {
+    /// The settings as the API crate takes them.
+    pub fn limits(&self) -> HttpLimits {
+        HttpLimits {
+            header_read_timeout: self.header_read_timeout,
+            idle_timeout: self.idle_timeout,
+            max_connections: self.max_connections,
+            streams_per_token: self.streams_per_token,
+            streams_per_account: self.streams_per_account,
+            body_idle_timeout: self.body_idle_timeout,
+            body_timeout: self.body_timeout,
+            import_body_timeout: self.import_body_timeout,
+            behind_tls: self.behind_tls,
+        }
+    }
+}
+
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Header-read and idle timeouts, the connection limit.
     #[command(flatten)]
-    pub http_limits: swath_api::server::HttpLimits,
+    pub http: HttpArgs,
     /// How many accounts one account may create per hour (`POST /v1/accounts`); more are
     /// answered `429` with `Retry-After`.
     #[arg(long = "accounts-per-hour", env = "SWATH_ACCOUNTS_PER_HOUR",
@@ -477,132 +605,6 @@ pub struct RetentionScheduleArgs {
     pub interval: Duration,
     #[command(flatten)]
     pub retention: RetentionArgs,
-}
-
-/// A duration in seconds: finite and not negative, fractions allowed.
-pub fn parse_seconds(value: &str) -> Result<Duration, String> {
-    let seconds: f64 = value
-        .trim()
-        .parse()
-        .map_err(|_| format!("`{value}` is not a number of seconds"))?;
-    Duration::try_from_secs_f64(seconds)
-        .map_err(|_| format!("`{value}` must be a finite number of seconds >= 0"))
-}
-
-/// A duration in seconds, more than zero.
-pub fn parse_positive_seconds(value: &str) -> Result<Duration, String> {
-    match parse_seconds(value) {
-        Ok(d) if !d.is_zero() => Ok(d),
-        _ => Err(format!("`{value}` must be a finite number of seconds > 0")),
-    }
-}
-
-/// A listening address: `host:port`, the host an IP address or a name that resolves (checked now,
-/// so that a typo is named at start-up).
-pub fn parse_http_addr(value: &str) -> Result<String, String> {
-    use std::net::ToSocketAddrs;
-    let expected = "expected host:port, for example 127.0.0.1:8080, localhost:8080 or [::1]:8080";
-    match value
-        .to_socket_addrs()
-        .map(|mut addrs| addrs.next().is_some())
-    {
-        Ok(true) => Ok(value.to_owned()),
-        Ok(false) => Err(format!("`{value}` resolves to no address; {expected}")),
-        Err(e) => Err(format!("`{value}`: {e}; {expected}")),
-    }
-}
-
-/// Hours of history: more than zero, at most a year.
-pub fn parse_hours(value: &str) -> Result<f64, String> {
-    match value.trim().parse::<f64>() {
-        Ok(h) if h > 0.0 && h <= 24.0 * 366.0 => Ok(h),
-        _ => Err(format!(
-            "`{value}` must be a number of hours > 0 and <= 8784"
-        )),
-    }
-}
-
-/// A PostgreSQL URL: checked for its scheme now, so that a typo is named at start-up rather than
-/// as a failed connection.
-pub fn parse_database_url(value: &str) -> Result<String, String> {
-    if value.starts_with("postgres://") || value.starts_with("postgresql://") {
-        Ok(value.to_owned())
-    } else {
-        Err("expected a URL of the form postgres://user[:password]@host[:port]/database".to_owned())
-    }
-}
-
-/// A NATS server address: `nats://host:port` (or `tls://`, `ws://`, `wss://`), or `host:port`.
-pub fn parse_nats_url(value: &str) -> Result<String, String> {
-    let expected = "expected nats://host:port (or tls://, ws://, wss://), or host:port; several \
-                    servers of a cluster comma-separated";
-    for server in value.split(',').map(str::trim) {
-        let rest = match server.split_once("://") {
-            Some((scheme, rest)) if ["nats", "tls", "ws", "wss"].contains(&scheme) => rest,
-            Some(_) => return Err(expected.to_owned()),
-            None => server,
-        };
-        // Credentials may come first (user:password@host:port).
-        let host = rest.rsplit('@').next().unwrap_or(rest);
-        if host.is_empty() || host.contains(char::is_whitespace) {
-            return Err(expected.to_owned());
-        }
-    }
-    swath_nats::servers(value).map_err(|e| format!("{e}; {expected}"))?;
-    Ok(value.to_owned())
-}
-
-/// A tile URL template: empty, or `http(s)://` with `{z}`, `{x}` and `{y}`.
-pub fn parse_tile_url(value: &str) -> Result<String, String> {
-    let value = value.trim();
-    if value.is_empty() {
-        return Ok(String::new());
-    }
-    let web = value.starts_with("https://") || value.starts_with("http://");
-    let placeholders = ["{z}", "{x}", "{y}"].iter().all(|p| value.contains(p));
-    if !web || !placeholders || value.contains(['"', '\'', '(', ')', '\\', '<', '>', ' ']) {
-        return Err("expected an http(s):// URL template with {z}, {x} and {y} \
-             (https://tile.openstreetmap.org/{z}/{x}/{y}.png), or empty for no tiles"
-            .to_owned());
-    }
-    Ok(value.to_owned())
-}
-
-/// A file that exists, checked now so that a wrong path is named at start-up.
-pub fn parse_file(value: &str) -> Result<std::path::PathBuf, String> {
-    let path = std::path::PathBuf::from(value);
-    if path.is_file() {
-        Ok(path)
-    } else {
-        Err(format!("{value} is not a file"))
-    }
-}
-
-/// A tracing filter, checked now so that a typo stops start-up instead of silencing the logs.
-pub fn parse_log_filter(value: &str) -> Result<String, String> {
-    EnvFilter::try_new(value)
-        .map(|_| value.to_owned())
-        .map_err(|e| format!("not a tracing filter: {e}"))
-}
-
-/// A bearer token: printable ASCII without spaces, so that it fits an `Authorization` header.
-pub fn parse_token(value: &str) -> Result<String, String> {
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err("a token must be non-empty printable ASCII without spaces".to_owned());
-    }
-    Ok(value.to_owned())
-}
-
-/// A session secret: at least [`swath_api::live_pages::session::MIN_SECRET_BYTES`] bytes.
-pub fn parse_session_secret(value: &str) -> Result<String, String> {
-    let least = swath_api::live_pages::session::MIN_SECRET_BYTES;
-    if value.len() < least {
-        return Err(format!(
-            "the secret has {} bytes; it needs at least {least} (for example `openssl rand -hex 32`)",
-            value.len()
-        ));
-    }
-    Ok(value.to_owned())
 }
 
 /// Logs go to stderr: in colour only when it is a terminal (never escape codes in a file or a

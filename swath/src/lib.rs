@@ -5,7 +5,7 @@
 //!
 //! # Layout
 //! - [`cli`]: the command line, the subcommands and their arguments.
-//! - [`config`]: the `SWATH_*` settings.
+//! - [`config`]: the `SWATH_*` settings, every one of them (the HTTP server's too).
 //! - [`wiring`]: settings to adapters, ports to use cases and the API state, background tasks.
 //! - [`serve`]: `swath serve`, start-up and shutdown in order.
 //! - [`demo`]: when the demo account and token are made, and the demo token's rules.

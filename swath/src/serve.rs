@@ -130,6 +130,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     print_banner(addr, demo.as_ref());
     tracing::info!(%addr, "Serving HTTP.");
 
+    let http = args.http.limits();
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -140,7 +141,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         router(
             state
                 .with_map_tile_url(&args.map_tile_url)
-                .with_http_limits(&args.http_limits)
+                .with_http_limits(&http)
                 // A stream never finishes by itself: without this it would hold the grace period
                 // and then be cut mid-chunk.
                 .with_shutdown(shutdown_rx.clone())
@@ -149,7 +150,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                     tokens_per_hour: args.tokens_per_hour,
                 }),
         ),
-        args.http_limits,
+        http,
         wait_for(shutdown_rx.clone()),
     );
     let drain_deadline = async {

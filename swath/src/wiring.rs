@@ -39,7 +39,7 @@ use swath_application::webhooks::wake::{Wake, WakingStore};
 use swath_application::webhooks::WebhookLimits;
 use swath_application::{
     subjects, Access, CreationLimits, CreationRate, Exports, FleetDirectory, Imports, Ingest,
-    MowerData, MowerSettings, Projections, Readiness, Retention, RetentionPolicy, Revocations,
+    MowerReads, MowerSettings, Projections, Readiness, Retention, RetentionPolicy, Revocations,
     SchedulerStatus, Sessions, Submissions, TokenAdmin, Watcher, Webhooks,
 };
 use swath_memory::{
@@ -478,7 +478,7 @@ fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases
     .with_cache_ttl(settings.cache_ttl);
     let rate = CreationRate::new(CreationLimits::default(), Arc::clone(&clock));
     let token_admin = TokenAdmin::new(access.clone(), tokens, rate.clone());
-    let mower_data = MowerData::new(
+    let mower_reads = MowerReads::new(
         access.clone(),
         Arc::clone(&directory),
         Arc::clone(&telemetry),
@@ -496,7 +496,13 @@ fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases
     )
     .with_limits(settings.webhooks.limits);
     UseCases {
-        fleet: FleetDirectory::new(access.clone(), directory, token_admin.clone(), rate.clone()),
+        fleet: FleetDirectory::new(
+            access.clone(),
+            directory,
+            Arc::clone(&telemetry),
+            token_admin.clone(),
+            rate.clone(),
+        ),
         exports: Exports::new(access.clone(), Arc::clone(&telemetry))
             .with_sessions(Arc::clone(&sessions)),
         mowing_sessions: Some(Sessions::new(access.clone(), sessions)),
@@ -511,7 +517,7 @@ fn use_cases(ports: Ports, ingest: Arc<Ingest>, settings: &Settings) -> UseCases
         webhooks: Some(webhooks),
         live_views: Some(Projections::new(projections)),
         token_admin,
-        mower_data,
+        mower_reads,
         mower_settings,
         creation_rate: rate,
         access,

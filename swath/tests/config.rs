@@ -7,6 +7,8 @@ use std::collections::BTreeSet;
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use swath::config::HttpArgs;
+use swath_api::server::HttpLimits;
 
 /// One invalid setting: the variables set (the first is the one under test), and what the
 /// message must say besides the variable's name.
@@ -469,4 +471,20 @@ fn every_setting_is_in_the_help_the_readme_table_and_this_test() {
         untested.is_empty(),
         "settings without an invalid case: {untested:?}"
     );
+}
+
+/// The HTTP server's defaults are declared once as settings (`swath::config::HttpArgs`, whose
+/// defaults `swath --help` and README's table give) and once as the API crate's plain
+/// `HttpLimits::default()`, which a router built without settings (the test app) serves with:
+/// they are the same values. Parsed without the variables, so that none overrides a default.
+#[test]
+fn the_http_defaults_are_the_api_crates() {
+    use clap::{Args, FromArgMatches};
+    let command = HttpArgs::augment_args(clap::Command::new("serve"))
+        .mut_args(|arg| arg.env(None::<&'static str>));
+    let matches = command
+        .try_get_matches_from(["serve"])
+        .expect("the defaults parse");
+    let args = HttpArgs::from_arg_matches(&matches).expect("the HTTP settings");
+    assert_eq!(args.limits(), HttpLimits::default());
 }

@@ -25,7 +25,7 @@ use swath_application::ports::{
 use swath_application::{
     Access, AccessError, AssignmentSpec, CreationLimits, CreationRate, EndpointPatch, EndpointSpec,
     ExportError, Exports, FleetDirectory, FleetError, HistoryExport, Ingest, IssueError,
-    MowerChanges, MowerData, MowerDataError, MowerSettings, MowerSettingsError, Projections,
+    MowerChanges, MowerReads, MowerReadsError, MowerSettings, MowerSettingsError, Projections,
     Revocations, SessionRange, Sessions, SessionsError, SiteChanges, TokenAdmin, TokenRequest,
     Watcher, Webhooks, WebhooksError,
 };
@@ -70,6 +70,7 @@ pub const METHODS: &[&str] = &[
     "FleetDirectory::update_site",
     "FleetDirectory::delete_site",
     "FleetDirectory::update_mower",
+    "FleetDirectory::delete_mower",
     "TokenAdmin::tokens",
     "TokenAdmin::visible",
     "TokenAdmin::revoke",
@@ -86,18 +87,17 @@ pub const METHODS: &[&str] = &[
     "Exports::start",
     "Projections::map",
     "Projections::site_cards",
-    "MowerData::delete",
-    "MowerData::latest",
-    "MowerData::health",
-    "MowerData::zones",
-    "MowerData::geofence",
-    "MowerData::events",
-    "MowerData::open_alerts",
-    "MowerData::busy",
-    "MowerData::view",
-    "MowerData::history",
-    "MowerData::track",
-    "MowerData::days",
+    "MowerReads::latest",
+    "MowerReads::health",
+    "MowerReads::zones",
+    "MowerReads::geofence",
+    "MowerReads::events",
+    "MowerReads::open_alerts",
+    "MowerReads::busy",
+    "MowerReads::view",
+    "MowerReads::history",
+    "MowerReads::track",
+    "MowerReads::days",
     "Sessions::of_mower",
     "Sessions::open",
     "Webhooks::list",
@@ -117,7 +117,7 @@ pub struct World {
     fleet: FleetDirectory,
     tokens: TokenAdmin,
     settings: MowerSettings,
-    data: MowerData,
+    data: MowerReads,
     webhooks: Webhooks,
     exports: Exports,
     sessions: Sessions,
@@ -207,12 +207,18 @@ impl World {
         );
         let rate = CreationRate::new(CreationLimits::default(), clock.clone());
         let tokens = TokenAdmin::new(access.clone(), stores.tokens.clone(), rate.clone());
-        let fleet = FleetDirectory::new(access.clone(), directory.clone(), tokens.clone(), rate);
+        let fleet = FleetDirectory::new(
+            access.clone(),
+            directory.clone(),
+            stores.telemetry.clone(),
+            tokens.clone(),
+            rate,
+        );
         let ports = stores.notifications.clone();
         let settings = MowerSettings::new(access.clone(), bus.clone(), clock.clone())
             .with_notifications(Some(ports.clone()))
             .with_assignments(Some(stores.assignments.clone()));
-        let data = MowerData::new(
+        let data = MowerReads::new(
             access.clone(),
             directory.clone(),
             stores.telemetry.clone(),
@@ -331,8 +337,8 @@ impl World {
                 Err(MowerSettingsError::Access(AccessError::NotVisible(_)))
             )
         };
-        let data_nf = |r: Result<(), MowerDataError>| {
-            matches!(r, Err(MowerDataError::Access(AccessError::NotVisible(_))))
+        let data_nf = |r: Result<(), MowerReadsError>| {
+            matches!(r, Err(MowerReadsError::Access(AccessError::NotVisible(_))))
         };
         let hook_nf = |r: Result<(), WebhooksError>| matches!(r, Err(WebhooksError::NotFound));
         let sessions_nf =
@@ -371,6 +377,7 @@ impl World {
                 };
                 fleet_nf(fleet.update_mower(p, m, changes).await.map(drop))
             }
+            "FleetDirectory::delete_mower" => fleet_nf(fleet.delete_mower(p, m).await.map(drop)),
             "TokenAdmin::visible" => {
                 matches!(self.tokens.visible(p, self.south_token).await, Ok(None))
             }
@@ -409,13 +416,12 @@ impl World {
             "MowerSettings::delete_assignment" => {
                 set_nf(set.delete_assignment(p, m, self.assignment).await.map(drop))
             }
-            "MowerData::delete" => data_nf(data.delete(p, m).await.map(drop)),
-            "MowerData::latest" => data_nf(data.latest(p, m).await.map(drop)),
-            "MowerData::health" => data_nf(data.health(p, m).await.map(drop)),
-            "MowerData::zones" => data_nf(data.zones(p, m).await.map(drop)),
-            "MowerData::geofence" => data_nf(data.geofence(p, m).await.map(drop)),
+            "MowerReads::latest" => data_nf(data.latest(p, m).await.map(drop)),
+            "MowerReads::health" => data_nf(data.health(p, m).await.map(drop)),
+            "MowerReads::zones" => data_nf(data.zones(p, m).await.map(drop)),
+            "MowerReads::geofence" => data_nf(data.geofence(p, m).await.map(drop)),
             // A feed filtered by an invisible mower is an empty page, like an unknown one's.
-            "MowerData::events" => {
+            "MowerReads::events" => {
                 let query = EventQuery {
                     account_id: p.account_id,
                     mowers: None,
@@ -425,7 +431,7 @@ impl World {
                 };
                 matches!(data.events(p, Some(m), query).await, Ok(e) if e.is_empty())
             }
-            "MowerData::open_alerts" => {
+            "MowerReads::open_alerts" => {
                 let query = AlertQuery {
                     account_id: p.account_id,
                     mowers: None,
@@ -435,7 +441,7 @@ impl World {
                 };
                 matches!(data.open_alerts(p, Some(m), query).await, Ok(a) if a.is_empty())
             }
-            "MowerData::busy" => data_nf(data.busy(p, m).await.map(drop)),
+            "MowerReads::busy" => data_nf(data.busy(p, m).await.map(drop)),
             // An export of an invisible site is refused like an unknown site.
             "Exports::start" => {
                 let (from, to) = (ingest_clock() - Duration::days(1), ingest_clock());
@@ -465,15 +471,15 @@ impl World {
                 hooks.list(p, None, 100).await,
                 Ok(l) if l.iter().all(|e| e.id != self.webhook)
             ),
-            "MowerData::view" => data_nf(data.view(p, m).await.map(drop)),
-            "MowerData::history" => data_nf(data.history(p, m, &window()).await.map(drop)),
+            "MowerReads::view" => data_nf(data.view(p, m).await.map(drop)),
+            "MowerReads::history" => data_nf(data.history(p, m, &window()).await.map(drop)),
             "Sessions::of_mower" => {
                 let range = SessionRange::new(None, None, None, 10).expect("a valid range");
                 sessions_nf(self.sessions.of_mower(p, m, &range).await.map(drop))
             }
             "Sessions::open" => sessions_nf(self.sessions.open(p, m).await.map(drop)),
-            "MowerData::track" => data_nf(data.track(p, m, &window()).await.map(drop)),
-            "MowerData::days" => data_nf(data.days(p, m, day, far).await.map(drop)),
+            "MowerReads::track" => data_nf(data.track(p, m, &window()).await.map(drop)),
+            "MowerReads::days" => data_nf(data.days(p, m, day, far).await.map(drop)),
             "Webhooks::get" => hook_nf(hooks.get(p, self.webhook).await.map(drop)),
             "Webhooks::update" => hook_nf(hooks.update(p, self.webhook, patch).await.map(drop)),
             "Webhooks::delete" => hook_nf(hooks.delete(p, self.webhook).await),
@@ -568,14 +574,14 @@ pub async fn the_owner_is_answered(factory: &dyn CrossTenantFactory) {
         "TokenAdmin::tokens",
         "TokenAdmin::visible",
         "MowerSettings::assignments",
-        "MowerData::latest",
-        "MowerData::health",
-        "MowerData::zones",
-        "MowerData::geofence",
-        "MowerData::view",
-        "MowerData::history",
-        "MowerData::track",
-        "MowerData::days",
+        "MowerReads::latest",
+        "MowerReads::health",
+        "MowerReads::zones",
+        "MowerReads::geofence",
+        "MowerReads::view",
+        "MowerReads::history",
+        "MowerReads::track",
+        "MowerReads::days",
         "Sessions::of_mower",
         "Sessions::open",
         "Webhooks::list",
@@ -599,7 +605,7 @@ pub async fn the_owner_is_answered(factory: &dyn CrossTenantFactory) {
         "the owner's days are answered"
     );
     // The feeds, the export, the map and the lists answer something for the owner too.
-    let feeds = ["MowerData::events", "MowerData::open_alerts"];
+    let feeds = ["MowerReads::events", "MowerReads::open_alerts"];
     for method in feeds {
         assert!(
             !w.refuses(method, &w.admin).await,

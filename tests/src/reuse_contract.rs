@@ -1,8 +1,9 @@
 //! A mower id that changes hands (issue 35, decision 137): account A creates mower X with zones,
 //! a geofence, states that raise events and alerts and a busy status; A deletes X while a
-//! watcher batch and its busy check of X run; account B then creates a mower X. Nothing of A's
+//! watcher batch and its busy check of X run (through the use case the route uses,
+//! `FleetDirectory::delete_mower`); account B then creates a mower X. Nothing of A's
 //! may be left in any store, and every per-mower read of B's X (through the use case the routes
-//! use, `MowerData`, and the feeds) must show nothing of A.
+//! use, `MowerReads`, and the feeds) must show nothing of A.
 //!
 //! The deletion lands at a random moment after the last state was handed to the ingest and the
 //! watcher (a seeded sequence of waits), round after round: the rounds run against one store,
@@ -21,7 +22,10 @@ use swath_application::ports::{
     AlertQuery, DirectoryAdmin, EventQuery, ManualClock, NotificationPorts, TelemetryStore,
     TimeWindow, TokenStore,
 };
-use swath_application::{Access, Ingest, MowerData, Revocations, SchedulerStatus, Watcher};
+use swath_application::{
+    Access, CreationLimits, CreationRate, FleetDirectory, Ingest, MowerReads, Revocations,
+    SchedulerStatus, TokenAdmin, Watcher,
+};
 use swath_domain::watch::zones::Zone;
 use swath_domain::watch::{Geofence, DEFAULT_OFFLINE_AFTER};
 use swath_domain::{AccountId, MowerId, Principal, Scope, SiteId, StateOutcome};
@@ -97,7 +101,8 @@ struct Services {
     ingest: Arc<Ingest>,
     watcher: Arc<Watcher>,
     scheduler: Arc<SchedulerStatus>,
-    data: MowerData,
+    data: MowerReads,
+    fleet: FleetDirectory,
 }
 
 impl Services {
@@ -119,14 +124,23 @@ impl Services {
         let access = Access::new(
             store.admin.clone(),
             store.tokens.clone(),
-            clock,
+            clock.clone(),
             Revocations::default(),
         );
-        let data = MowerData::new(
-            access,
+        let data = MowerReads::new(
+            access.clone(),
             store.admin.clone(),
             store.telemetry.clone(),
             Some(ports),
+        );
+        let rate = CreationRate::new(CreationLimits::default(), clock);
+        let tokens = TokenAdmin::new(access.clone(), store.tokens.clone(), rate.clone());
+        let fleet = FleetDirectory::new(
+            access,
+            store.admin.clone(),
+            store.telemetry.clone(),
+            tokens,
+            rate,
         );
         Self {
             store,
@@ -134,6 +148,7 @@ impl Services {
             watcher,
             scheduler,
             data,
+            fleet,
         }
     }
 
@@ -375,7 +390,10 @@ pub async fn a_re_created_mower_id_shows_nothing_of_its_previous_owner(factory: 
         if moments.next(4) == 0 {
             tokio::time::sleep(std::time::Duration::from_micros(moments.next(2000))).await;
         }
-        s.data.delete(&principal(a), x).await.expect("A deletes X");
+        s.fleet
+            .delete_mower(&principal(a), x)
+            .await
+            .expect("A deletes X");
         ingesting.await.expect("the ingest task");
         watching.await.expect("the watcher task");
 

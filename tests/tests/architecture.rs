@@ -1,6 +1,7 @@
 //! ARCHITECTURE.md says where each rule lives, as "`Name` (`path.rs`)": every such name must be
 //! defined in that file (a `fn`, `struct`, `enum`, `trait`, `const`, `type`, `static` or public
-//! field of that name), so that the map stays true when code moves (decision 197).
+//! field of that name), so that the map stays true when code moves (decision 197). And names
+//! say what lives there (decision 206).
 
 use std::path::{Path, PathBuf};
 
@@ -156,4 +157,37 @@ fn module_names_are_not_one_letter_apart_and_access_is_named_for_what_it_holds()
             "{stale} is back (decision 206)"
         );
     }
+}
+
+/// `MowerReads` reads (decision 206): a mower's deletion, once there, is `FleetDirectory`'s, and
+/// no write of a port (or a forget of what a write changed) comes back into `mower_reads/`.
+#[test]
+fn mower_reads_holds_reads_only() {
+    let mut files = Vec::new();
+    rust_files(&root().join("application/src/mower_reads"), &mut files);
+    assert!(files.len() >= 3, "the module is found");
+    let writes = [
+        ".delete",
+        ".create_",
+        ".update_",
+        ".put_",
+        ".forget(",
+        ".mower_changed(",
+    ];
+    let mut found = Vec::new();
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("a source file");
+        // Its tests' stand-in ports implement the writes; they do not call them.
+        let code = source.split("#[cfg(test)]").next().unwrap_or(&source);
+        for write in writes {
+            if code.contains(write) {
+                found.push(format!("{}: {write}", file.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "writes in MowerReads: {found:?}");
+    assert!(
+        !root().join("application/src/mower_data").exists(),
+        "application/src/mower_data is back (decision 206)"
+    );
 }

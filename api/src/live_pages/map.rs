@@ -179,7 +179,7 @@ pub(super) async fn content(
         futures::future::try_join_all(map.mowers.items.iter().map(|m| {
             let window = window.clone();
             async move {
-                let track = state.mower_data.track(principal, m.mower.id, &window);
+                let track = state.mower_reads.track(principal, m.mower.id, &window);
                 track.await
             }
         }))

@@ -55,7 +55,7 @@ pub async fn list_mowers(
     let rows = state.fleet.mowers(&principal, after, ask.fetch()).await?;
     let mut cut = ask.cut(rows, |m| m.order_key());
     let mowers = std::mem::take(&mut cut.rows);
-    let views = state.mower_data.views(&principal, mowers).await?;
+    let views = state.mower_reads.views(&principal, mowers).await?;
     let list: MowerList = cut
         .with_rows(views)
         .page(ask.limit, |v| MowerSummary::from(&v));
@@ -133,7 +133,7 @@ pub async fn get_mower(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let view = state.mower_data.view(&principal, MowerId(id)).await?;
+    let view = state.mower_reads.view(&principal, MowerId(id)).await?;
     json_with_etag(&headers, &MowerSummary::from(&view))
 }
 
@@ -166,7 +166,7 @@ pub async fn update_mower(
         .fleet
         .update_mower(&principal, MowerId(id), changes)
         .await?;
-    let mut views = state.mower_data.views(&principal, vec![mower]).await?;
+    let mut views = state.mower_reads.views(&principal, vec![mower]).await?;
     Ok(Json(MowerSummary::from(&views.remove(0))))
 }
 
@@ -191,7 +191,7 @@ pub async fn delete_mower(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<StatusCode, ApiError> {
-    let mower = state.mower_data.delete(&principal, MowerId(id)).await?;
+    let mower = state.fleet.delete_mower(&principal, MowerId(id)).await?;
     tracing::info!(mower_id = %mower.id, account_id = %principal.account_id, "Deleted a mower and its telemetry.");
     Ok(StatusCode::NO_CONTENT)
 }

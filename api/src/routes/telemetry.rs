@@ -36,7 +36,7 @@ pub const TAG: &str = "telemetry";
 pub const GEO_JSON: &str = "application/geo+json";
 
 /// The longest range of days one request may ask for.
-pub use swath_application::mower_data::MAX_DAYS;
+pub use swath_application::mower_reads::MAX_DAYS;
 
 /// Get a mower's latest state
 #[utoipa::path(
@@ -66,7 +66,7 @@ pub async fn get_mower_state(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let row = state
-        .mower_data
+        .mower_reads
         .latest(&principal, MowerId(id))
         .await?
         .ok_or(ApiError::NoStateYet)?;
@@ -101,7 +101,7 @@ pub async fn get_mower_health(
     ApiPath(id): ApiPath<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (mower, totals) = state.mower_data.health(&principal, MowerId(id)).await?;
+    let (mower, totals) = state.mower_reads.health(&principal, MowerId(id)).await?;
     json_with_etag(&headers, &MowerHealth::new(&mower, totals.as_ref()))
 }
 
@@ -163,7 +163,7 @@ pub async fn get_mower_history(
 ) -> Result<Response, ApiError> {
     let (window, ask) = window(&params, List::History)?;
     let answer = state
-        .mower_data
+        .mower_reads
         .history(&principal, MowerId(id), &window)
         .await?;
     let page = ask.cut(answer.rows, |r| r.observed_at);
@@ -258,7 +258,7 @@ async fn track_page(
 ) -> Result<TrackPage, ApiError> {
     let (window, ask) = window(&WindowParams::from(params), List::Track)?;
     let answer = state
-        .mower_data
+        .mower_reads
         .track(principal, MowerId(id), &window)
         .await?;
     let page = ask.cut(answer.rows, |r| r.observed_at);
@@ -281,7 +281,7 @@ async fn track_rows(
 ) -> Result<(Vec<PositionRow>, Option<String>), ApiError> {
     let (window, ask) = window(&WindowParams::from(params), List::Track)?;
     let answer = state
-        .mower_data
+        .mower_reads
         .track(principal, MowerId(id), &window)
         .await?;
     let page = ask.cut(answer.rows, |r| r.observed_at);
@@ -329,7 +329,7 @@ pub async fn get_mower_days(
     ApiQuery(params): ApiQuery<DayParams>,
 ) -> Result<Response, ApiError> {
     let days = state
-        .mower_data
+        .mower_reads
         .days(&principal, MowerId(id), params.from, params.to)
         .await?;
     if representation == Representation::Csv {

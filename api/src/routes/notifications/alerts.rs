@@ -44,7 +44,7 @@ pub async fn list_alerts(
     };
     let only = params.mower_id.map(MowerId);
     let rows = state
-        .mower_data
+        .mower_reads
         .open_alerts(&principal, only, query)
         .await?;
     Ok(Json(ask.page(rows, AlertCursor::of, AlertDto::from)))

@@ -34,7 +34,7 @@ pub async fn get_busy(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<BusyDto>, ApiError> {
     let status = state
-        .mower_data
+        .mower_reads
         .busy(&principal, MowerId(id))
         .await?
         .ok_or(ApiError::NoStateYet)?;

@@ -56,7 +56,7 @@ pub async fn list_events(
         limit: ask.fetch(),
     };
     let only = params.mower_id.map(MowerId);
-    let rows = state.mower_data.events(&principal, only, query).await?;
+    let rows = state.mower_reads.events(&principal, only, query).await?;
     let page: EventPage = ask.page(rows, |e| e.id, EventDto::from);
     Ok(match representation {
         Representation::Csv => csv_page(&page.items, page.next_cursor.as_deref()),

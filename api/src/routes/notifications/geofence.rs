@@ -35,7 +35,7 @@ pub async fn get_geofence(
     ApiPath(id): ApiPath<Uuid>,
 ) -> Result<Json<GeofenceDto>, ApiError> {
     let geofence = state
-        .mower_data
+        .mower_reads
         .geofence(&principal, MowerId(id))
         .await?
         .ok_or(ApiError::NotFound(Resource::Geofence))?;

@@ -3,7 +3,7 @@
 //!
 //! Every route that names a mower checks its visibility first, so a mower of another account
 //! answers the `404` of an unknown id before any notification data is read, and keeps only rows
-//! of the principal's account (`swath_application::MowerData`). The feeds filter by the
+//! of the principal's account (`swath_application::MowerReads`). The feeds filter by the
 //! principal's visible mowers inside the store's query, before the limit.
 //!
 //! One module per resource: [`geofence`], [`zones`], [`blade`], [`events`], [`alerts`] and

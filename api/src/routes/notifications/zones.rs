@@ -22,7 +22,7 @@ async fn zone_dtos(
     principal: &Principal,
     mower: MowerId,
 ) -> Result<Vec<ZoneDto>, ApiError> {
-    let MowerZones { zones, watch, .. } = state.mower_data.zones(principal, mower).await?;
+    let MowerZones { zones, watch, .. } = state.mower_reads.zones(principal, mower).await?;
     let occupancy = watch.map(|w| w.occupancy).unwrap_or_default();
     Ok(zones
         .into_iter()

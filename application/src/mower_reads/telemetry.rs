@@ -1,7 +1,7 @@
 //! A mower's telemetry as a principal reads it: history, track and day totals, each of a mower
 //! found visible first.
 
-use super::{MowerData, MowerDataError};
+use super::{MowerReads, MowerReadsError};
 use crate::ports::{TimeWindow, WindowRows};
 use chrono::NaiveDate;
 use swath_domain::{DayTotals, HistoryRow, MowerId, PositionRow, Principal};
@@ -18,14 +18,14 @@ pub struct MowerDays {
 /// The longest range of days one request may ask for.
 pub const MAX_DAYS: i64 = 366;
 
-impl MowerData {
+impl MowerReads {
     /// The mower's history in `window`, if `principal` may see it.
     pub async fn history(
         &self,
         principal: &Principal,
         id: MowerId,
         window: &TimeWindow,
-    ) -> Result<WindowRows<HistoryRow>, MowerDataError> {
+    ) -> Result<WindowRows<HistoryRow>, MowerReadsError> {
         let mower = self.access.visible_mower_id(principal, id).await?;
         Ok(self.telemetry.history(mower, window).await?)
     }
@@ -36,7 +36,7 @@ impl MowerData {
         principal: &Principal,
         id: MowerId,
         window: &TimeWindow,
-    ) -> Result<WindowRows<PositionRow>, MowerDataError> {
+    ) -> Result<WindowRows<PositionRow>, MowerReadsError> {
         let mower = self.access.visible_mower_id(principal, id).await?;
         Ok(self.telemetry.track(mower, window).await?)
     }
@@ -49,13 +49,13 @@ impl MowerData {
         id: MowerId,
         from: NaiveDate,
         to: NaiveDate,
-    ) -> Result<MowerDays, MowerDataError> {
+    ) -> Result<MowerDays, MowerReadsError> {
         // The range first: a bad range is refused alike for every id.
         if from > to {
-            return Err(MowerDataError::Range("`from` is after `to`.".to_owned()));
+            return Err(MowerReadsError::Range("`from` is after `to`.".to_owned()));
         }
         if (to - from).num_days() >= MAX_DAYS {
-            return Err(MowerDataError::Range(format!(
+            return Err(MowerReadsError::Range(format!(
                 "The range has more than {MAX_DAYS} days; ask for fewer."
             )));
         }

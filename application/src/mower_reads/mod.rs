@@ -1,19 +1,21 @@
-//! A mower's own data as a principal reads it, and the mower's deletion (issue 35).
+//! What a principal reads of its mowers (issue 35): the mower as every read shows it, its
+//! telemetry and its child data. Nothing here writes; a mower's deletion is
+//! [`crate::FleetDirectory::delete_mower`].
 //!
 //! A mower's id is global and chosen by its gateway, so an id can change hands: account A
 //! deletes mower X, account B creates a mower X. Two rules keep A's data from B:
 //!
-//! - **the deletion takes everything along** ([`MowerData::delete`]): the store removes every
-//!   row of the mower in every table at once and refuses a late write of it (the contract of
-//!   `DirectoryAdmin::delete_mower`), and this process forgets what it kept of the mower (its
-//!   latest state, its placement);
+//! - **the deletion takes everything along** ([`crate::FleetDirectory::delete_mower`]): the
+//!   store removes every row of the mower in every table at once and refuses a late write of it
+//!   (the contract of `DirectoryAdmin::delete_mower`), and this process forgets what it kept of
+//!   the mower (its latest state, its placement);
 //! - **every per-mower read is of the principal's account** ([`crate::visibility::of_account`]):
 //!   the mower of the path is found visible first ([`Access`]), then the rows read of it are
 //!   kept only when they were written for the principal's account, whatever a store, a cache or
 //!   another replica still holds.
 //!
-//! The routes of `/v1/mowers` and `/v1/mowers/{id}` and its children, the events and alerts
-//! feeds (of one mower or the account's) and the live map's tracks read through here, never
+//! The reads of `/v1/mowers` and `/v1/mowers/{id}` and its children, the events and alerts
+//! feeds (of one mower or the account's) and the live map's tracks go through here, never
 //! through a port: a mower as every read shows it ([`views`]: latest state, site, availability)
 //! and its telemetry ([`telemetry`]: history, track, day totals) are here too.
 
@@ -27,16 +29,16 @@ use crate::ports::{
     AlertQuery, DirectoryAdmin, DirectoryError, EventQuery, NotificationPorts, StoreError,
     TelemetryStore, WatchError,
 };
-use crate::visibility::{of_account, Access, AccessError, Hidden};
+use crate::visibility::{of_account, Access, AccessError};
 use std::sync::Arc;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Zone, ZoneWatch};
 use swath_domain::watch::{Alert, Event, Geofence};
 use swath_domain::{HealthTotals, LatestRow, Mower, MowerId, Principal};
 
-/// Errors of [`MowerData`]: the port's or the visibility's, as they came.
+/// Errors of [`MowerReads`]: the port's or the visibility's, as they came.
 #[derive(Debug, thiserror::Error)]
-pub enum MowerDataError {
+pub enum MowerReadsError {
     /// The mower is not visible (or visibility could not be decided).
     #[error(transparent)]
     Access(#[from] AccessError),
@@ -67,16 +69,16 @@ pub struct MowerZones {
     pub watch: Option<ZoneWatch>,
 }
 
-/// The use case of a mower's own data (see the module).
+/// The use case of a mower's reads (see the module).
 #[derive(Clone)]
-pub struct MowerData {
+pub struct MowerReads {
     access: Access,
     directory: Arc<dyn DirectoryAdmin>,
     telemetry: Arc<dyn TelemetryStore>,
     notifications: Option<NotificationPorts>,
 }
 
-impl MowerData {
+impl MowerReads {
     pub fn new(
         access: Access,
         directory: Arc<dyn DirectoryAdmin>,
@@ -97,34 +99,10 @@ impl MowerData {
         self
     }
 
-    fn ports(&self) -> Result<&NotificationPorts, MowerDataError> {
+    fn ports(&self) -> Result<&NotificationPorts, MowerReadsError> {
         self.notifications
             .as_ref()
-            .ok_or(MowerDataError::NoNotifications)
-    }
-
-    /// Deletes the mower `id` of `principal`'s account with everything stored of it, in every
-    /// store (the delete rule: the store's `delete_mower` is atomic and refuses late writes),
-    /// and forgets what this process kept of it. Answers the deleted mower.
-    pub async fn delete(
-        &self,
-        principal: &Principal,
-        id: MowerId,
-    ) -> Result<Mower, MowerDataError> {
-        let mower = self.access.visible_mower(principal, id).await?;
-        let deleted = self
-            .directory
-            .delete_mower(principal.account_id, mower.id)
-            .await;
-        // After the write, whatever its outcome: a read kept before it must not outlive it.
-        self.telemetry.forget(&[mower.id]);
-        self.access.mower_changed();
-        match deleted {
-            Ok(()) => Ok(mower),
-            // Deleted by someone else since the check above.
-            Err(DirectoryError::NotFound(_)) => Err(AccessError::NotVisible(Hidden::Mower).into()),
-            Err(e) => Err(e.into()),
-        }
+            .ok_or(MowerReadsError::NoNotifications)
     }
 
     /// The mower's latest state, when it has one of the principal's account.
@@ -132,7 +110,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<Option<LatestRow>, MowerDataError> {
+    ) -> Result<Option<LatestRow>, MowerReadsError> {
         let mower = self.access.visible_mower_id(principal, id).await?;
         Ok(self
             .latest_states(principal, &[mower])
@@ -145,7 +123,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<(Mower, Option<HealthTotals>), MowerDataError> {
+    ) -> Result<(Mower, Option<HealthTotals>), MowerReadsError> {
         let mower = self.access.visible_mower(principal, id).await?;
         let totals = self.telemetry.health(mower.id).await?;
         Ok((mower, of_account(principal, totals).pop()))
@@ -156,7 +134,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<MowerZones, MowerDataError> {
+    ) -> Result<MowerZones, MowerReadsError> {
         let mower = self.access.visible_mower(principal, id).await?;
         let store = &self.ports()?.zones;
         let zones = of_account(principal, store.zones(mower.id).await?);
@@ -173,7 +151,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<Option<Geofence>, MowerDataError> {
+    ) -> Result<Option<Geofence>, MowerReadsError> {
         let mower = self.access.visible_mower(principal, id).await?;
         let geofence = self.ports()?.geofences.geofence(mower.id).await?;
         Ok(of_account(principal, geofence).pop())
@@ -187,7 +165,7 @@ impl MowerData {
         principal: &Principal,
         only: Option<MowerId>,
         query: EventQuery,
-    ) -> Result<Vec<Event>, MowerDataError> {
+    ) -> Result<Vec<Event>, MowerReadsError> {
         let Some(mowers) = self.feed_mowers(principal, only).await? else {
             return Ok(Vec::new());
         };
@@ -203,13 +181,13 @@ impl MowerData {
     }
 
     /// A page of open alerts as `query` asks it, of the mower `only` when given, like
-    /// [`MowerData::events`].
+    /// [`MowerReads::events`].
     pub async fn open_alerts(
         &self,
         principal: &Principal,
         only: Option<MowerId>,
         query: AlertQuery,
-    ) -> Result<Vec<Alert>, MowerDataError> {
+    ) -> Result<Vec<Alert>, MowerReadsError> {
         let Some(mowers) = self.feed_mowers(principal, only).await? else {
             return Ok(Vec::new());
         };
@@ -230,7 +208,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         only: Option<MowerId>,
-    ) -> Result<Option<Option<Vec<MowerId>>>, MowerDataError> {
+    ) -> Result<Option<Option<Vec<MowerId>>>, MowerReadsError> {
         let mowers = self.access.feed_mowers(principal, only).await?;
         Ok((!mowers.as_ref().is_some_and(Vec::is_empty)).then_some(mowers))
     }
@@ -240,7 +218,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<Option<BusyStatus>, MowerDataError> {
+    ) -> Result<Option<BusyStatus>, MowerReadsError> {
         let mower = self.access.visible_mower(principal, id).await?;
         let statuses = self.ports()?.watch.busy(&[mower.id]).await?;
         let statuses = statuses.into_iter().filter(|s| s.mower_id == mower.id);

@@ -1,7 +1,7 @@
 //! A mower as every read of it shows it: its directory fields, its site's name, its latest state
 //! (of the principal's account only) and its availability.
 
-use super::{MowerData, MowerDataError};
+use super::{MowerReads, MowerReadsError};
 use crate::availability::{availability, Availability, OfflineReason};
 use crate::visibility::of_account;
 use chrono::{DateTime, Utc};
@@ -31,7 +31,7 @@ impl MowerView {
     }
 }
 
-impl MowerData {
+impl MowerReads {
     /// The latest states of `mowers` that were written for `principal`'s account, by mower: the
     /// one account filter of the latest-state read (decision 134). A replica may keep, for a
     /// second, the last state of a deleted mower whose id another account has taken since; such
@@ -40,7 +40,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         mowers: &[MowerId],
-    ) -> Result<HashMap<MowerId, LatestRow>, MowerDataError> {
+    ) -> Result<HashMap<MowerId, LatestRow>, MowerReadsError> {
         let asked: HashSet<MowerId> = mowers.iter().copied().collect();
         let rows = self.telemetry.latest(mowers).await?;
         let rows = rows.into_iter().filter(|row| asked.contains(&row.mower_id));
@@ -55,7 +55,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         id: MowerId,
-    ) -> Result<MowerView, MowerDataError> {
+    ) -> Result<MowerView, MowerReadsError> {
         let mower = self.access.visible_mower(principal, id).await?;
         let mut views = self.views(principal, vec![mower]).await?;
         Ok(views.remove(0))
@@ -68,7 +68,7 @@ impl MowerData {
         &self,
         principal: &Principal,
         mowers: Vec<Mower>,
-    ) -> Result<Vec<MowerView>, MowerDataError> {
+    ) -> Result<Vec<MowerView>, MowerReadsError> {
         let account = principal.account_id;
         let ids: Vec<MowerId> = mowers.iter().map(|m| m.id).collect();
         let latest = self.latest_states(principal, &ids).await?;
@@ -293,7 +293,7 @@ mod tests {
     /// Account B's mower X, with a latest-state store that holds `rows`, and B's principal.
     fn mower_of_b(
         rows: impl Fn(MowerId, AccountId) -> Vec<LatestRow>,
-    ) -> (MowerData, Principal, MowerId) {
+    ) -> (MowerReads, Principal, MowerId) {
         let b = AccountId::new();
         let site = Site {
             id: SiteId::new(),
@@ -328,7 +328,7 @@ mod tests {
             sites: None,
         };
         (
-            MowerData::new(access, directory, telemetry, None),
+            MowerReads::new(access, directory, telemetry, None),
             principal,
             id,
         )
