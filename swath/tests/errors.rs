@@ -429,7 +429,7 @@ async fn a_400_names_each_parameter_in_the_services_words() {
             "The query parameter `mower_id` must be a UUID. The query parameter `kind` must be \
              one of `error_raised`, `error_cleared`, `geofence_left`, `geofence_returned`, \
              `battery_low`, `mowing_started`, `mowing_finished`, `blade_due`, `zone_entered`, \
-             `zone_left`, `went_offline`, `came_online`.",
+             `zone_left`, `went_offline`, `came_online`, `session_ended`.",
         ),
         (
             "/v1/mowers/not-a-uuid/state".to_owned(),
