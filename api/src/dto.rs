@@ -28,11 +28,12 @@
 //! - [`operations`]: readiness and the OpenAPI document.
 
 /// A page of one of the API's lists, the one way every list is declared: its `items`, then the
-/// paging members. Two wordings, fixed by the published document: the directory's lists
-/// (sites, mowers, tokens, imports, webhooks, deliveries) answer `items, limit, truncated,
-/// next_cursor` with examples; the notification feeds (events, alerts) answer `items,
-/// truncated, limit, next_cursor` in words of their own. Either way the page is built from a cut
-/// by [`crate::page::Cut::page`] through [`crate::page::Paged`].
+/// paging members. Three forms, their wording fixed by the published document: the directory's
+/// lists (sites, mowers, tokens, imports, webhooks, deliveries) answer `items, limit, truncated,
+/// next_cursor` with examples; the notification feeds (`feed`: events, alerts) answer `items,
+/// truncated, limit, next_cursor` in words of their own; both are built from a cut by
+/// [`crate::page::Cut::page`] through [`crate::page::Paged`]. The live views' lists (`window`)
+/// have no cursor: `items, truncated, limit`, made by `$name::of` from the use case's window.
 macro_rules! list_page {
     (
         $(#[$page:meta])*
@@ -83,6 +84,40 @@ macro_rules! list_page {
             pub next_cursor: Option<String>,
         }
         list_page!(@paged $name: $item);
+    };
+    (
+        $(#[$list:meta])*
+        window $name:ident: $item:ty,
+        $(#[$items:meta])*
+        items,
+        $(#[$truncated:meta])*
+        truncated,
+        $(#[$limit:meta])*
+        limit
+    ) => {
+        $(#[$list])*
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+        pub struct $name {
+            $(#[$items])*
+            pub items: Vec<$item>,
+            $(#[$truncated])*
+            pub truncated: bool,
+            $(#[$limit])*
+            pub limit: u32,
+        }
+
+        impl $name {
+            fn of<T>(
+                window: swath_application::projections::Window<T>,
+                item: impl FnMut(T) -> $item,
+            ) -> Self {
+                Self {
+                    items: window.items.into_iter().map(item).collect(),
+                    truncated: window.truncated,
+                    limit: window.limit as u32,
+                }
+            }
+        }
     };
     (@paged $name:ident: $item:ty) => {
         impl $crate::page::Paged for $name {

@@ -1,7 +1,7 @@
 //! The live views' documents (`GET /v1/live/fleet`, `/v1/live/wall`, `/v1/live/health`): snapshot
 //! documents built from the use case's typed snapshots, never store rows. Every list, at every
-//! level, is `{items, truncated, limit}` (declared by `window_list!`): `truncated` says that at
-//! least one more visible item exists beyond `limit`.
+//! level, is `{items, truncated, limit}` (declared by `list_page!`'s `window` form): `truncated`
+//! says that at least one more visible item exists beyond `limit`.
 
 use super::assignments::PriorityDto;
 use super::notifications::{AlertKindDto, SeverityDto};
@@ -10,47 +10,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use swath_application::ports::{AlertCard, MowerCard, SiteCard};
 use swath_application::projections::{
-    FleetSnapshot, HealthMower, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot, Window,
+    FleetSnapshot, HealthMower, HealthSnapshot, HealthStatus, LiveMower, WallSnapshot,
 };
 use swath_domain::Assignment;
 use utoipa::ToSchema;
 use uuid::Uuid;
-
-/// Declares a list of a live view, `{items, truncated, limit}` of `$item`, and `$name::of`, which
-/// makes it from the use case's window of the items.
-macro_rules! window_list {
-    (
-        $(#[$list:meta])*
-        $name:ident: $item:ty,
-        $(#[$items:meta])*
-        items,
-        $(#[$truncated:meta])*
-        truncated,
-        $(#[$limit:meta])*
-        limit
-    ) => {
-        $(#[$list])*
-        #[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
-        pub struct $name {
-            $(#[$items])*
-            pub items: Vec<$item>,
-            $(#[$truncated])*
-            pub truncated: bool,
-            $(#[$limit])*
-            pub limit: u32,
-        }
-
-        impl $name {
-            fn of<T>(window: Window<T>, item: impl FnMut(T) -> $item) -> Self {
-                Self {
-                    items: window.items.into_iter().map(item).collect(),
-                    truncated: window.truncated,
-                    limit: window.limit as u32,
-                }
-            }
-        }
-    };
-}
 
 /// The operator on duty of a mower: its winning active assignment (priority critical → low, then
 /// the most recently updated, then the highest id).
@@ -135,10 +99,10 @@ impl From<AlertCard> for LiveAlert {
     }
 }
 
-window_list! {
+list_page! {
     /// A mower's most urgent open alerts: at most `limit`, by severity (critical first), then
     /// `raised_at` and id, newest first.
-    LiveAlertList: LiveAlert,
+    window LiveAlertList: LiveAlert,
     /// The alerts inside the window.
     items,
     /// Whether the mower has more open alerts than shown.
@@ -205,9 +169,9 @@ impl From<LiveMower> for LiveMowerDto {
     }
 }
 
-window_list! {
+list_page! {
     /// Mowers of a live view: at most `limit`, by display order, then name, then id.
-    LiveMowerList: LiveMowerDto,
+    window LiveMowerList: LiveMowerDto,
     /// The mowers inside the window.
     items,
     /// Whether more visible mowers exist than shown.
@@ -248,9 +212,9 @@ pub struct WallSiteDto {
     pub mowers: LiveMowerList,
 }
 
-window_list! {
+list_page! {
     /// Sites of a wall: at most `limit`, by display order, then name, then id.
-    WallSiteList: WallSiteDto,
+    window WallSiteList: WallSiteDto,
     /// The sites inside the window.
     items,
     /// Whether more visible sites exist than shown.
@@ -386,9 +350,9 @@ impl From<HealthMower> for HealthMowerDto {
     }
 }
 
-window_list! {
+list_page! {
     /// Mowers of a site on the health wall: at most `limit`, by display order, then name, then id.
-    HealthMowerList: HealthMowerDto,
+    window HealthMowerList: HealthMowerDto,
     /// The mowers inside the window.
     items,
     /// Whether the site has more visible mowers than shown.
@@ -408,9 +372,9 @@ pub struct HealthSiteDto {
     pub mowers: HealthMowerList,
 }
 
-window_list! {
+list_page! {
     /// Sites of the health wall: at most `limit`, by display order, then name, then id.
-    HealthSiteList: HealthSiteDto,
+    window HealthSiteList: HealthSiteDto,
     /// The sites inside the window.
     items,
     /// Whether more visible sites exist than shown.
