@@ -145,6 +145,27 @@ async fn seeded() -> (Arc<MemoryStore>, Fleet) {
     (store, fleet)
 }
 
+/// A primary and a standby, each seeded with the same fleet, and one working state of the first
+/// mower stored through the read routing: on the primary only (the standby has not replayed it).
+async fn one_state_on_the_primary() -> (Arc<Switchable>, Arc<Switchable>, Fleet) {
+    let (primary, fleet) = seeded().await;
+    let (standby, _) = seeded().await;
+    let primary = Switchable::new(primary);
+    let standby = Switchable::new(standby);
+    let ingest = Ingest::new(
+        Arc::new(ReadRouted::new(primary.clone(), standby.clone())),
+        Arc::new(RecordingBus::default()),
+        Arc::new(ManualClock::new(trace_start())),
+    );
+    ingest
+        .record_states(vec![
+            ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
+        ])
+        .await
+        .expect("stored");
+    (primary, standby, fleet)
+}
+
 fn window() -> TimeWindow {
     TimeWindow {
         from: None,
@@ -210,22 +231,8 @@ async fn a_store_that_stops_answering_fails_the_batch_at_the_deadline_and_the_ne
 /// export and the ping stay on the primary.
 #[tokio::test]
 async fn reads_go_to_the_read_store_and_writes_to_the_primary() {
-    let (primary, fleet) = seeded().await;
-    let (standby, _) = seeded().await;
-    let primary = Switchable::new(primary);
-    let standby = Switchable::new(standby);
+    let (primary, standby, fleet) = one_state_on_the_primary().await;
     let routed = Arc::new(ReadRouted::new(primary.clone(), standby.clone()));
-    let ingest = Ingest::new(
-        routed.clone(),
-        Arc::new(RecordingBus::default()),
-        Arc::new(ManualClock::new(trace_start())),
-    );
-    ingest
-        .record_states(vec![
-            ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
-        ])
-        .await
-        .expect("stored");
     let mower = fleet.mowers[0];
     routed.ping().await.unwrap();
     assert!(
@@ -262,22 +269,8 @@ async fn reads_go_to_the_read_store_and_writes_to_the_primary() {
 /// read is answered by the primary.
 #[tokio::test]
 async fn a_read_store_that_does_not_answer_falls_back_to_the_primary() {
-    let (primary, fleet) = seeded().await;
-    let (standby, _) = seeded().await;
-    let primary = Switchable::new(primary);
-    let standby = Switchable::new(standby);
+    let (primary, standby, fleet) = one_state_on_the_primary().await;
     let routed = Arc::new(ReadRouted::new(primary.clone(), standby.clone()));
-    let ingest = Ingest::new(
-        routed.clone(),
-        Arc::new(RecordingBus::default()),
-        Arc::new(ManualClock::new(trace_start())),
-    );
-    ingest
-        .record_states(vec![
-            ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
-        ])
-        .await
-        .expect("stored");
     let mower = fleet.mowers[0];
     standby.set(REFUSES);
     let before = primary.calls();
@@ -371,22 +364,8 @@ mod sessions {
     /// answer.
     #[tokio::test]
     async fn session_pages_go_to_the_read_store_and_fall_back_to_the_primary() {
-        let (primary, fleet) = seeded().await;
-        let (standby, _) = seeded().await;
-        let primary = Switchable::new(primary);
-        let standby = Switchable::new(standby);
-        let ingest = Ingest::new(
-            Arc::new(ReadRouted::new(primary.clone(), standby.clone())),
-            Arc::new(RecordingBus::default()),
-            Arc::new(ManualClock::new(trace_start())),
-        );
         // A working state opens a session, on the primary only.
-        ingest
-            .record_states(vec![
-                ingest.parse(report(&fleet, 0, trace_start()).to_string().as_bytes())
-            ])
-            .await
-            .expect("stored");
+        let (primary, standby, fleet) = one_state_on_the_primary().await;
         let routed = ReadRoutedSessions::new(primary.clone(), standby.clone());
         let mower = fleet.mowers[0];
         let query = SessionQuery {

@@ -327,14 +327,38 @@ async fn a_slow_endpoint_does_not_delay_another() {
     let _ = s.stop.send(true);
 }
 
+/// A memory bus with the webhooks' enqueuer subscribed, as `swath serve` subscribes it
+/// (exclusive, decision 153), over `store` and `directory`.
+async fn enqueuing_bus(
+    store: Arc<MemoryWebhooks>,
+    directory: MemoryStore,
+) -> (Arc<MemoryBus>, swath_application::ports::Subscription) {
+    use swath_application::ports::BatchSettings;
+    use swath_application::webhooks::delivery::{Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS};
+    let bus = Arc::new(MemoryBus::default());
+    let enqueuer = Enqueuer::new(store, Arc::new(directory), Arc::new(SystemClock));
+    bus.subscribe_batch(
+        WEBHOOK_SUBJECTS,
+        WEBHOOK_CONSUMER,
+        BatchSettings {
+            max_wait: Duration::from_millis(10),
+            exclusive: true,
+            ..BatchSettings::default()
+        },
+        Arc::new(enqueuer),
+    )
+    .await
+    .map(|subscription| (bus.clone(), subscription))
+    .unwrap()
+}
+
 /// The notifications consumer on the memory bus: an event and an alert clear the watcher
 /// publishes become one delivery per matching endpoint (kind, mower and site filters applied), in
 /// the order published, and a message consumed again makes no second delivery.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn published_notifications_become_deliveries_of_matching_endpoints() {
-    use swath_application::ports::{BatchSettings, Directory};
+    use swath_application::ports::Directory;
     use swath_application::subjects;
-    use swath_application::webhooks::delivery::{Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS};
     use swath_domain::watch::{AlertKind, ClearCause, ClearedAlert, Event, EventDetail};
     use swath_domain::webhook::WebhookKind;
 
@@ -359,22 +383,7 @@ async fn published_notifications_become_deliveries_of_matching_endpoints() {
     for e in [&everything, &only_second_mower, &other_site] {
         store.create_endpoint(e.clone(), usize::MAX).await.unwrap();
     }
-    let bus = Arc::new(MemoryBus::default());
-    let enqueuer = Enqueuer::new(store.clone(), Arc::new(directory), Arc::new(SystemClock));
-    let subscription = bus
-        .subscribe_batch(
-            WEBHOOK_SUBJECTS,
-            WEBHOOK_CONSUMER,
-            BatchSettings {
-                max_wait: Duration::from_millis(10),
-                // As `swath serve` subscribes it (decision 153).
-                exclusive: true,
-                ..BatchSettings::default()
-            },
-            Arc::new(enqueuer),
-        )
-        .await
-        .unwrap();
+    let (bus, subscription) = enqueuing_bus(store.clone(), directory).await;
     let at = chrono::Utc::now();
     let raised = Event::new(
         mowers[0],
@@ -470,9 +479,8 @@ async fn published_notifications_become_deliveries_of_matching_endpoints() {
 /// summary under its wire names in the payload, and nothing of another kind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_endpoint_asking_for_session_ended_receives_it() {
-    use swath_application::ports::{BatchSettings, Directory};
+    use swath_application::ports::Directory;
     use swath_application::subjects;
-    use swath_application::webhooks::delivery::{Enqueuer, WEBHOOK_CONSUMER, WEBHOOK_SUBJECTS};
     use swath_domain::sessions::{session_id, EndReason};
     use swath_domain::watch::{Event, EventDetail, EventKind};
     use swath_domain::webhook::WebhookKind;
@@ -489,21 +497,7 @@ async fn an_endpoint_asking_for_session_ended_receives_it() {
         .create_endpoint(sessions.clone(), usize::MAX)
         .await
         .unwrap();
-    let bus = Arc::new(MemoryBus::default());
-    let enqueuer = Enqueuer::new(store.clone(), Arc::new(directory), Arc::new(SystemClock));
-    let subscription = bus
-        .subscribe_batch(
-            WEBHOOK_SUBJECTS,
-            WEBHOOK_CONSUMER,
-            BatchSettings {
-                max_wait: Duration::from_millis(10),
-                exclusive: true,
-                ..BatchSettings::default()
-            },
-            Arc::new(enqueuer),
-        )
-        .await
-        .unwrap();
+    let (bus, subscription) = enqueuing_bus(store.clone(), directory).await;
     let ended_at = chrono::Utc::now();
     let started_at = ended_at - chrono::Duration::hours(2);
     let ended = Event::new(
