@@ -459,18 +459,38 @@ pub struct SessionCarry {
     pub rest: Rest,
 }
 
+/// A mower's newest session and the rest after its end as a batch leaves them: what the store
+/// keeps beside the mower's health totals (decision 207), so that the next in-order batch resumes
+/// it from the row it locks anyway.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NewestSession {
+    pub mower_id: MowerId,
+    /// The account whose states made the session (that of the mower's rows).
+    pub account_id: AccountId,
+    pub carry: SessionCarry,
+}
+
 /// What a batch changes of the sessions, written by the store with the batch's other rows.
+///
+/// A stored session row is final once a later session starts; the newest session's running
+/// figures live in `newest` (decision 207), so an in-order batch that only extends it upserts no
+/// row.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SessionChanges {
-    /// Inserted or replaced, keyed by `(mower, started_at)`, each key at most once. The mower's
-    /// newest session carries the rest after its end (`Some`); every other session `None`.
-    pub upsert: Vec<(SessionRow, Option<Rest>)>,
+    /// Inserted or replaced, keyed by `(mower, started_at)`, each key at most once: sessions that
+    /// closed, sessions a recompute gave, and a newest session whose start is not stored yet.
+    pub upsert: Vec<SessionRow>,
     /// Keys `(mower, started_at)` a recompute no longer gives: removed. Disjoint from `upsert`.
     pub remove: Vec<(MowerId, DateTime<Utc>)>,
+    /// The mowers whose newest session or rest changed, each at most once, in mower id order:
+    /// replaces what the store keeps of the newest session. Every one of them has its health
+    /// row in the same batch's changes (the ingest sees to it), so a store may keep the carry
+    /// in that row.
+    pub newest: Vec<NewestSession>,
 }
 
 impl SessionChanges {
     pub fn is_empty(&self) -> bool {
-        self.upsert.is_empty() && self.remove.is_empty()
+        self.upsert.is_empty() && self.remove.is_empty() && self.newest.is_empty()
     }
 }

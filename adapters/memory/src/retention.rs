@@ -122,7 +122,7 @@ impl RetentionRun for MemoryRun {
             let gone: Vec<DateTime<Utc>> = rows
                 .sessions
                 .iter()
-                .filter(|(at, (row, _))| {
+                .filter(|(at, row)| {
                     Some(**at) != newest && row.session.ended_at.is_some_and(|end| end < before)
                 })
                 .map(|(at, _)| *at)

@@ -15,7 +15,7 @@ impl SessionStore for MemoryStore {
             .mowers
             .iter()
             .filter_map(|m| telemetry.get(m))
-            .flat_map(|rows| rows.sessions.values().map(|(row, _)| row))
+            .flat_map(|rows| rows.sessions.values())
             .filter(|row| {
                 let s = &row.session;
                 row.account_id == query.account

@@ -345,6 +345,7 @@ impl Ingest {
             let (applied, mut changes) = apply_states(&mut snapshots, valid, received_at);
             changes.sessions =
                 sessions::session_changes(&found, windows, valid, &applied, self.session_merge_gap);
+            sessions::cover_with_health(&mut changes, &snapshots);
             let counts = changes.counts;
             // W6's events and alerts, derived here once: the commit stores them (the events
             // feed), and the events are published below, after it.

@@ -1,9 +1,12 @@
-//! W8 mowing sessions in the ingest's unit of work (docs/rules.md §3, W8; decision 200).
+//! W8 mowing sessions in the ingest's unit of work (docs/rules.md §3, W8; decisions 200 and 207).
 //!
-//! In order, a mower's newest stored session (read by the batch's first statement with the rest
-//! after its end) is resumed with the health totals' newest counted state as the previous one,
-//! and the batch's new states extend it: no state is read, and the sessions are written by the
-//! batch's one write. A batch with late states also reads, once for all its mowers, each
+//! In order, a mower's newest session (kept with its health totals, read by the batch's first
+//! statement with the rest after its end) is resumed with the health totals' newest counted
+//! state as the previous one, and the batch's new states extend it: no state is read, and the
+//! sessions are written by the batch's one write. The newest session's running figures go back
+//! where they came from ([`SessionChanges::newest`]); a session row is written only when a
+//! session starts, closes or is folded again, so a batch that extends every mower's open session
+//! writes no session row at all. A batch with late states also reads, once for all its mowers, each
 //! mower's [`SessionWindow`] (the stored session before its oldest late state through the one
 //! after its newest, with the states between) and folds that window again with the new states:
 //! the sessions outside it keep their starts, ends and merges.
@@ -17,8 +20,10 @@ use crate::ports::SessionWindow;
 use chrono::{DateTime, Duration, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
-use swath_domain::sessions::{SessionCarry, SessionChanges, SessionFold, SessionPoint, SessionRow};
-use swath_domain::{AccountId, MowerId, MowerSnapshot, StateOutcome, StateReport};
+use swath_domain::sessions::{
+    NewestSession, SessionCarry, SessionChanges, SessionFold, SessionPoint, SessionRow,
+};
+use swath_domain::{AccountId, BatchChanges, MowerId, MowerSnapshot, StateOutcome, StateReport};
 
 /// What the session step needs of a mower as the batch found it, taken before the rules advance
 /// the snapshot.
@@ -115,18 +120,51 @@ pub(super) fn session_changes(
         let window = windows
             .remove(&mower)
             .filter(|w| !late.is_empty() && found.floor.is_none_or(|floor| w.from >= floor));
-        match window {
+        let carry = match window {
+            Some(window) if window.through.is_none() => {
+                step.refold(window, late, &mut in_order, &mut changes)
+            }
             Some(window) => {
-                let through_newest = window.through.is_none();
                 step.refold(window, late, &mut in_order, &mut changes);
-                if !through_newest {
-                    step.extend(in_order, &mut changes);
-                }
+                step.extend(in_order, &mut changes)
             }
             None => step.extend(in_order, &mut changes),
+        };
+        if let Some(carry) = carry.filter(|c| *c != found.carry) {
+            changes.newest.push(NewestSession {
+                mower_id: mower,
+                account_id: found.account,
+                carry,
+            });
         }
     }
     changes
+}
+
+/// Gives every mower of `changes.sessions.newest` its health row in the batch's changes, so that
+/// a store may keep the newest session in that row (decision 207): a mower whose totals the
+/// batch did not change gets its row as the batch found it. A mower without one (which a changed
+/// session cannot have: its states were counted) keeps its stored session.
+pub(super) fn cover_with_health(
+    changes: &mut BatchChanges,
+    snapshots: &BTreeMap<MowerId, MowerSnapshot>,
+) {
+    let newest = std::mem::take(&mut changes.sessions.newest);
+    for entry in newest {
+        let at = changes
+            .health
+            .binary_search_by_key(&entry.mower_id, |h| h.mower_id);
+        match at {
+            Ok(_) => changes.sessions.newest.push(entry),
+            Err(i) => {
+                let found = snapshots.get(&entry.mower_id).and_then(|s| s.health.clone());
+                if let Some(health) = found {
+                    changes.health.insert(i, health);
+                    changes.sessions.newest.push(entry);
+                }
+            }
+        }
+    }
 }
 
 struct Step<'a> {
@@ -144,9 +182,16 @@ impl Step<'_> {
     }
 
     /// The in-order path: the newest stored session resumed and extended by the new states.
-    fn extend(&self, in_order: BTreeMap<DateTime<Utc>, SessionPoint>, out: &mut SessionChanges) {
+    /// Returns the carry the states leave (`None` when there are none). A session that closes
+    /// is final and upserted; the newest is upserted only when its start is not stored yet, its
+    /// running figures being the carry's.
+    fn extend(
+        &self,
+        in_order: BTreeMap<DateTime<Utc>, SessionPoint>,
+        out: &mut SessionChanges,
+    ) -> Option<SessionCarry> {
         if in_order.is_empty() {
-            return;
+            return None;
         }
         let carry = &self.found.carry;
         let mut fold = SessionFold::resume(
@@ -157,42 +202,33 @@ impl Step<'_> {
             carry.rest.clone(),
             self.found.last.clone(),
         );
-        let mut newest_at = None;
         for point in in_order.into_values() {
-            newest_at = Some(point.observed_at);
             fold.push(point);
         }
-        let closed = fold.take_closed();
-        let started_anew = !closed.is_empty();
-        for session in closed {
-            out.upsert.push((self.row(session), None));
+        for session in fold.take_closed() {
+            out.upsert.push(self.row(session));
         }
-        let Some(current) = fold.current.clone() else {
-            return;
-        };
-        // Once the merge gap has passed after an ended session, no later stretch can join it:
-        // its rest will never be read, so a batch that changed nothing else writes nothing.
-        let moot = current
-            .ended_at
-            .zip(newest_at)
-            .is_some_and(|(end, newest)| newest - end > self.merge_gap);
-        let unchanged = carry.newest.as_ref() == Some(&current)
-            && (moot || carry.rest == fold.rest)
-            && !started_anew;
-        if !unchanged {
-            out.upsert
-                .push((self.row(current), Some(fold.rest.clone())));
+        let stored_start = carry.newest.as_ref().map(|s| s.started_at);
+        if let Some(current) = &fold.current {
+            if stored_start != Some(current.started_at) {
+                out.upsert.push(self.row(current.clone()));
+            }
         }
+        Some(SessionCarry {
+            newest: fold.current,
+            rest: fold.rest,
+        })
     }
 
     /// The late path: the window folded again from its stored states and the new ones in it.
+    /// Returns the carry it leaves when the window reaches the mower's newest state.
     fn refold(
         &self,
         window: SessionWindow,
         late: BTreeMap<DateTime<Utc>, SessionPoint>,
         in_order: &mut BTreeMap<DateTime<Utc>, SessionPoint>,
         out: &mut SessionChanges,
-    ) {
+    ) -> Option<SessionCarry> {
         let mut points: BTreeMap<DateTime<Utc>, SessionPoint> = window
             .states
             .into_iter()
@@ -211,7 +247,6 @@ impl Step<'_> {
         for point in points.into_values() {
             fold.push(point);
         }
-        let rest = fold.rest.clone();
         let mut produced = fold.sessions();
         if let Some(through) = window.through {
             // The state after the window's last session tells how it ended; a session it
@@ -219,11 +254,12 @@ impl Step<'_> {
             produced.retain(|s| s.started_at <= through);
         }
         let starts: Vec<DateTime<Utc>> = produced.iter().map(|s| s.started_at).collect();
-        let newest = produced.len().checked_sub(1);
-        for (i, session) in produced.into_iter().enumerate() {
-            let rest = (window.through.is_none() && Some(i) == newest).then(|| rest.clone());
-            out.upsert.push((self.row(session), rest));
-        }
+        let carry = window.through.is_none().then(|| SessionCarry {
+            newest: produced.last().cloned(),
+            rest: fold.rest,
+        });
+        out.upsert
+            .extend(produced.into_iter().map(|session| self.row(session)));
         out.remove.extend(
             window
                 .sessions
@@ -231,5 +267,6 @@ impl Step<'_> {
                 .filter(|at| !starts.contains(at))
                 .map(|at| (self.mower, at)),
         );
+        carry
     }
 }

@@ -18,8 +18,10 @@ pub(crate) struct MowerRows {
     pub(crate) latest: Option<LatestRow>,
     pub(crate) health: Option<HealthTotals>,
     pub(crate) days: BTreeMap<NaiveDate, DayTotals>,
-    /// W8's sessions by `started_at`; the newest with the rest after its end.
-    pub(crate) sessions: BTreeMap<DateTime<Utc>, (SessionRow, Option<Rest>)>,
+    /// W8's sessions by `started_at`.
+    pub(crate) sessions: BTreeMap<DateTime<Utc>, SessionRow>,
+    /// What the states after the newest session's end would add to it (decision 207).
+    pub(crate) session_rest: Rest,
     /// Just after the newest history row the cap removed: older history rows may be gone.
     pub(crate) history_capped_until: Option<DateTime<Utc>>,
     /// Just after the newest position the cap removed: older positions may be gone.

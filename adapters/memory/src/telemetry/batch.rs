@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
-use swath_domain::sessions::SessionPoint;
+use swath_domain::sessions::{SessionPoint, SessionRow};
 use swath_domain::watch::IngestNotifications;
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use tokio::sync::OwnedMutexGuard;
@@ -153,13 +153,25 @@ impl TelemetryBatch for MemoryBatch {
                 rows.sessions.remove(&at);
             }
         }
-        for (row, rest) in changes.sessions.upsert {
+        for row in changes.sessions.upsert {
             let (mower_id, at) = (row.session.mower_id, row.session.started_at);
             telemetry
                 .entry(mower_id)
                 .or_default()
                 .sessions
-                .insert(at, (row, rest));
+                .insert(at, row);
+        }
+        // Then the newest session's running figures, over its row (decision 207).
+        for newest in changes.sessions.newest {
+            let rows = telemetry.entry(newest.mower_id).or_default();
+            if let Some(session) = newest.carry.newest {
+                let row = SessionRow {
+                    account_id: newest.account_id,
+                    session,
+                };
+                rows.sessions.insert(row.session.started_at, row);
+            }
+            rows.session_rest = newest.carry.rest;
         }
         // W6's events and alerts, with the rows that raised them (still under the rows' lock).
         store_ingest_events(&self.store.watch, &notifications);
@@ -187,7 +199,7 @@ fn session_window(
     let followed = after.next().is_some();
     let through = next
         .filter(|_| followed)
-        .and_then(|(_, (row, _))| row.session.ended_at);
+        .and_then(|(_, row)| row.session.ended_at);
     let last_start = match (through, next) {
         (Some(_), Some((at, _))) => Bound::Included(*at),
         _ => Bound::Unbounded,

@@ -61,10 +61,9 @@ impl TelemetryStore for MemoryStore {
                     health: rows.and_then(|r| r.health.clone()),
                     neighbourhood: Default::default(),
                     sessions: rows
-                        .and_then(|r| r.sessions.last_key_value())
-                        .map(|(_, (row, rest))| SessionCarry {
-                            newest: Some(row.session.clone()),
-                            rest: rest.clone().unwrap_or_default(),
+                        .map(|r| SessionCarry {
+                            newest: r.sessions.last_key_value().map(|(_, row)| row.session.clone()),
+                            rest: r.session_rest.clone(),
                         })
                         .unwrap_or_default(),
                 },
@@ -108,7 +107,7 @@ impl TelemetryStore for MemoryStore {
             out.health.extend(rows.health.clone());
             out.days.extend(rows.days.values().cloned());
             out.sessions
-                .extend(rows.sessions.values().map(|(row, _)| row.clone()));
+                .extend(rows.sessions.values().cloned());
         }
         Ok(out)
     }

@@ -1,14 +1,16 @@
 //! An open telemetry batch: its late states' neighbours read in one statement, its changes
 //! written in one statement (data-modifying `WITH`) and committed.
 
+use super::newest;
 use super::rows::{activity, corrupt};
 use crate::{store_error, unavailable, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sqlx::{Postgres, Row, Transaction};
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 use swath_application::ports::{SessionWindow, StoreError, TelemetryBatch};
-use swath_domain::sessions::{Session, SessionPoint};
+use swath_domain::sessions::{Session, SessionCarry, SessionPoint};
 use swath_domain::watch::IngestNotifications;
 use swath_domain::{BatchChanges, MowerId, MowerSnapshot, StoredState};
 use uuid::Uuid;
@@ -126,8 +128,9 @@ const NEAR: Duration = Duration::days(7);
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
 /// `WITH`): the history rows, the position rows of the history rows it inserted (a key stored
 /// earlier writes nothing, W1/W2), one latest row, one health row and one row per touched day
-/// per mower, and W8's sessions (the keys a recompute removed deleted, the others upserted with
-/// the newest's rest: disjoint keys, so no row is touched twice). Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
+/// per mower, and W8's sessions (the keys a recompute removed deleted, the others upserted:
+/// disjoint keys, so no row is touched twice; the newest session's running figures and rest go
+/// in the health row, decision 207). Built once from [`newest::COLUMNS`]. Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
 /// the positions look at another one's result (the keys `history` returned). All of them run on
 /// the statement's snapshot, which is all they need: the rules computed every value from the
 /// rows the batch's reads locked. One statement instead of five saves four round trips and
@@ -135,7 +138,11 @@ const NEAR: Duration = Duration::days(7);
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
-pub(super) const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history \
+pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
+    let (carry_set, carry_arrays, carry_names) = newest::write_parts(33);
+    let n = 33 + newest::PARAMETERS;
+    format!(
+        "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
     SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::text[], $4::smallint[], $5::text[], \
     $6::boolean[]) ON CONFLICT (mower_id, observed_at) DO NOTHING \
@@ -157,34 +164,36 @@ pub(super) const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history
     last_blade_on = u.last_blade_on, last_lat = u.last_lat, last_lon = u.last_lon, \
     mowing_ms = u.mowing_ms, blade_ms = u.blade_ms, distance_mm = u.distance_mm, \
     error_count = u.error_count, charge_count = u.charge_count, \
-    blade_since_reset_ms = u.blade_since_reset_ms, blade_due_raised = u.blade_due_raised \
+    blade_since_reset_ms = u.blade_since_reset_ms, blade_due_raised = u.blade_due_raised, \
+    {carry_set} \
     FROM UNNEST($18::uuid[], $19::uuid[], $20::timestamptz[], $21::timestamptz[], \
     $22::text[], $23::boolean[], $24::float8[], $25::float8[], $26::int8[], $27::int8[], \
-    $28::int8[], $29::int8[], $30::int8[], $31::int8[], $32::boolean[]) AS u(mower_id, \
-    account_id, counted_from, counted_until, last_activity, last_blade_on, last_lat, last_lon, \
-    mowing_ms, blade_ms, distance_mm, error_count, charge_count, blade_since_reset_ms, \
-    blade_due_raised) \
+    $28::int8[], $29::int8[], $30::int8[], $31::int8[], $32::boolean[], {carry_arrays}) \
+    AS u(mower_id, account_id, counted_from, counted_until, last_activity, last_blade_on, \
+    last_lat, last_lon, mowing_ms, blade_ms, distance_mm, error_count, charge_count, \
+    blade_since_reset_ms, blade_due_raised, {carry_names}) \
     WHERE h.mower_id = u.mower_id), \
     days AS (INSERT INTO day_totals \
     (mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count) \
-    SELECT * FROM UNNEST($33::uuid[], $34::date[], $35::int8[], $36::int8[], $37::int8[], \
-    $38::int8[], $39::int8[], $40::int8[]) ON CONFLICT (mower_id, day) DO UPDATE SET \
+    SELECT * FROM UNNEST(${d0}::uuid[], ${d1}::date[], ${d2}::int8[], ${d3}::int8[], \
+    ${d4}::int8[], ${d5}::int8[], ${d6}::int8[], ${d7}::int8[]) \
+    ON CONFLICT (mower_id, day) DO UPDATE SET \
     mowing_ms = day_totals.mowing_ms + EXCLUDED.mowing_ms, \
     blade_ms = day_totals.blade_ms + EXCLUDED.blade_ms, \
     distance_mm = day_totals.distance_mm + EXCLUDED.distance_mm, \
     error_count = day_totals.error_count + EXCLUDED.error_count, \
     charge_count = day_totals.charge_count + EXCLUDED.charge_count, \
     state_count = day_totals.state_count + EXCLUDED.state_count), \
-    sessions_removed AS (DELETE FROM mower_sessions s USING UNNEST($41::uuid[], \
-    $42::timestamptz[]) AS r(mower_id, started_at) \
+    sessions_removed AS (DELETE FROM mower_sessions s USING UNNEST(${r0}::uuid[], \
+    ${r1}::timestamptz[]) AS r(mower_id, started_at) \
     WHERE s.mower_id = r.mower_id AND s.started_at = r.started_at), \
     sessions AS (INSERT INTO mower_sessions (mower_id, started_at, id, account_id, ended_at, \
     end_reason, error_code, mowing_ms, blade_ms, distance_mm, breaks, states, first_lat, \
-    first_lon, last_lat, last_lon, first_battery_percent, last_battery_percent, local_date, rest) \
-    SELECT * FROM UNNEST($43::uuid[], $44::timestamptz[], $45::uuid[], $46::uuid[], \
-    $47::timestamptz[], $48::text[], $49::text[], $50::int8[], $51::int8[], $52::int8[], \
-    $53::int8[], $54::int8[], $55::float8[], $56::float8[], $57::float8[], $58::float8[], \
-    $59::int2[], $60::int2[], $61::date[], $62::jsonb[]) \
+    first_lon, last_lat, last_lon, first_battery_percent, last_battery_percent, local_date) \
+    SELECT * FROM UNNEST(${s0}::uuid[], ${s1}::timestamptz[], ${s2}::uuid[], ${s3}::uuid[], \
+    ${s4}::timestamptz[], ${s5}::text[], ${s6}::text[], ${s7}::int8[], ${s8}::int8[], \
+    ${s9}::int8[], ${s10}::int8[], ${s11}::int8[], ${s12}::float8[], ${s13}::float8[], \
+    ${s14}::float8[], ${s15}::float8[], ${s16}::int2[], ${s17}::int2[], ${s18}::date[]) \
     ON CONFLICT (mower_id, started_at) DO UPDATE SET id = EXCLUDED.id, \
     account_id = EXCLUDED.account_id, ended_at = EXCLUDED.ended_at, \
     end_reason = EXCLUDED.end_reason, error_code = EXCLUDED.error_code, \
@@ -193,9 +202,15 @@ pub(super) const WRITE_BATCH: &str = "WITH history AS (INSERT INTO state_history
     first_lat = EXCLUDED.first_lat, first_lon = EXCLUDED.first_lon, \
     last_lat = EXCLUDED.last_lat, last_lon = EXCLUDED.last_lon, \
     first_battery_percent = EXCLUDED.first_battery_percent, \
-    last_battery_percent = EXCLUDED.last_battery_percent, local_date = EXCLUDED.local_date, \
-    rest = EXCLUDED.rest) \
-    SELECT 1";
+    last_battery_percent = EXCLUDED.last_battery_percent, local_date = EXCLUDED.local_date) \
+    SELECT 1",
+        d0 = n, d1 = n + 1, d2 = n + 2, d3 = n + 3, d4 = n + 4, d5 = n + 5, d6 = n + 6,
+        d7 = n + 7, r0 = n + 8, r1 = n + 9, s0 = n + 10, s1 = n + 11, s2 = n + 12, s3 = n + 13,
+        s4 = n + 14, s5 = n + 15, s6 = n + 16, s7 = n + 17, s8 = n + 18, s9 = n + 19,
+        s10 = n + 20, s11 = n + 21, s12 = n + 22, s13 = n + 23, s14 = n + 24, s15 = n + 25,
+        s16 = n + 26, s17 = n + 27, s18 = n + 28,
+    )
+});
 
 /// The session windows' bounds (W8, decision 200): for each `(mower, t_min, t_max)` of `$1..$3`,
 /// `lo` (the start of the newest stored session before `t_min`, else `t_min`), `n_start` and
@@ -520,13 +535,17 @@ impl TelemetryBatch for PostgresBatch {
             .collect::<Result<Vec<_>, _>>()
             .map_err(corrupt)?;
         let (su, removed) = (&changes.sessions.upsert, &changes.sessions.remove);
-        let ss: Vec<&Session> = su.iter().map(|(r, _)| &r.session).collect();
-        let rests = su
+        let ss: Vec<&Session> = su.iter().map(|r| &r.session).collect();
+        // The ingest gives every changed carry its health row (`SessionChanges::newest`).
+        let changed: BTreeMap<MowerId, &SessionCarry> = changes
+            .sessions
+            .newest
             .iter()
-            .map(|(_, rest)| rest.as_ref().map(serde_json::to_value).transpose())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(corrupt)?;
-        sqlx::query(WRITE_BATCH)
+            .map(|n| (n.mower_id, &n.carry))
+            .collect();
+        let carries: Vec<Option<&SessionCarry>> =
+            t.iter().map(|r| changed.get(&r.mower_id).copied()).collect();
+        let query = sqlx::query(WRITE_BATCH.as_str())
             .bind(h.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.observed_at).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.activity.as_str()).collect::<Vec<_>>())
@@ -570,7 +589,8 @@ impl TelemetryBatch for PostgresBatch {
             .bind(t.iter().map(|r| r.error_count).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.charge_count).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.blade_since_reset_ms).collect::<Vec<_>>())
-            .bind(t.iter().map(|r| r.blade_due_raised).collect::<Vec<_>>())
+            .bind(t.iter().map(|r| r.blade_due_raised).collect::<Vec<_>>());
+        newest::bind(query, &carries)
             .bind(d.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.day).collect::<Vec<NaiveDate>>())
             .bind(d.iter().map(|r| r.mowing_ms).collect::<Vec<_>>())
@@ -584,7 +604,7 @@ impl TelemetryBatch for PostgresBatch {
             .bind(ss.iter().map(|s| s.mower_id.0).collect::<Vec<_>>())
             .bind(ss.iter().map(|s| s.started_at).collect::<Vec<_>>())
             .bind(ss.iter().map(|s| s.id).collect::<Vec<_>>())
-            .bind(su.iter().map(|(r, _)| r.account_id.0).collect::<Vec<_>>())
+            .bind(su.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
             .bind(ss.iter().map(|s| s.ended_at).collect::<Vec<_>>())
             .bind(
                 ss.iter()
@@ -616,7 +636,6 @@ impl TelemetryBatch for PostgresBatch {
                     .collect::<Vec<_>>(),
             )
             .bind(ss.iter().map(|s| s.local_date).collect::<Vec<NaiveDate>>())
-            .bind(rests)
             .execute(&mut *tx)
             .await
             .map_err(store_error)?;

@@ -19,14 +19,14 @@
 //! (`counted_until` equals the latest `observed_at`, see the migration).
 //!
 //! Layout: this file holds the `TelemetryStore` impl (the batch's read and lock, the reads);
-//! `batch` the open batch (late states' neighbours, the one write statement, the commit); `rows`
-//! the decoding of rows.
+//! `batch` the open batch (late states' neighbours, the one write statement, the commit);
+//! `newest` the newest session's columns on the health row; `rows` the decoding of rows.
 
 mod batch;
+mod newest;
 mod rows;
 
 use batch::PostgresBatch;
-pub(crate) use rows::StoredSession;
 use rows::{corrupt, day_from, health_from, history_from, latest_from, position_from};
 
 use crate::{unavailable, PostgresStore};
@@ -34,9 +34,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, SubsecRound, TimeZone, Utc};
 use chrono_tz::Tz;
 use sqlx::postgres::PgRow;
-use sqlx::types::Json;
 use sqlx::Row;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 use swath_application::ports::{
     StoreError, TelemetryBatch, TelemetryStore, TimeWindow, WindowRows,
 };
@@ -52,19 +52,19 @@ const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_from, h.counte
     h.blade_reset_until";
 
 /// The batch's read: directory entry and health row of each mower, locked in mower id order,
-/// with the mower's newest session (W8) as one JSON document (its row, `rest` included): one
-/// probe of the sessions' key per mower, no statement of its own.
+/// with the mower's newest session (W8) and the rest after its end, which the health row keeps
+/// (decision 207): no other table is read.
 /// `FOR NO KEY UPDATE` because the batch never changes the key; it leaves foreign-key checks of
 /// other writers (which take `KEY SHARE`) unblocked.
-const READ_FOR_BATCH: &str = "SELECT m.account_id AS dir_account_id, s.time_zone, \
-    m.blade_threshold_ms, h.mower_id, h.account_id, h.counted_from, h.counted_until, \
-    h.last_activity, h.last_blade_on, h.last_lat, h.last_lon, h.mowing_ms, h.blade_ms, \
-    h.distance_mm, h.error_count, h.charge_count, h.blade_since_reset_ms, h.blade_due_raised, \
-    h.blade_reset_until, ns.newest_session \
+static READ_FOR_BATCH: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT m.account_id AS dir_account_id, s.time_zone, \
+    m.blade_threshold_ms, {HEALTH_COLUMNS}, {} \
     FROM health_totals h JOIN mowers m ON m.id = h.mower_id JOIN sites s ON s.id = m.site_id \
-    LEFT JOIN LATERAL (SELECT to_jsonb(ms) AS newest_session FROM mower_sessions ms \
-    WHERE ms.mower_id = h.mower_id ORDER BY ms.started_at DESC LIMIT 1) ns ON true \
-    WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h";
+    WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h",
+        newest::select_list()
+    )
+});
 
 /// A page of history: `$1` mower, rows with `$2 < observed_at < $3`, `$4` the limit. Both bounds
 /// are always given (see [`bounds`]), so the statement has one text and PostgreSQL prunes the
@@ -152,7 +152,7 @@ impl TelemetryStore for PostgresStore {
     ) -> Result<(BTreeMap<MowerId, MowerSnapshot>, Box<dyn TelemetryBatch>), StoreError> {
         let mut tx = self.pool.begin().await.map_err(unavailable)?;
         let ids: Vec<Uuid> = mowers.iter().map(|m| m.0).collect();
-        let rows = sqlx::query(READ_FOR_BATCH)
+        let rows = sqlx::query(READ_FOR_BATCH.as_str())
             .bind(ids)
             .fetch_all(&mut *tx)
             .await
@@ -181,7 +181,7 @@ impl TelemetryStore for PostgresStore {
                     }),
                     health,
                     neighbourhood: Default::default(),
-                    sessions: rows::carry_from(row)?,
+                    sessions: newest::carry_from(row, mower_id)?,
                 },
             );
         }
@@ -273,17 +273,14 @@ impl TelemetryStore for PostgresStore {
         {
             out.days.push(day_from(&row)?);
         }
-        for row in sqlx::query(
-            "SELECT to_jsonb(s) AS session FROM mower_sessions s WHERE s.mower_id = ANY($1) \
-             ORDER BY s.mower_id, s.started_at",
-        )
-        .bind(&ids)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(unavailable)?
+        for row in sqlx::query(crate::sessions::READ_EXPORT.as_str())
+            .bind(&ids)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?
         {
-            let Json(stored): Json<StoredSession> = row.try_get("session").map_err(corrupt)?;
-            out.sessions.push(stored.row);
+            out.sessions
+                .push(crate::sessions::session_from(&row).map_err(corrupt)?);
         }
         Ok(out)
     }

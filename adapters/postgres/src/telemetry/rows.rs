@@ -7,7 +7,6 @@ use sqlx::types::Json;
 use sqlx::Row;
 use swath_application::ports::Cause;
 use swath_application::ports::StoreError;
-use swath_domain::sessions::{Rest, SessionCarry, SessionRow};
 use swath_domain::{
     AccountId, Activity, DayTotals, HealthTotals, HistoryRow, LatestRow, MowerId, PositionRow,
     StateReport,
@@ -82,24 +81,4 @@ pub(super) fn latest_from(row: &PgRow) -> Result<LatestRow, StoreError> {
         account_id: AccountId(row.try_get("account_id").map_err(corrupt)?),
         state: state,
     }))
-}
-
-/// The newest session of a mower and its rest, from the batch read's `newest_session` (the row
-/// as JSON), or none.
-pub(super) fn carry_from(row: &PgRow) -> Result<SessionCarry, StoreError> {
-    let stored: Option<Json<StoredSession>> = row.try_get("newest_session").map_err(corrupt)?;
-    Ok(
-        stored.map_or_else(SessionCarry::default, |Json(stored)| SessionCarry {
-            newest: Some(stored.row.session),
-            rest: stored.rest.unwrap_or_default(),
-        }),
-    )
-}
-
-/// A `mower_sessions` row as JSON (`to_jsonb`): the session row and its rest.
-#[derive(serde::Deserialize)]
-pub(crate) struct StoredSession {
-    #[serde(flatten)]
-    pub(crate) row: SessionRow,
-    pub(crate) rest: Option<Rest>,
 }
