@@ -31,6 +31,7 @@ swath_tests::postgres_tests!(
     batched_equals_one_at_a_time,
     sessions_add_up_to_the_health_totals,
     memory_and_postgres_end_with_identical_sessions,
+    an_open_session_is_extended_without_rewriting_its_row,
 );
 
 mod on_postgres {
@@ -114,5 +115,62 @@ mod on_postgres {
                 rt.block_on(contract::stores_agree(&Memory, f, &steps, &order, &sizes))
             },
         );
+    }
+
+    /// Decision 207: a batch that only extends a mower's open session writes the session's
+    /// running figures into the health row it rewrites anyway; the session's own row (written
+    /// when the session started) is left alone, and every read still answers the extended
+    /// session, equal to the reference's.
+    pub(super) fn an_open_session_is_extended_without_rewriting_its_row() {
+        swath_tests::support::block_on(async {
+            let factory = factory();
+            let harness = contract::Harness::new(&factory, Duration::hours(2)).await;
+            let pool = harness
+                .store
+                .postgres
+                .as_ref()
+                .expect("a PostgreSQL store")
+                .pool()
+                .clone();
+            let mower = harness.fleet.mowers[0];
+            let start = swath_tests::support::trace_start();
+            let report = |i: i64| {
+                serde_json::json!({
+                    "mower_id": mower,
+                    "account_id": harness.fleet.account_of(mower),
+                    "observed_at": (start + Duration::seconds(i)).to_rfc3339(),
+                    "activity": "mowing",
+                    "blade_on": true,
+                    "battery_percent": 80 - i,
+                    "position": {"lat": 52.5 + i as f64 * 1e-5, "lon": 13.4},
+                })
+            };
+            harness.ingest(&[report(0), report(1)]).await;
+            let row_version = || async {
+                sqlx::query_scalar::<_, String>(
+                    "SELECT xmin::text FROM mower_sessions WHERE mower_id = $1",
+                )
+                .bind(mower.0)
+                .fetch_all(&pool)
+                .await
+                .expect("read the session rows")
+            };
+            let before = row_version().await;
+            assert_eq!(before.len(), 1, "one session row, written when it started");
+            for i in 2..6 {
+                harness.ingest(&[report(i)]).await;
+            }
+            assert_eq!(
+                row_version().await,
+                before,
+                "extending the open session rewrote its row"
+            );
+            let sessions = harness.sessions().await;
+            assert_eq!(sessions.len(), 1);
+            let session = &sessions[0].session;
+            assert_eq!((session.states, session.mowing_ms), (6, 5_000));
+            assert_eq!(session.last_battery_percent, Some(75));
+            harness.assert_matches_the_reference().await;
+        });
     }
 }
