@@ -157,7 +157,9 @@ pub(super) fn cover_with_health(
         match at {
             Ok(_) => changes.sessions.newest.push(entry),
             Err(i) => {
-                let found = snapshots.get(&entry.mower_id).and_then(|s| s.health.clone());
+                let found = snapshots
+                    .get(&entry.mower_id)
+                    .and_then(|s| s.health.clone());
                 if let Some(health) = found {
                     changes.health.insert(i, health);
                     changes.sessions.newest.push(entry);

@@ -61,8 +61,9 @@ pub struct SessionWindow {
 /// An implementation MUST:
 /// - answer what the telemetry batches committed, never half a batch: the sessions a batch's
 ///   states give are stored in the batch's own unit of work (its
-///   [`swath_domain::sessions::SessionChanges`]: rows upserted by `(mower_id, started_at)`, keys removed,
-///   the newest session's rest kept with it), so that the stored sessions of a mower are always
+///   [`swath_domain::sessions::SessionChanges`]: rows upserted by `(mower_id, started_at)`, keys
+///   removed, each changed newest session answered with its figures as `newest` gives them,
+///   whatever its row last held, decision 207), so that the stored sessions of a mower are always
 ///   those of its stored, counted states;
 /// - in `page`, answer exactly the rows of [`SessionQuery`]'s definition;
 /// - export them with the telemetry rows ([`super::TelemetryStore::export`]'s `sessions`);

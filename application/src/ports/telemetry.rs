@@ -40,7 +40,7 @@ impl StoreError {
 /// - in [`TelemetryStore::begin`], read the directory entry (account, site time zone, blade
 ///   threshold), the latest key (without the state document) and the health totals of every given
 ///   mower, and its newest stored session with the rest after it ([`MowerSnapshot::sessions`];
-///   W8, decision 200), **once**, and hold them locked against any other batch touching those mowers until
+///   W8, decisions 200 and 207: as the last commit's `newest` left them), **once**, and hold them locked against any other batch touching those mowers until
 ///   the returned [`TelemetryBatch`] is committed or dropped; lock in mower id order, so that two
 ///   batches (or two replicas) never deadlock. A mower missing from the directory is absent from
 ///   the map.
@@ -54,8 +54,9 @@ impl StoreError {
 ///   [`SessionWindow`] of each mower, in a constant number of statements whatever the batch.
 /// - in [`TelemetryBatch::commit`], write all of [`BatchChanges`] atomically: history and positions
 ///   inserted with an existing key left as it is; latest and health rows replaced; day rows added
-///   to the stored ones; sessions upserted by `(mower_id, started_at)` with the newest's rest,
-///   and the removed keys deleted (in the same statements as the rest of the batch: no
+///   to the stored ones; sessions upserted by `(mower_id, started_at)`, the removed keys
+///   deleted, then each mower's newest session and rest of `sessions.newest` laid over its row,
+///   so that every read answers them (in the same statements as the rest of the batch: no
 ///   statement per state or per session); and with them the batch's W6 notifications as given
 ///   ([`IngestNotifications`], derived once by the ingest, never again by the store): events
 ///   inserted (an id stored earlier keeps its row), alert changes applied, in the same unit of

@@ -62,7 +62,10 @@ impl TelemetryStore for MemoryStore {
                     neighbourhood: Default::default(),
                     sessions: rows
                         .map(|r| SessionCarry {
-                            newest: r.sessions.last_key_value().map(|(_, row)| row.session.clone()),
+                            newest: r
+                                .sessions
+                                .last_key_value()
+                                .map(|(_, row)| row.session.clone()),
                             rest: r.session_rest.clone(),
                         })
                         .unwrap_or_default(),
@@ -106,8 +109,7 @@ impl TelemetryStore for MemoryStore {
             out.latest.extend(rows.latest.clone());
             out.health.extend(rows.health.clone());
             out.days.extend(rows.days.values().cloned());
-            out.sessions
-                .extend(rows.sessions.values().cloned());
+            out.sessions.extend(rows.sessions.values().cloned());
         }
         Ok(out)
     }

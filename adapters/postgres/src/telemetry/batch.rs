@@ -543,8 +543,10 @@ impl TelemetryBatch for PostgresBatch {
             .iter()
             .map(|n| (n.mower_id, &n.carry))
             .collect();
-        let carries: Vec<Option<&SessionCarry>> =
-            t.iter().map(|r| changed.get(&r.mower_id).copied()).collect();
+        let carries: Vec<Option<&SessionCarry>> = t
+            .iter()
+            .map(|r| changed.get(&r.mower_id).copied())
+            .collect();
         let query = sqlx::query(WRITE_BATCH.as_str())
             .bind(h.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.observed_at).collect::<Vec<_>>())

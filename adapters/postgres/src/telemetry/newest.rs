@@ -53,7 +53,9 @@ pub(super) fn select_list() -> String {
 pub(super) fn write_parts(first: usize) -> (String, String, String) {
     let set = COLUMNS
         .iter()
-        .map(|(name, _)| format!("{name} = CASE WHEN u.session_given THEN u.{name} ELSE h.{name} END"))
+        .map(|(name, _)| {
+            format!("{name} = CASE WHEN u.session_given THEN u.{name} ELSE h.{name} END")
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let arrays = std::iter::once(format!("${first}::boolean[]"))
