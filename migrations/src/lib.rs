@@ -18,6 +18,7 @@
 //! - `m20261203_000009_webhooks`: webhook endpoints and their deliveries.
 //! - `m20261205_000010_sessions`: W8's mowing sessions.
 //! - `m20261206_000011_session_watch`: what the watcher keeps of W8 for `session_ended`.
+//! - `m20261206_000013_watch_session_columns`: that pending session in typed columns.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -64,6 +65,7 @@ mod m20261203_000008_mower_children;
 mod m20261203_000009_webhooks;
 mod m20261205_000010_sessions;
 mod m20261206_000011_session_watch;
+mod m20261206_000013_watch_session_columns;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -85,6 +87,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261203_000009_webhooks::Migration),
             Box::new(m20261205_000010_sessions::Migration),
             Box::new(m20261206_000011_session_watch::Migration),
+            Box::new(m20261206_000013_watch_session_columns::Migration),
         ]
     }
 }
