@@ -9,8 +9,8 @@ use std::sync::Arc;
 use swath_application::ports::{GeofenceStore, ManualClock, WatchStore};
 use swath_application::Watcher;
 use swath_domain::sessions::{session_id, EndReason};
-use swath_domain::watch::{Geofence, SessionWatch};
 use swath_domain::watch::DEFAULT_OFFLINE_AFTER;
+use swath_domain::watch::{Geofence, SessionWatch};
 use swath_domain::{AccountId, MowerId, StateOutcome};
 use swath_tests::postgres::{self, test_database_url, PostgresFactory};
 use swath_tests::support::{seed_account_with_mowers, RecordingBus, DEFAULT_THRESHOLD};
@@ -277,12 +277,14 @@ mod on_postgres {
             .execute(&mut conn)
             .await
             .unwrap();
-        sqlx::query("INSERT INTO sites (id, account_id, name, time_zone) VALUES ($1, $2, 's', 'UTC')")
-            .bind(site)
-            .bind(account)
-            .execute(&mut conn)
-            .await
-            .unwrap();
+        sqlx::query(
+            "INSERT INTO sites (id, account_id, name, time_zone) VALUES ($1, $2, 's', 'UTC')",
+        )
+        .bind(site)
+        .bind(account)
+        .execute(&mut conn)
+        .await
+        .unwrap();
         let due = trace_at(1_020);
         // Ended and due; open; a carry whose previous state is not the watch point.
         let carries = [(true, 480), (false, 480), (false, 470)];
@@ -328,7 +330,9 @@ mod on_postgres {
         };
 
         Migrator::up(&db, None).await.unwrap();
-        let store = swath_postgres::PostgresStore::connect(&url, 2).await.unwrap();
+        let store = swath_postgres::PostgresStore::connect(&url, 2)
+            .await
+            .unwrap();
         expect_typed(&store.export_watch(&mowers).await.unwrap().watches);
 
         Migrator::down(&db, Some(1)).await.unwrap();
@@ -343,7 +347,11 @@ mod on_postgres {
             let before = json_session(MowerId(*mower), ended, 480);
             let at = |v: &Value, path: &str| v.pointer(path).cloned().unwrap_or(Value::Null);
             let time = |v: Value| serde_json::from_value::<Option<DateTime<Utc>>>(v).unwrap();
-            for path in ["/current/started_at", "/current/ended_at", "/last/observed_at"] {
+            for path in [
+                "/current/started_at",
+                "/current/ended_at",
+                "/last/observed_at",
+            ] {
                 assert_eq!(time(at(written, path)), time(at(&before, path)), "{path}");
             }
             for path in [
@@ -371,7 +379,9 @@ mod on_postgres {
 
         Migrator::up(&db, None).await.unwrap();
         // A new pool: the first one's statements were prepared against the dropped columns.
-        let store = swath_postgres::PostgresStore::connect(&url, 2).await.unwrap();
+        let store = swath_postgres::PostgresStore::connect(&url, 2)
+            .await
+            .unwrap();
         expect_typed(&store.export_watch(&mowers).await.unwrap().watches);
     }
 }

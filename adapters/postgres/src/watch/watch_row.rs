@@ -92,15 +92,13 @@ pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
 
 /// Whether `row` holds a pending session.
 pub(super) fn has_session(row: &PgRow) -> Result<bool, WatchError> {
-    let started_at: Option<DateTime<Utc>> =
-        row.try_get("session_started_at").map_err(corrupt)?;
+    let started_at: Option<DateTime<Utc>> = row.try_get("session_started_at").map_err(corrupt)?;
     Ok(started_at.is_some())
 }
 
 /// The pending session of a watch row: `None` when `session_started_at` is NULL.
 fn session_from(row: &PgRow) -> Result<Option<SessionWatch>, WatchError> {
-    let started_at: Option<DateTime<Utc>> =
-        row.try_get("session_started_at").map_err(corrupt)?;
+    let started_at: Option<DateTime<Utc>> = row.try_get("session_started_at").map_err(corrupt)?;
     let Some(started_at) = started_at else {
         return Ok(None);
     };
