@@ -20,6 +20,7 @@
 //! - `m20261206_000011_session_watch`: what the watcher keeps of W8 for `session_ended`.
 //! - `m20261206_000012_newest_session`: each mower's newest session kept with its health totals;
 //!   the view `mower_sessions_now` that every read of sessions goes through.
+//! - `m20261206_000013_watch_session_columns`: that pending session in typed columns.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -67,6 +68,7 @@ mod m20261203_000009_webhooks;
 mod m20261205_000010_sessions;
 mod m20261206_000011_session_watch;
 mod m20261206_000012_newest_session;
+mod m20261206_000013_watch_session_columns;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -89,6 +91,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261205_000010_sessions::Migration),
             Box::new(m20261206_000011_session_watch::Migration),
             Box::new(m20261206_000012_newest_session::Migration),
+            Box::new(m20261206_000013_watch_session_columns::Migration),
         ]
     }
 }

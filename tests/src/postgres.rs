@@ -95,6 +95,13 @@ impl PostgresFactory {
             .await
     }
 
+    /// The URL of a new empty database, not migrated (a test of the migrations themselves),
+    /// dropped with the factory.
+    pub async fn empty_database(&self) -> String {
+        let name = self.create("swath_test", "").await;
+        with_database(&self.server_url, &name)
+    }
+
     /// A new empty, migrated database and a store on it.
     pub async fn fresh_store(&self) -> PostgresStore {
         let template = self.template().await.to_owned();

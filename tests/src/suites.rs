@@ -107,6 +107,7 @@ macro_rules! contract_suite {
             the_busy_status_is_throttled,
             a_session_ends_once_whatever_the_batches,
             a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep,
+            a_pending_session_survives_every_batch_boundary,
         );
     };
     (zone_contract, $($adapter:tt)*) => {

@@ -27,7 +27,7 @@ use uuid::Uuid;
 mod sessions;
 pub use sessions::{
     a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep,
-    a_session_ends_once_whatever_the_batches,
+    a_pending_session_survives_every_batch_boundary, a_session_ends_once_whatever_the_batches,
 };
 
 /// Makes a fresh, empty store, seen as a telemetry store and through the notification side's

@@ -32,8 +32,8 @@ pub struct Watch {
     pub offline: bool,
     /// The geofence version the last position was judged against.
     pub geofence_version: Option<Uuid>,
-    /// W8's pending session (open, or ended and still able to merge), as the watcher folds it;
-    /// `None` when there is none.
+    /// W8's pending session (open, or ended and still able to merge): what the watcher's fold
+    /// needs of it to go on (decision 208); `None` when there is none.
     #[serde(default)]
     pub session: Option<SessionWatch>,
     /// When the pending session's merge gap will have passed, on the clock of `last_seen_at`:

@@ -152,3 +152,86 @@ pub async fn a_docked_mower_that_goes_quiet_ends_its_session_from_the_sweep(
     .await;
     assert_eq!(ended(&h).await, events);
 }
+
+/// A session that breaks and merges, with distance, blade time in its rest and an error end,
+/// carried from batch to batch in the watch row (decision 208), beside a mower without one:
+/// one state per batch raises exactly the events one batch raises, with the figures of the
+/// session the ingest stored.
+pub async fn a_pending_session_survives_every_batch_boundary(factory: &dyn WatchFactory) {
+    let one_batch = WatchHarness::new(factory, 600_000)
+        .await
+        .with_merge_gap(GAP);
+    let f = &one_batch.fleet;
+    // (seconds, activity, blade on, metres east): stopped at 180 with the blade still on,
+    // working again at 300 (a merge: the rest's 120 s of blade join the session), an error at
+    // 420, and the gap passed at 1 020.
+    let steps = [
+        (0, Activity::Mowing, true, 0.0),
+        (60, Activity::Mowing, true, 100.0),
+        (120, Activity::Mowing, true, 200.0),
+        (180, Activity::Idle, true, 250.0),
+        (240, Activity::Idle, true, 250.0),
+        (300, Activity::Mowing, true, 300.0),
+        (360, Activity::Mowing, true, 400.0),
+        (420, Activity::Error, false, 450.0),
+        (480, Activity::Docked, false, 0.0),
+        (1_020, Activity::Charging, false, 0.0),
+    ];
+    let mut reports = Vec::new();
+    for (t, activity, blade, east) in steps {
+        let mut r = super::at(report(f, 0, t, activity), 10.0, east, 3.0);
+        r["blade_on"] = serde_json::json!(blade);
+        if activity == Activity::Error {
+            r["error_code"] = serde_json::json!("E42");
+        }
+        reports.push(report(f, 1, t, Activity::Charging));
+        reports.push(r);
+    }
+    one_batch.both(&reports).await;
+    let events = ended(&one_batch).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let stored = one_batch
+        .store
+        .telemetry
+        .export(&[f.mowers[0]])
+        .await
+        .expect("export")
+        .sessions;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let s = &stored[0].session;
+    match &events[0].detail {
+        EventDetail::SessionEnded {
+            session_id: id,
+            started_at,
+            ended_at,
+            end_reason,
+            error_code,
+            breaks,
+            mowing_seconds,
+            blade_seconds,
+            distance_m,
+        } => {
+            assert_eq!(*id, s.id);
+            assert_eq!((*started_at, Some(*ended_at)), (s.started_at, s.ended_at));
+            assert_eq!(Some(*end_reason), s.end_reason);
+            assert_eq!(error_code.as_deref(), Some("E42"));
+            assert_eq!(*breaks, 1);
+            assert_eq!((*mowing_seconds, *blade_seconds), (300.0, 420.0));
+            assert_eq!(*distance_m, s.distance_mm as f64 / 1000.0);
+            assert!(*distance_m > 0.0);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let single = WatchHarness::new(factory, 600_000)
+        .await
+        .with_merge_gap(GAP);
+    for (i, r) in reports.iter().enumerate() {
+        single.both(std::slice::from_ref(r)).await;
+        if i + 1 < reports.len() {
+            assert!(ended(&single).await.is_empty(), "ended early, at state {i}");
+        }
+    }
+    assert_eq!(ended(&single).await, events);
+    assert_eq!(single.rows().await.1, one_batch.rows().await.1);
+}

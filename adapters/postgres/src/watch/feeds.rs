@@ -1,9 +1,10 @@
 //! The watch store's reads for the API and exports: the events feed, the open alerts (keyset
 //! pages) and every watch row of some mowers.
 
-use super::rows::{alert_from, busy_from, event_from, unavailable, watch_from, zone_watch_from};
-use super::rows::{ALERT_COLUMNS, WATCH_COLUMNS};
+use super::rows::ALERT_COLUMNS;
+use super::rows::{alert_from, busy_from, event_from, unavailable, zone_watch_from};
 use super::unit_of_work::READ_BUSY;
+use super::watch_row::{watch_from, WATCH_COLUMNS};
 use crate::PostgresStore;
 use swath_application::ports::{AlertQuery, EventQuery, WatchError, WatchRows};
 use swath_domain::watch::{Alert, Event};

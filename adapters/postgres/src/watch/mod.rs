@@ -22,7 +22,9 @@
 //!   batch's events, with their constant statements.
 //! - `admin`: geofences, zones and the blade reset.
 //! - `feeds`: the events feed, open alerts and the export of watch rows.
-//! - `rows`: decoding rows into domain values.
+//! - `watch_row`: the watch row's columns, read and written (W8's pending session in typed
+//!   columns, decision 208).
+//! - `rows`: decoding the other rows into domain values.
 //!
 //! The implementations of the four ports below only hand each method to its module.
 
@@ -30,6 +32,7 @@ mod admin;
 mod feeds;
 mod rows;
 mod unit_of_work;
+mod watch_row;
 
 pub(crate) use unit_of_work::store_ingest_events;
 

@@ -1,21 +1,14 @@
 //! Row decoding shared by the watch store's statements: a stored value that does not decode is
 //! `WatchError::Corrupt`, a failed statement `WatchError::Unavailable`.
 
-use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::Row;
 use swath_application::ports::Cause;
 use swath_application::ports::WatchError;
 use swath_domain::watch::busy::BusyStatus;
 use swath_domain::watch::zones::{Occupancy, Zone, ZoneWatch};
-use swath_domain::watch::{Alert, AlertKind, Event, GeoPolygon, Severity, Watch};
+use swath_domain::watch::{Alert, AlertKind, Event, GeoPolygon, Severity};
 use swath_domain::{AccountId, Activity, MowerId};
-use uuid::Uuid;
-
-pub(super) const WATCH_COLUMNS: &str =
-    "w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
-    w.last_activity, w.error_code, w.outside_geofence, w.battery_low, w.offline, \
-    w.geofence_version, w.session, w.session_due_at";
 
 pub(super) const ALERT_COLUMNS: &str =
     "id, mower_id, account_id, kind, severity, raised_at, cleared_at, code";
@@ -40,27 +33,6 @@ fn account_id(row: &PgRow) -> Result<AccountId, WatchError> {
 
 pub(super) fn activity(name: &str) -> Result<Activity, WatchError> {
     Activity::parse(name).ok_or_else(|| corrupt(format!("unknown activity {name:?}")))
-}
-
-/// A watch row, or `None` for a mower never watched.
-pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
-    let watched_until: Option<DateTime<Utc>> = row.try_get("watched_until").map_err(corrupt)?;
-    let Some(watched_until) = watched_until else {
-        return Ok(None);
-    };
-    let account: Option<Uuid> = row.try_get("account_id").map_err(corrupt)?;
-    let last_seen_at: Option<DateTime<Utc>> = row.try_get("last_seen_at").map_err(corrupt)?;
-    let last_activity: Option<String> = row.try_get("last_activity").map_err(corrupt)?;
-    let session: Option<serde_json::Value> = row.try_get("session").map_err(corrupt)?;
-    Ok(Some(from_row!(row, corrupt, Watch {
-        error_code, outside_geofence, battery_low, offline, geofence_version, session_due_at;
-        session: session.map(serde_json::from_value).transpose().map_err(corrupt)?,
-        mower_id: mower_id(row)?,
-        account_id: AccountId(account.ok_or_else(|| corrupt("watch row without account"))?),
-        watched_until: watched_until,
-        last_seen_at: last_seen_at.ok_or_else(|| corrupt("watch row without last_seen_at"))?,
-        last_activity: activity(&last_activity.unwrap_or_default())?,
-    })))
 }
 
 pub(super) fn event_from(row: &PgRow) -> Result<Event, WatchError> {

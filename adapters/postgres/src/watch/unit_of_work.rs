@@ -2,9 +2,8 @@
 //! zones (W7) and the busy status, and the events and alerts an ingest batch raises. Every write
 //! is one constant statement per table with array parameters (see the parent module).
 
-use super::rows::{
-    busy_from, corrupt, mower_id, unavailable, watch_from, zone_from, zone_watch_from,
-};
+use super::rows::{busy_from, corrupt, mower_id, unavailable, zone_from, zone_watch_from};
+use super::watch_row::{has_session, update_watches, watch_columns, watch_from};
 use crate::{Counters, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -24,37 +23,25 @@ use uuid::Uuid;
 /// mower, the watch rows locked in mower id order. `FOR NO KEY UPDATE`: the key never changes.
 /// The geofence's polygon comes with its version unless the watcher has parsed that version
 /// (`$2`, versions are unique across mowers): one snapshot for both (decision 48).
-const READ_FOR_WATCH: &str =
+const READ_FOR_WATCH: &str = concat!(
     "SELECT m.account_id AS dir_account_id, g.version AS current_geofence, \
-    CASE WHEN g.version = ANY($2) THEN NULL ELSE g.polygon END AS geofence_polygon, \
-    w.mower_id, w.account_id, w.watched_until, w.last_seen_at, w.last_activity, w.error_code, \
-    w.outside_geofence, w.battery_low, w.offline, w.geofence_version, w.session, \
-    w.session_due_at \
-    FROM mower_watches w JOIN mowers m ON m.id = w.mower_id \
+    CASE WHEN g.version = ANY($2) THEN NULL ELSE g.polygon END AS geofence_polygon, ",
+    watch_columns!(),
+    " FROM mower_watches w JOIN mowers m ON m.id = w.mower_id \
     LEFT JOIN geofences g ON g.mower_id = w.mower_id \
-    WHERE w.mower_id = ANY($1) ORDER BY w.mower_id FOR NO KEY UPDATE OF w";
+    WHERE w.mower_id = ANY($1) ORDER BY w.mower_id FOR NO KEY UPDATE OF w"
+);
 
 /// Silent watches and watches whose pending session is due (decision 203), skipping those a
 /// running batch holds (it is about to bring them online, or to fold their session). Neither
 /// column is indexed, so that the per-batch update of the row stays a HOT one (migration 6).
-const READ_FOR_SWEEP: &str = "SELECT w.mower_id, w.account_id, w.watched_until, w.last_seen_at, \
-    w.last_activity, w.error_code, w.outside_geofence, w.battery_low, w.offline, \
-    w.geofence_version, w.session, w.session_due_at FROM mower_watches w \
+const READ_FOR_SWEEP: &str = concat!(
+    "SELECT ",
+    watch_columns!(),
+    " FROM mower_watches w \
     WHERE (NOT w.offline AND w.last_seen_at < $1) OR w.session_due_at < $3 \
-    ORDER BY w.mower_id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED";
-
-const UPDATE_WATCHES: &str = "UPDATE mower_watches w SET account_id = u.account_id, \
-    watched_until = u.watched_until, last_seen_at = u.last_seen_at, \
-    last_activity = u.last_activity, error_code = u.error_code, \
-    outside_geofence = u.outside_geofence, battery_low = u.battery_low, offline = u.offline, \
-    geofence_version = u.geofence_version, session = u.session, \
-    session_due_at = u.session_due_at \
-    FROM UNNEST($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], $5::text[], \
-    $6::text[], $7::boolean[], $8::boolean[], $9::boolean[], $10::uuid[], $11::jsonb[], \
-    $12::timestamptz[]) \
-    AS u(mower_id, account_id, watched_until, last_seen_at, last_activity, error_code, \
-    outside_geofence, battery_low, offline, geofence_version, session, session_due_at) \
-    WHERE w.mower_id = u.mower_id";
+    ORDER BY w.mower_id LIMIT $2 FOR NO KEY UPDATE SKIP LOCKED"
+);
 
 const INSERT_EVENTS: &str = "INSERT INTO notification_events \
     (id, mower_id, account_id, kind, observed_at, document) \
@@ -213,52 +200,33 @@ async fn finish(
 struct PostgresWatchBatch {
     store: PostgresStore,
     tx: Transaction<'static, Postgres>,
+    /// Some row read held a pending session (its columns are written back).
+    sessions_read: bool,
 }
 
 /// The unit of work `tx` of the watcher's batch or sweep, committed by [`WatchBatch::commit`].
-fn watch_batch(store: &PostgresStore, tx: Transaction<'static, Postgres>) -> Box<dyn WatchBatch> {
+fn watch_batch(
+    store: &PostgresStore,
+    tx: Transaction<'static, Postgres>,
+    sessions_read: bool,
+) -> Box<dyn WatchBatch> {
     Box::new(PostgresWatchBatch {
         store: store.clone(),
         tx,
+        sessions_read,
     })
 }
 
 #[async_trait]
 impl WatchBatch for PostgresWatchBatch {
     async fn commit(self: Box<Self>, changes: WatchChanges) -> Result<(), WatchError> {
-        let PostgresWatchBatch { store, mut tx } = *self;
+        let PostgresWatchBatch {
+            store,
+            mut tx,
+            sessions_read,
+        } = *self;
         let counters = store.watch_counters();
-        let w = &changes.watches;
-        let sessions = w
-            .iter()
-            .map(|r| r.session.as_ref().map(serde_json::to_value).transpose())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(corrupt)?;
-        sqlx::query(UPDATE_WATCHES)
-            .bind(w.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.watched_until).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.last_seen_at).collect::<Vec<_>>())
-            .bind(
-                w.iter()
-                    .map(|r| r.last_activity.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                w.iter()
-                    .map(|r| r.error_code.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(w.iter().map(|r| r.outside_geofence).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.battery_low).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.offline).collect::<Vec<_>>())
-            .bind(w.iter().map(|r| r.geofence_version).collect::<Vec<_>>())
-            .bind(sessions)
-            .bind(w.iter().map(|r| r.session_due_at).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await
-            .map_err(unavailable)?;
-        counters.statement();
+        update_watches(&mut tx, &changes.watches, sessions_read, counters).await?;
         finish(tx, &changes.events, &changes.alerts, counters).await
     }
 }
@@ -322,7 +290,9 @@ pub(super) async fn begin_watch(
         .map_err(unavailable)?;
     store.watch_counters().statement();
     let mut read = WatchRead::default();
+    let mut sessions_read = false;
     for row in &rows {
+        sessions_read |= has_session(row)?;
         let mower_id = mower_id(row)?;
         let polygon: Option<serde_json::Value> =
             row.try_get("geofence_polygon").map_err(corrupt)?;
@@ -341,7 +311,7 @@ pub(super) async fn begin_watch(
             },
         );
     }
-    Ok((read, watch_batch(store, tx)))
+    Ok((read, watch_batch(store, tx, sessions_read)))
 }
 
 pub(super) async fn begin_sweep(
@@ -360,10 +330,12 @@ pub(super) async fn begin_sweep(
         .map_err(unavailable)?;
     store.watch_counters().statement();
     let mut watches = Vec::with_capacity(rows.len());
+    let mut sessions_read = false;
     for row in &rows {
+        sessions_read |= has_session(row)?;
         watches.extend(watch_from(row)?);
     }
-    Ok((watches, watch_batch(store, tx)))
+    Ok((watches, watch_batch(store, tx, sessions_read)))
 }
 
 pub(super) async fn begin_zones(
