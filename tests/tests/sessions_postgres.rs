@@ -25,6 +25,7 @@ impl StoreFactory for Memory {
 
 swath_tests::postgres_tests!(
     on_postgres:
+    migration_12_moves_the_newest_session_and_its_rest,
     ; sync:
     in_order_matches_the_reference,
     any_order_matches_the_reference,
@@ -172,5 +173,152 @@ mod on_postgres {
             assert_eq!(session.last_battery_percent, Some(75));
             harness.assert_matches_the_reference().await;
         });
+    }
+
+    /// Migration 12 (decision 207): each mower's newest session and the `rest` JSON of its row
+    /// move into the health row, the older sessions stay as they were, every read answers the
+    /// same sessions through the view; down puts the figures and the `rest` document back.
+    pub(super) async fn migration_12_moves_the_newest_session_and_its_rest(
+        factory: PostgresFactory,
+    ) {
+        use sqlx::Connection;
+        use swath_migrations::sea_orm::Database;
+        use swath_migrations::{Migrator, MigratorTrait};
+        use uuid::Uuid;
+        let url = factory.empty_database().await;
+        let db = Database::connect(url.as_str()).await.unwrap();
+        Migrator::up(&db, Some(11)).await.unwrap();
+        let mut conn = sqlx::PgConnection::connect(&url).await.unwrap();
+        let (account, site) = (Uuid::from_u128(0xa), Uuid::from_u128(0x5));
+        let (mower, quiet) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        for sql in [
+            "INSERT INTO accounts (id, name) VALUES ($1, 'a')",
+            "INSERT INTO sites (id, account_id, name, time_zone) VALUES ($2, $1, 's', 'UTC')",
+        ] {
+            sqlx::query(sql)
+                .bind(account)
+                .bind(site)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        for id in [mower, quiet] {
+            sqlx::query(
+                "INSERT INTO mowers (id, account_id, site_id, name, model, serial, \
+                 blade_threshold_ms) VALUES ($1, $2, $3, 'm', 'x', '1', 600000)",
+            )
+            .bind(id)
+            .bind(account)
+            .bind(site)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+            sqlx::query("INSERT INTO health_totals (mower_id) VALUES ($1)")
+                .bind(id)
+                .execute(&mut conn)
+                .await
+                .unwrap();
+        }
+        let rest = serde_json::json!({
+            "states": 3, "blade_ms": 4000, "first_lat": 52.0, "first_lon": 13.0,
+            "last_lat": 52.5, "last_lon": 13.5, "first_battery_percent": 40,
+            "last_battery_percent": 38
+        });
+        // An older, final session and the newest (ended, may still merge) with its rest.
+        for (start, end, states, rest) in [
+            ("2026-06-01T08:00:00Z", "2026-06-01T09:00:00Z", 10_i64, None),
+            (
+                "2026-06-02T08:00:00Z",
+                "2026-06-02T09:30:00Z",
+                20,
+                Some(rest.clone()),
+            ),
+        ] {
+            sqlx::query(
+                "INSERT INTO mower_sessions (mower_id, started_at, id, account_id, ended_at, \
+                 end_reason, mowing_ms, blade_ms, distance_mm, breaks, states, first_lat, \
+                 first_lon, last_lat, last_lon, first_battery_percent, last_battery_percent, \
+                 local_date, rest) VALUES ($1, $2::timestamptz, gen_random_uuid(), $3, \
+                 $4::timestamptz, 'docked', 1000, 2000, 3000, 1, $5, 52.1, 13.1, 52.2, 13.2, 90, \
+                 80, ($2::timestamptz)::date, $6)",
+            )
+            .bind(mower)
+            .bind(start)
+            .bind(account)
+            .bind(end)
+            .bind(states)
+            .bind(rest)
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        }
+        // Each session's columns as one text, compared whole.
+        let read = "SELECT ROW(mower_id, started_at, ended_at, end_reason, mowing_ms, blade_ms, \
+            distance_mm, breaks, states, first_lat, first_lon, last_lat, last_lon, \
+            first_battery_percent, last_battery_percent, local_date)::text \
+            FROM {table} ORDER BY mower_id, started_at";
+        let before: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions"))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+
+        Migrator::up(&db, None).await.unwrap();
+        let after: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions_now"))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(after, before, "the view answers the sessions as they were");
+        let carry: (
+            Option<chrono::DateTime<chrono::Utc>>,
+            Option<i64>,
+            Option<i64>,
+            Option<f64>,
+            Option<i16>,
+        ) = sqlx::query_as(
+            "SELECT session_started_at, session_states, rest_blade_ms, rest_last_lon, \
+                 rest_first_battery_percent FROM health_totals WHERE mower_id = $1",
+        )
+        .bind(mower)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(
+            carry,
+            (
+                Some("2026-06-02T08:00:00Z".parse().unwrap()),
+                Some(20),
+                Some(4000),
+                Some(13.5),
+                Some(40)
+            ),
+            "the newest session and its rest moved into the health row"
+        );
+        let quiet_carry: Option<chrono::DateTime<chrono::Utc>> =
+            sqlx::query_scalar("SELECT session_started_at FROM health_totals WHERE mower_id = $1")
+                .bind(quiet)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(quiet_carry, None, "a mower without sessions has none");
+
+        // Down (13, then 12): the rows and the newest's rest as they were.
+        Migrator::down(&db, Some(2)).await.unwrap();
+        let back: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions"))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(back, before);
+        let rests: Vec<Option<serde_json::Value>> =
+            sqlx::query_scalar("SELECT rest FROM mower_sessions ORDER BY started_at")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        // Compared as the code reads them (52 and 52.0 are the same latitude).
+        let read_back: Vec<Option<swath_domain::sessions::Rest>> = rests
+            .into_iter()
+            .map(|r| r.map(|r| serde_json::from_value(r).expect("a rest document")))
+            .collect();
+        let original: swath_domain::sessions::Rest = serde_json::from_value(rest).unwrap();
+        assert_eq!(read_back, vec![None, Some(original)]);
     }
 }
