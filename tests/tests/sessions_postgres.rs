@@ -268,13 +268,14 @@ mod on_postgres {
             .await
             .unwrap();
         assert_eq!(after, before, "the view answers the sessions as they were");
-        let carry: (
+        type Carry = (
             Option<chrono::DateTime<chrono::Utc>>,
             Option<i64>,
             Option<i64>,
             Option<f64>,
             Option<i16>,
-        ) = sqlx::query_as(
+        );
+        let carry: Carry = sqlx::query_as(
             "SELECT session_started_at, session_states, rest_blade_ms, rest_last_lon, \
                  rest_first_battery_percent FROM health_totals WHERE mower_id = $1",
         )
