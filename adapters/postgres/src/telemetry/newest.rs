@@ -77,103 +77,57 @@ pub(super) fn write_parts(first: usize) -> (String, String, String) {
 /// How many parameters [`write_parts`] takes.
 pub(super) const PARAMETERS: usize = COLUMNS.len() + 1;
 
-/// Binds the carry's arrays for the health rows `mowers` (in the write's order): `carries[i]` is
-/// the changed carry of `mowers[i]`, if the batch changed it.
+/// Binds the carry's arrays for the batch's health rows, in the write's order: `carries[i]` is
+/// the carry of the `i`-th health row's mower, when the batch changed it.
 pub(super) fn bind<'q>(
     query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
     carries: &'q [Option<&'q SessionCarry>],
 ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    let session = |f: fn(&Session) -> Option<i64>| -> Vec<Option<i64>> {
-        carries
-            .iter()
-            .map(|c| c.and_then(|c| c.newest.as_ref()).and_then(f))
-            .collect()
-    };
-    let session_f = |f: fn(&Session) -> Option<f64>| -> Vec<Option<f64>> {
-        carries
-            .iter()
-            .map(|c| c.and_then(|c| c.newest.as_ref()).and_then(f))
-            .collect()
-    };
-    let session_b = |f: fn(&Session) -> Option<u8>| -> Vec<Option<i16>> {
-        carries
-            .iter()
-            .map(|c| c.and_then(|c| c.newest.as_ref()).and_then(f).map(i16::from))
-            .collect()
-    };
-    let rest_f = |f: fn(&Rest) -> Option<f64>| -> Vec<Option<f64>> {
-        carries.iter().map(|c| c.and_then(|c| f(&c.rest))).collect()
-    };
-    let rest_b = |f: fn(&Rest) -> Option<u8>| -> Vec<Option<i16>> {
-        carries
-            .iter()
-            .map(|c| c.and_then(|c| f(&c.rest)).map(i16::from))
-            .collect()
-    };
-    fn newest<'a>(c: &Option<&'a SessionCarry>) -> Option<&'a Session> {
-        c.and_then(|c| c.newest.as_ref())
+    // One array per column: the value of each row's changed carry, NULL for the others.
+    fn of<'a, T>(
+        carries: &[Option<&'a SessionCarry>],
+        f: impl Fn(&'a SessionCarry) -> Option<T>,
+    ) -> Vec<Option<T>> {
+        carries.iter().map(|c| c.and_then(&f)).collect()
     }
+    fn newest(c: &SessionCarry) -> Option<&Session> {
+        c.newest.as_ref()
+    }
+    let battery = |b: Option<u8>| b.map(i16::from);
     query
         .bind(carries.iter().map(Option::is_some).collect::<Vec<_>>())
-        .bind(
-            carries
-                .iter()
-                .map(|c| newest(c).map(|s| s.started_at))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            carries
-                .iter()
-                .map(|c| newest(c).map(|s| s.local_date))
-                .collect::<Vec<Option<NaiveDate>>>(),
-        )
-        .bind(
-            carries
-                .iter()
-                .map(|c| newest(c).and_then(|s| s.ended_at))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            carries
-                .iter()
-                .map(|c| newest(c).and_then(|s| s.end_reason).map(EndReason::as_str))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            carries
-                .iter()
-                .map(|c| newest(c).and_then(|s| s.error_code.as_deref()))
-                .collect::<Vec<_>>(),
-        )
-        .bind(session(|s| Some(s.mowing_ms)))
-        .bind(session(|s| Some(s.blade_ms)))
-        .bind(session(|s| Some(s.distance_mm)))
-        .bind(session(|s| Some(s.breaks)))
-        .bind(session(|s| Some(s.states)))
-        .bind(session_f(|s| s.first_lat))
-        .bind(session_f(|s| s.first_lon))
-        .bind(session_f(|s| s.last_lat))
-        .bind(session_f(|s| s.last_lon))
-        .bind(session_b(|s| s.first_battery_percent))
-        .bind(session_b(|s| s.last_battery_percent))
-        .bind(
-            carries
-                .iter()
-                .map(|c| c.map(|c| c.rest.states))
-                .collect::<Vec<_>>(),
-        )
-        .bind(
-            carries
-                .iter()
-                .map(|c| c.map(|c| c.rest.blade_ms))
-                .collect::<Vec<_>>(),
-        )
-        .bind(rest_f(|r| r.first_lat))
-        .bind(rest_f(|r| r.first_lon))
-        .bind(rest_f(|r| r.last_lat))
-        .bind(rest_f(|r| r.last_lon))
-        .bind(rest_b(|r| r.first_battery_percent))
-        .bind(rest_b(|r| r.last_battery_percent))
+        .bind(of(carries, |c| newest(c).map(|s| s.started_at)))
+        .bind(of(carries, |c| newest(c).map(|s| s.local_date)))
+        .bind(of(carries, |c| newest(c).and_then(|s| s.ended_at)))
+        .bind(of(carries, |c| {
+            newest(c).and_then(|s| s.end_reason).map(EndReason::as_str)
+        }))
+        .bind(of(carries, |c| {
+            newest(c).and_then(|s| s.error_code.as_deref())
+        }))
+        .bind(of(carries, |c| newest(c).map(|s| s.mowing_ms)))
+        .bind(of(carries, |c| newest(c).map(|s| s.blade_ms)))
+        .bind(of(carries, |c| newest(c).map(|s| s.distance_mm)))
+        .bind(of(carries, |c| newest(c).map(|s| s.breaks)))
+        .bind(of(carries, |c| newest(c).map(|s| s.states)))
+        .bind(of(carries, |c| newest(c).and_then(|s| s.first_lat)))
+        .bind(of(carries, |c| newest(c).and_then(|s| s.first_lon)))
+        .bind(of(carries, |c| newest(c).and_then(|s| s.last_lat)))
+        .bind(of(carries, |c| newest(c).and_then(|s| s.last_lon)))
+        .bind(of(carries, |c| {
+            newest(c).and_then(|s| battery(s.first_battery_percent))
+        }))
+        .bind(of(carries, |c| {
+            newest(c).and_then(|s| battery(s.last_battery_percent))
+        }))
+        .bind(of(carries, |c| Some(c.rest.states)))
+        .bind(of(carries, |c| Some(c.rest.blade_ms)))
+        .bind(of(carries, |c| c.rest.first_lat))
+        .bind(of(carries, |c| c.rest.first_lon))
+        .bind(of(carries, |c| c.rest.last_lat))
+        .bind(of(carries, |c| c.rest.last_lon))
+        .bind(of(carries, |c| battery(c.rest.first_battery_percent)))
+        .bind(of(carries, |c| battery(c.rest.last_battery_percent)))
 }
 
 /// The newest session of `mower_id` and its rest, from the batch read's carry columns.
