@@ -16,6 +16,7 @@
 //! - `watch`: `WatchStore`, `ZoneStore`, `GeofenceStore`, `NotificationFeed`: the watcher's unit
 //!   of work, the offline sweep, virtual zones, the busy status, geofences, zones, the events feed
 //!   and alerts; one file per concern (`unit_of_work`, `admin`, `feeds`, `rows`).
+//! - `arrays`: the rows of the widest writes, built from their array parameters side by side.
 //! - `reads`: the few connections of the latest-state read, put back without sqlx's ping
 //!   (decision 124).
 //! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
@@ -34,6 +35,7 @@ macro_rules! from_row {
     };
 }
 
+mod arrays;
 mod directory;
 mod entities;
 mod projections;

@@ -3,7 +3,7 @@
 
 use super::newest;
 use super::rows::{activity, corrupt};
-use crate::{store_error, unavailable, PostgresStore};
+use crate::{arrays, store_error, unavailable, PostgresStore};
 use async_trait::async_trait;
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use sqlx::{Postgres, Row, Transaction};
@@ -125,13 +125,37 @@ fn range_cap(late: usize) -> i64 {
 /// partitions.
 const NEAR: Duration = Duration::days(7);
 
+/// The health row's totals the write sets, `mower_id` (the key) first, with their array types in
+/// the order the write binds them (`$18` on); the newest session's carry follows them
+/// ([`newest::write_parts`]). The widest of the write's parts, so its rows are built from the
+/// arrays side by side (`arrays::zipped`, decision 209).
+const HEALTH: [(&str, &str); 15] = [
+    ("mower_id", "uuid"),
+    ("account_id", "uuid"),
+    ("counted_from", "timestamptz"),
+    ("counted_until", "timestamptz"),
+    ("last_activity", "text"),
+    ("last_blade_on", "boolean"),
+    ("last_lat", "float8"),
+    ("last_lon", "float8"),
+    ("mowing_ms", "int8"),
+    ("blade_ms", "int8"),
+    ("distance_mm", "int8"),
+    ("error_count", "int8"),
+    ("charge_count", "int8"),
+    ("blade_since_reset_ms", "int8"),
+    ("blade_due_raised", "boolean"),
+];
+
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
 /// `WITH`): the history rows, the position rows of the history rows it inserted (a key stored
 /// earlier writes nothing, W1/W2), one latest row, one health row and one row per touched day
 /// per mower, and W8's sessions (the keys a recompute removed deleted, the others upserted:
 /// disjoint keys, so no row is touched twice; the newest session's running figures and rest go
-/// in the health row, decision 207). Built once from [`newest::COLUMNS`]. Each sub-statement takes its own arrays (`UNNEST`) and writes its own table; only
-/// the positions look at another one's result (the keys `history` returned). All of them run on
+/// in the health row, decision 207). Built once, from [`HEALTH`] and [`newest::COLUMNS`]. Each
+/// sub-statement takes its own arrays (`UNNEST`; the health row's side by side, [`HEALTH`]) and
+/// writes its own table; only the positions look at another one's result (the keys `history`
+/// returned). All of them run on
 /// the statement's snapshot, which is all they need: the rules computed every value from the
 /// rows the batch's reads locked. One statement instead of five saves four round trips and
 /// statement starts per batch (decision 35; BENCHMARKS.md, "PostgreSQL batched ingest").
@@ -139,8 +163,10 @@ const NEAR: Duration = Duration::days(7);
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
 pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
-    let (carry_set, carry_arrays, carry_names) = newest::write_parts(33);
-    let n = 33 + newest::PARAMETERS;
+    let (carry_set, carry_columns) = newest::write_parts();
+    let health_set = arrays::set_from_u(&HEALTH[1..]);
+    let health_rows = arrays::zipped(18, &[&HEALTH[..], &carry_columns[..]].concat());
+    let n = 18 + HEALTH.len() + newest::PARAMETERS;
     format!(
         "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
@@ -159,20 +185,8 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     $17::jsonb[]) ON CONFLICT (mower_id) DO UPDATE SET account_id = EXCLUDED.account_id, \
     observed_at = EXCLUDED.observed_at, last_seen_at = EXCLUDED.last_seen_at, \
     state = EXCLUDED.state WHERE latest_states.observed_at < EXCLUDED.observed_at), \
-    health AS (UPDATE health_totals h SET account_id = u.account_id, \
-    counted_from = u.counted_from, counted_until = u.counted_until, last_activity = u.last_activity, \
-    last_blade_on = u.last_blade_on, last_lat = u.last_lat, last_lon = u.last_lon, \
-    mowing_ms = u.mowing_ms, blade_ms = u.blade_ms, distance_mm = u.distance_mm, \
-    error_count = u.error_count, charge_count = u.charge_count, \
-    blade_since_reset_ms = u.blade_since_reset_ms, blade_due_raised = u.blade_due_raised, \
-    {carry_set} \
-    FROM UNNEST($18::uuid[], $19::uuid[], $20::timestamptz[], $21::timestamptz[], \
-    $22::text[], $23::boolean[], $24::float8[], $25::float8[], $26::int8[], $27::int8[], \
-    $28::int8[], $29::int8[], $30::int8[], $31::int8[], $32::boolean[], {carry_arrays}) \
-    AS u(mower_id, account_id, counted_from, counted_until, last_activity, last_blade_on, \
-    last_lat, last_lon, mowing_ms, blade_ms, distance_mm, error_count, charge_count, \
-    blade_since_reset_ms, blade_due_raised, {carry_names}) \
-    WHERE h.mower_id = u.mower_id), \
+    health AS (UPDATE health_totals h SET {health_set}, {carry_set} \
+    FROM ({health_rows}) AS u WHERE h.mower_id = u.mower_id), \
     days AS (INSERT INTO day_totals \
     (mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count) \
     SELECT * FROM UNNEST(${d0}::uuid[], ${d1}::date[], ${d2}::int8[], ${d3}::int8[], \
@@ -204,11 +218,35 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     first_battery_percent = EXCLUDED.first_battery_percent, \
     last_battery_percent = EXCLUDED.last_battery_percent, local_date = EXCLUDED.local_date) \
     SELECT 1",
-        d0 = n, d1 = n + 1, d2 = n + 2, d3 = n + 3, d4 = n + 4, d5 = n + 5, d6 = n + 6,
-        d7 = n + 7, r0 = n + 8, r1 = n + 9, s0 = n + 10, s1 = n + 11, s2 = n + 12, s3 = n + 13,
-        s4 = n + 14, s5 = n + 15, s6 = n + 16, s7 = n + 17, s8 = n + 18, s9 = n + 19,
-        s10 = n + 20, s11 = n + 21, s12 = n + 22, s13 = n + 23, s14 = n + 24, s15 = n + 25,
-        s16 = n + 26, s17 = n + 27, s18 = n + 28,
+        d0 = n,
+        d1 = n + 1,
+        d2 = n + 2,
+        d3 = n + 3,
+        d4 = n + 4,
+        d5 = n + 5,
+        d6 = n + 6,
+        d7 = n + 7,
+        r0 = n + 8,
+        r1 = n + 9,
+        s0 = n + 10,
+        s1 = n + 11,
+        s2 = n + 12,
+        s3 = n + 13,
+        s4 = n + 14,
+        s5 = n + 15,
+        s6 = n + 16,
+        s7 = n + 17,
+        s8 = n + 18,
+        s9 = n + 19,
+        s10 = n + 20,
+        s11 = n + 21,
+        s12 = n + 22,
+        s13 = n + 23,
+        s14 = n + 24,
+        s15 = n + 25,
+        s16 = n + 26,
+        s17 = n + 27,
+        s18 = n + 28,
     )
 });
 

@@ -47,10 +47,10 @@ pub(super) fn select_list() -> String {
         .join(", ")
 }
 
-/// The write's `SET` items and `UNNEST` parts for the carry, its parameters numbered from
-/// `first`: `$first` says, per health row, whether the batch changed the carry (else the row
-/// keeps its own), then one array per column of [`COLUMNS`]. Returns `(set, arrays, names)`.
-pub(super) fn write_parts(first: usize) -> (String, String, String) {
+/// The carry's part of the write: its `SET` items and its columns with their array types, in
+/// the order [`bind`] binds them. The first column, `session_given`, says per health row whether
+/// the batch changed the carry (else the row keeps its own); one column per [`COLUMNS`] follows.
+pub(super) fn write_parts() -> (String, Vec<(&'static str, &'static str)>) {
     let set = COLUMNS
         .iter()
         .map(|(name, _)| {
@@ -58,23 +58,13 @@ pub(super) fn write_parts(first: usize) -> (String, String, String) {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    let arrays = std::iter::once(format!("${first}::boolean[]"))
-        .chain(
-            COLUMNS
-                .iter()
-                .enumerate()
-                .map(|(i, (_, ty))| format!("${}::{ty}[]", first + 1 + i)),
-        )
-        .collect::<Vec<_>>()
-        .join(", ");
-    let names = std::iter::once("session_given")
-        .chain(COLUMNS.iter().map(|(name, _)| *name))
-        .collect::<Vec<_>>()
-        .join(", ");
-    (set, arrays, names)
+    let columns = std::iter::once(("session_given", "boolean"))
+        .chain(COLUMNS)
+        .collect();
+    (set, columns)
 }
 
-/// How many parameters [`write_parts`] takes.
+/// How many parameters the carry's part of the write takes ([`write_parts`]).
 pub(super) const PARAMETERS: usize = COLUMNS.len() + 1;
 
 /// Binds the carry's arrays for the batch's health rows, in the write's order: `carries[i]` is
@@ -199,11 +189,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_write_parts_number_every_column_once() {
-        let (set, arrays, names) = write_parts(33);
+    fn the_write_parts_set_every_column_once_after_the_flag() {
+        let (set, columns) = write_parts();
         assert_eq!(set.matches("CASE WHEN").count(), COLUMNS.len());
-        assert!(arrays.starts_with("$33::boolean[], $34::timestamptz[]"));
-        assert!(arrays.ends_with(&format!("${}::int2[]", 33 + PARAMETERS - 1)));
-        assert_eq!(names.split(", ").count(), PARAMETERS);
+        assert_eq!(columns.len(), PARAMETERS);
+        assert_eq!(columns[0], ("session_given", "boolean"));
+        assert_eq!(columns[1..], COLUMNS);
     }
 }

@@ -3,10 +3,11 @@
 //! all NULL while none is pending; a batch none of whose rows had or has one leaves them alone.
 
 use super::rows::{activity, corrupt, mower_id, unavailable};
-use crate::Counters;
+use crate::{arrays, Counters};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
 use sqlx::{Postgres, Row, Transaction};
+use std::sync::LazyLock;
 use swath_application::ports::WatchError;
 use swath_domain::sessions::EndReason;
 use swath_domain::watch::{SessionWatch, Watch};
@@ -29,46 +30,54 @@ pub(super) use watch_columns;
 
 pub(super) const WATCH_COLUMNS: &str = watch_columns!();
 
-/// The update of the batch's watch rows, with (`$set`, `$types`, `$names`) more columns.
-macro_rules! update_watches {
-    ($set:literal, $types:literal, $names:literal) => {
-        concat!(
-            "UPDATE mower_watches w SET account_id = u.account_id, \
-            watched_until = u.watched_until, last_seen_at = u.last_seen_at, \
-            last_activity = u.last_activity, error_code = u.error_code, \
-            outside_geofence = u.outside_geofence, battery_low = u.battery_low, \
-            offline = u.offline, geofence_version = u.geofence_version",
-            $set,
-            " FROM UNNEST($1::uuid[], $2::uuid[], $3::timestamptz[], $4::timestamptz[], \
-            $5::text[], $6::text[], $7::boolean[], $8::boolean[], $9::boolean[], $10::uuid[]",
-            $types,
-            ") AS u(mower_id, account_id, watched_until, last_seen_at, last_activity, \
-            error_code, outside_geofence, battery_low, offline, geofence_version",
-            $names,
-            ") WHERE w.mower_id = u.mower_id"
-        )
-    };
+/// The watch row's columns the update writes, `mower_id` (the key) first, with their array types
+/// in the order [`update_watches`] binds them.
+const UPDATED: [(&str, &str); 10] = [
+    ("mower_id", "uuid"),
+    ("account_id", "uuid"),
+    ("watched_until", "timestamptz"),
+    ("last_seen_at", "timestamptz"),
+    ("last_activity", "text"),
+    ("error_code", "text"),
+    ("outside_geofence", "boolean"),
+    ("battery_low", "boolean"),
+    ("offline", "boolean"),
+    ("geofence_version", "uuid"),
+];
+
+/// The pending session's columns, bound after [`UPDATED`]'s.
+const SESSION: [(&str, &str); 13] = [
+    ("session_due_at", "timestamptz"),
+    ("session_started_at", "timestamptz"),
+    ("session_ended_at", "timestamptz"),
+    ("session_end_reason", "text"),
+    ("session_error_code", "text"),
+    ("session_mowing_ms", "bigint"),
+    ("session_blade_ms", "bigint"),
+    ("session_distance_mm", "bigint"),
+    ("session_breaks", "bigint"),
+    ("session_rest_blade_ms", "bigint"),
+    ("session_last_blade_on", "boolean"),
+    ("session_last_lat", "float8"),
+    ("session_last_lon", "float8"),
+];
+
+/// The update of the batch's watch rows from `columns` (the key first), its rows built from the
+/// arrays side by side (`arrays::zipped`: the session's columns make this the watcher's widest
+/// write).
+fn update_text(columns: &[(&str, &str)]) -> String {
+    format!(
+        "UPDATE mower_watches w SET {} FROM ({}) AS u WHERE w.mower_id = u.mower_id",
+        arrays::set_from_u(&columns[1..]),
+        arrays::zipped(1, columns)
+    )
 }
 
 /// No session pending before or after the batch: the session's columns stay NULL.
-const UPDATE_WATCHES: &str = update_watches!("", "", "");
+static UPDATE_WATCHES: LazyLock<String> = LazyLock::new(|| update_text(&UPDATED));
 
-const UPDATE_WATCHES_WITH_SESSIONS: &str = update_watches!(
-    ", session_due_at = u.session_due_at, session_started_at = u.session_started_at, \
-    session_ended_at = u.session_ended_at, session_end_reason = u.session_end_reason, \
-    session_error_code = u.session_error_code, session_mowing_ms = u.session_mowing_ms, \
-    session_blade_ms = u.session_blade_ms, session_distance_mm = u.session_distance_mm, \
-    session_breaks = u.session_breaks, session_rest_blade_ms = u.session_rest_blade_ms, \
-    session_last_blade_on = u.session_last_blade_on, session_last_lat = u.session_last_lat, \
-    session_last_lon = u.session_last_lon",
-    ", $11::timestamptz[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], \
-    $16::bigint[], $17::bigint[], $18::bigint[], $19::bigint[], $20::bigint[], \
-    $21::boolean[], $22::float8[], $23::float8[]",
-    ", session_due_at, session_started_at, session_ended_at, session_end_reason, \
-    session_error_code, session_mowing_ms, session_blade_ms, session_distance_mm, \
-    session_breaks, session_rest_blade_ms, session_last_blade_on, session_last_lat, \
-    session_last_lon"
-);
+static UPDATE_WATCHES_WITH_SESSIONS: LazyLock<String> =
+    LazyLock::new(|| update_text(&[&UPDATED[..], &SESSION[..]].concat()));
 
 /// A watch row, or `None` for a mower never watched.
 pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
@@ -141,9 +150,9 @@ pub(super) async fn update_watches(
     let w = watches;
     let with_sessions = sessions_read || w.iter().any(|r| r.session.is_some());
     let text = if with_sessions {
-        UPDATE_WATCHES_WITH_SESSIONS
+        UPDATE_WATCHES_WITH_SESSIONS.as_str()
     } else {
-        UPDATE_WATCHES
+        UPDATE_WATCHES.as_str()
     };
     let mut query = sqlx::query(text)
         .bind(w.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
