@@ -155,18 +155,19 @@ const HEALTH: [(&str, &str); 15] = [
 /// in the health row, decision 207). Built once, from [`HEALTH`] and [`newest::COLUMNS`]. Each
 /// sub-statement takes its own arrays (`UNNEST`; the health row's side by side, [`HEALTH`]) and
 /// writes its own table; only the positions look at another one's result (the keys `history`
-/// returned). All of them run on
-/// the statement's snapshot, which is all they need: the rules computed every value from the
-/// rows the batch's reads locked. One statement instead of five saves four round trips and
+/// returned). All of them run on the statement's snapshot, which is all they need: the rules
+/// computed every value from the rows the batch's reads locked. One statement instead of five saves four round trips and
 /// statement starts per batch (decision 35; BENCHMARKS.md, "PostgreSQL batched ingest").
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
 pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     let (carry_set, carry_columns) = newest::write_parts();
+    let health = [&HEALTH[..], &carry_columns[..]].concat();
     let health_set = arrays::set_from_u(&HEALTH[1..]);
-    let health_rows = arrays::zipped(18, &[&HEALTH[..], &carry_columns[..]].concat());
-    let n = 18 + HEALTH.len() + newest::PARAMETERS;
+    let health_rows = arrays::zipped(18, &health);
+    // The day totals' and the sessions' arrays follow the health row's.
+    let n = 18 + health.len();
     format!(
         "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \

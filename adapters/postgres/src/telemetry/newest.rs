@@ -64,9 +64,6 @@ pub(super) fn write_parts() -> (String, Vec<(&'static str, &'static str)>) {
     (set, columns)
 }
 
-/// How many parameters the carry's part of the write takes ([`write_parts`]).
-pub(super) const PARAMETERS: usize = COLUMNS.len() + 1;
-
 /// Binds the carry's arrays for the batch's health rows, in the write's order: `carries[i]` is
 /// the carry of the `i`-th health row's mower, when the batch changed it.
 pub(super) fn bind<'q>(
@@ -192,7 +189,7 @@ mod tests {
     fn the_write_parts_set_every_column_once_after_the_flag() {
         let (set, columns) = write_parts();
         assert_eq!(set.matches("CASE WHEN").count(), COLUMNS.len());
-        assert_eq!(columns.len(), PARAMETERS);
+        assert_eq!(columns.len(), COLUMNS.len() + 1);
         assert_eq!(columns[0], ("session_given", "boolean"));
         assert_eq!(columns[1..], COLUMNS);
     }
