@@ -18,7 +18,11 @@
 //! 5. with `--verify` the rest of the backlog is stored and the rows compared with the
 //!    one-pass reference.
 //!
-//! Then one table: states/s, CPU µs per state and CPU % of one core of each process.
+//! Then one table: states/s, CPU µs per state and CPU % of one core of each process, and of the
+//! whole machine's 200 % over the window what ran this guest's work ("machine busy") and what
+//! the hypervisor gave to other guests ("stolen", `/proc/stat`'s steal): on a shared host the
+//! stolen share changes from run to run and slows every process alike, so two builds compare
+//! best in runs that lost about as much.
 //!
 //! Run (the service binary must be built first; the bench does not build it):
 //! ```text
@@ -197,6 +201,9 @@ struct Measured {
     postgres: Duration,
     nats: Duration,
     machine_busy: f64,
+    /// Of the machine's 200 %, what the hypervisor gave to other guests (`steal`): on a shared
+    /// host it changes from run to run, and every process here runs slower by as much.
+    stolen: f64,
     commits: f64,
     peak_rss: u64,
 }
@@ -215,8 +222,16 @@ impl Measured {
     }
 }
 
-/// Busy and total jiffies of the whole machine, from `/proc/stat`.
-fn machine_cpu() -> (u64, u64) {
+/// Jiffies of the whole machine, from `/proc/stat`'s `cpu` line.
+struct MachineCpu {
+    /// Running this guest's work (everything but idle, iowait and steal).
+    busy: u64,
+    /// Taken by the hypervisor for other guests.
+    steal: u64,
+    total: u64,
+}
+
+fn machine_cpu() -> MachineCpu {
     let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
     let fields: Vec<u64> = stat
         .lines()
@@ -226,10 +241,16 @@ fn machine_cpu() -> (u64, u64) {
         .skip(1)
         .filter_map(|f| f.parse().ok())
         .collect();
-    let total: u64 = fields.iter().sum();
-    // idle and iowait
-    let idle = fields.get(3).copied().unwrap_or(0) + fields.get(4).copied().unwrap_or(0);
-    (total - idle, total)
+    let field = |i: usize| fields.get(i).copied().unwrap_or(0);
+    // user nice system idle iowait irq softirq steal guest guest_nice; guest time is counted in
+    // user already.
+    let total: u64 = fields.iter().take(8).sum();
+    let (idle, steal) = (field(3) + field(4), field(7));
+    MachineCpu {
+        busy: total - idle - steal,
+        steal,
+        total,
+    }
 }
 
 /// CPU time of the PostgreSQL backends serving the database (the service's pooled connections,
@@ -546,8 +567,10 @@ async fn measure(
         service: cpu1 - cpu0,
         postgres,
         nats: nats1 - nats0,
-        machine_busy: 200.0 * (machine1.0 - machine0.0) as f64
-            / (machine1.1 - machine0.1).max(1) as f64,
+        machine_busy: 200.0 * (machine1.busy - machine0.busy) as f64
+            / (machine1.total - machine0.total).max(1) as f64,
+        stolen: 200.0 * (machine1.steal - machine0.steal) as f64
+            / (machine1.total - machine0.total).max(1) as f64,
         commits: commits1 - commits0,
         peak_rss: sampler.await?,
     };
@@ -575,12 +598,12 @@ fn report(args: &Args, measured: &[Measured]) {
         args.warmup
     );
     println!(
-        "| NATS | P | batch max | states/s | swath | PostgreSQL | nats-server | machine busy | commits / state | peak VmRSS |"
+        "| NATS | P | batch max | states/s | swath | PostgreSQL | nats-server | machine busy | stolen | commits / state | peak VmRSS |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for m in measured {
         println!(
-            "| {} | {} | {} | {:.0}{} | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.0} % | {:.4} | {:.1} MiB |",
+            "| {} | {} | {} | {:.0}{} | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.1} µs ({:.0} %) | {:.0} % | {:.0} % | {:.4} | {:.1} MiB |",
             m.config.deployment.name(),
             m.config.partitions,
             m.config.batch_max,
@@ -593,6 +616,7 @@ fn report(args: &Args, measured: &[Measured]) {
             m.micros_per_state(m.nats),
             m.percent(m.nats),
             m.machine_busy,
+            m.stolen,
             m.commits / m.states.max(1) as f64,
             mib(m.peak_rss)
         );
