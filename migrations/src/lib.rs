@@ -21,6 +21,7 @@
 //! - `m20261206_000012_newest_session`: each mower's newest session kept with its health totals;
 //!   the view `mower_sessions_now` that every read of sessions goes through.
 //! - `m20261206_000013_watch_session_columns`: that pending session in typed columns.
+//! - `m20261207_000014_session_carry`: the newest session on `health_totals` as one text.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -69,6 +70,7 @@ mod m20261205_000010_sessions;
 mod m20261206_000011_session_watch;
 mod m20261206_000012_newest_session;
 mod m20261206_000013_watch_session_columns;
+mod m20261207_000014_session_carry;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -92,6 +94,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000011_session_watch::Migration),
             Box::new(m20261206_000012_newest_session::Migration),
             Box::new(m20261206_000013_watch_session_columns::Migration),
+            Box::new(m20261207_000014_session_carry::Migration),
         ]
     }
 }

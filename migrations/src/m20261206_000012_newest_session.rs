@@ -10,7 +10,39 @@
 
 sql_migration!("m20261206_000012_newest_session");
 
-const UP: &str = r#"
+/// The view of this migration, which migration 14's down creates again.
+macro_rules! newest_session_view {
+    () => {
+        r#"
+CREATE VIEW mower_sessions_now AS
+SELECT s.mower_id, s.started_at, s.id, s.account_id,
+    CASE WHEN h.mower_id IS NULL THEN s.ended_at ELSE h.session_ended_at END AS ended_at,
+    CASE WHEN h.mower_id IS NULL THEN s.end_reason ELSE h.session_end_reason END AS end_reason,
+    CASE WHEN h.mower_id IS NULL THEN s.error_code ELSE h.session_error_code END AS error_code,
+    CASE WHEN h.mower_id IS NULL THEN s.mowing_ms ELSE h.session_mowing_ms END AS mowing_ms,
+    CASE WHEN h.mower_id IS NULL THEN s.blade_ms ELSE h.session_blade_ms END AS blade_ms,
+    CASE WHEN h.mower_id IS NULL THEN s.distance_mm ELSE h.session_distance_mm END
+        AS distance_mm,
+    CASE WHEN h.mower_id IS NULL THEN s.breaks ELSE h.session_breaks END AS breaks,
+    CASE WHEN h.mower_id IS NULL THEN s.states ELSE h.session_states END AS states,
+    CASE WHEN h.mower_id IS NULL THEN s.first_lat ELSE h.session_first_lat END AS first_lat,
+    CASE WHEN h.mower_id IS NULL THEN s.first_lon ELSE h.session_first_lon END AS first_lon,
+    CASE WHEN h.mower_id IS NULL THEN s.last_lat ELSE h.session_last_lat END AS last_lat,
+    CASE WHEN h.mower_id IS NULL THEN s.last_lon ELSE h.session_last_lon END AS last_lon,
+    CASE WHEN h.mower_id IS NULL THEN s.first_battery_percent
+        ELSE h.session_first_battery_percent END AS first_battery_percent,
+    CASE WHEN h.mower_id IS NULL THEN s.last_battery_percent
+        ELSE h.session_last_battery_percent END AS last_battery_percent,
+    s.local_date
+FROM mower_sessions s
+LEFT JOIN health_totals h ON h.mower_id = s.mower_id AND h.session_started_at = s.started_at;
+"#
+    };
+}
+pub(crate) use newest_session_view;
+
+const UP: &str = concat!(
+    r#"
 ALTER TABLE health_totals
     ADD COLUMN session_started_at timestamptz,
     ADD COLUMN session_local_date date,
@@ -61,29 +93,9 @@ WHERE h.mower_id = s.mower_id;
 
 ALTER TABLE mower_sessions DROP COLUMN rest;
 
-CREATE VIEW mower_sessions_now AS
-SELECT s.mower_id, s.started_at, s.id, s.account_id,
-    CASE WHEN h.mower_id IS NULL THEN s.ended_at ELSE h.session_ended_at END AS ended_at,
-    CASE WHEN h.mower_id IS NULL THEN s.end_reason ELSE h.session_end_reason END AS end_reason,
-    CASE WHEN h.mower_id IS NULL THEN s.error_code ELSE h.session_error_code END AS error_code,
-    CASE WHEN h.mower_id IS NULL THEN s.mowing_ms ELSE h.session_mowing_ms END AS mowing_ms,
-    CASE WHEN h.mower_id IS NULL THEN s.blade_ms ELSE h.session_blade_ms END AS blade_ms,
-    CASE WHEN h.mower_id IS NULL THEN s.distance_mm ELSE h.session_distance_mm END
-        AS distance_mm,
-    CASE WHEN h.mower_id IS NULL THEN s.breaks ELSE h.session_breaks END AS breaks,
-    CASE WHEN h.mower_id IS NULL THEN s.states ELSE h.session_states END AS states,
-    CASE WHEN h.mower_id IS NULL THEN s.first_lat ELSE h.session_first_lat END AS first_lat,
-    CASE WHEN h.mower_id IS NULL THEN s.first_lon ELSE h.session_first_lon END AS first_lon,
-    CASE WHEN h.mower_id IS NULL THEN s.last_lat ELSE h.session_last_lat END AS last_lat,
-    CASE WHEN h.mower_id IS NULL THEN s.last_lon ELSE h.session_last_lon END AS last_lon,
-    CASE WHEN h.mower_id IS NULL THEN s.first_battery_percent
-        ELSE h.session_first_battery_percent END AS first_battery_percent,
-    CASE WHEN h.mower_id IS NULL THEN s.last_battery_percent
-        ELSE h.session_last_battery_percent END AS last_battery_percent,
-    s.local_date
-FROM mower_sessions s
-LEFT JOIN health_totals h ON h.mower_id = s.mower_id AND h.session_started_at = s.started_at;
-"#;
+"#,
+    newest_session_view!()
+);
 
 const DOWN: &str = r#"
 DROP VIEW IF EXISTS mower_sessions_now;

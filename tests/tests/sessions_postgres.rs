@@ -177,7 +177,8 @@ mod on_postgres {
 
     /// Migration 12 (decision 207): each mower's newest session and the `rest` JSON of its row
     /// move into the health row, the older sessions stay as they were, every read answers the
-    /// same sessions through the view; down puts the figures and the `rest` document back.
+    /// same sessions through the view; migration 14 (decision 210) packs them into one text and
+    /// back; down puts the figures and the `rest` document back.
     pub(super) async fn migration_12_moves_the_newest_session_and_its_rest(
         factory: PostgresFactory,
     ) {
@@ -262,7 +263,7 @@ mod on_postgres {
             .await
             .unwrap();
 
-        Migrator::up(&db, None).await.unwrap();
+        Migrator::up(&db, Some(2)).await.unwrap();
         let after: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions_now"))
             .fetch_all(&mut conn)
             .await
@@ -301,6 +302,42 @@ mod on_postgres {
                 .await
                 .unwrap();
         assert_eq!(quiet_carry, None, "a mower without sessions has none");
+
+        // Migration 14 (decision 210): the carry as one text, the view answering the same.
+        Migrator::up(&db, None).await.unwrap();
+        let after: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions_now"))
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(after, before, "the view answers the sessions as they were");
+        let carries: Vec<Option<String>> =
+            sqlx::query_scalar("SELECT session_carry FROM health_totals ORDER BY mower_id")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(
+            carries,
+            [
+                Some(
+                    "1|1780387200000000|20606|1780392600000000|docked|1000|2000|3000|1|20|52.1|\
+                     13.1|52.2|13.2|90|80|3|4000|52|13|52.5|13.5|40|38|"
+                        .to_owned()
+                ),
+                None
+            ],
+            "the newest session and its rest as the ingest writes them"
+        );
+        // Down (14): the typed columns as they were.
+        Migrator::down(&db, Some(1)).await.unwrap();
+        let back: Carry = sqlx::query_as(
+            "SELECT session_started_at, session_states, rest_blade_ms, rest_last_lon, \
+                 rest_first_battery_percent FROM health_totals WHERE mower_id = $1",
+        )
+        .bind(mower)
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+        assert_eq!(back, carry, "down gives the typed columns back");
 
         // Down (13, then 12): the rows and the newest's rest as they were.
         Migrator::down(&db, Some(2)).await.unwrap();

@@ -125,11 +125,12 @@ fn range_cap(late: usize) -> i64 {
 /// partitions.
 const NEAR: Duration = Duration::days(7);
 
-/// The health row's totals the write sets, `mower_id` (the key) first, with their array types in
-/// the order the write binds them (`$18` on); the newest session's carry follows them
-/// ([`newest::write_parts`]). The widest of the write's parts, so its rows are built from the
-/// arrays side by side (`arrays::zipped`, decision 209).
-const HEALTH: [(&str, &str); 15] = [
+/// The health row's columns the write sets, `mower_id` (the key) first, with their array types in
+/// the order the write binds them (`$18` on): the totals, then the newest session's carry
+/// ([`newest::encode`]), NULL for a row whose carry the batch did not change. The widest of the
+/// write's parts, so its rows are built from the arrays side by side (`arrays::zipped`, decision
+/// 209).
+const HEALTH: [(&str, &str); 16] = [
     ("mower_id", "uuid"),
     ("account_id", "uuid"),
     ("counted_from", "timestamptz"),
@@ -145,6 +146,7 @@ const HEALTH: [(&str, &str); 15] = [
     ("charge_count", "int8"),
     ("blade_since_reset_ms", "int8"),
     ("blade_due_raised", "boolean"),
+    ("session_carry", "text"),
 ];
 
 /// The batch's writes, one sub-statement per table, sent as one statement (data-modifying
@@ -152,22 +154,22 @@ const HEALTH: [(&str, &str); 15] = [
 /// earlier writes nothing, W1/W2), one latest row, one health row and one row per touched day
 /// per mower, and W8's sessions (the keys a recompute removed deleted, the others upserted:
 /// disjoint keys, so no row is touched twice; the newest session's running figures and rest go
-/// in the health row, decision 207). Built once, from [`HEALTH`] and [`newest::COLUMNS`]. Each
+/// in the health row as one text, decisions 207 and 210). Built once, from [`HEALTH`]. Each
 /// sub-statement takes its own arrays (`UNNEST`; the health row's side by side, [`HEALTH`]) and
 /// writes its own table; only the positions look at another one's result (the keys `history`
 /// returned). All of them run on the statement's snapshot, which is all they need: the rules
-/// computed every value from the rows the batch's reads locked. One statement instead of five saves four round trips and
-/// statement starts per batch (decision 35; BENCHMARKS.md, "PostgreSQL batched ingest").
+/// computed every value from the rows the batch's reads locked. One statement instead of five
+/// saves four round trips and statement starts per batch (decision 35; BENCHMARKS.md,
+/// "PostgreSQL batched ingest").
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
 pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
-    let (carry_set, carry_columns) = newest::write_parts();
-    let health = [&HEALTH[..], &carry_columns[..]].concat();
-    let health_set = arrays::set_from_u(&HEALTH[1..]);
-    let health_rows = arrays::zipped(18, &health);
+    // A carry the batch did not change stays as the row has it.
+    let health_set = arrays::set_from_u(&HEALTH[1..HEALTH.len() - 1]);
+    let health_rows = arrays::zipped(18, &HEALTH);
     // The day totals' and the sessions' arrays follow the health row's.
-    let n = 18 + health.len();
+    let n = 18 + HEALTH.len();
     format!(
         "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
@@ -186,7 +188,8 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     $17::jsonb[]) ON CONFLICT (mower_id) DO UPDATE SET account_id = EXCLUDED.account_id, \
     observed_at = EXCLUDED.observed_at, last_seen_at = EXCLUDED.last_seen_at, \
     state = EXCLUDED.state WHERE latest_states.observed_at < EXCLUDED.observed_at), \
-    health AS (UPDATE health_totals h SET {health_set}, {carry_set} \
+    health AS (UPDATE health_totals h SET {health_set}, \
+    session_carry = COALESCE(u.session_carry, h.session_carry) \
     FROM ({health_rows}) AS u WHERE h.mower_id = u.mower_id), \
     days AS (INSERT INTO day_totals \
     (mower_id, day, mowing_ms, blade_ms, distance_mm, error_count, charge_count, state_count) \
@@ -582,11 +585,7 @@ impl TelemetryBatch for PostgresBatch {
             .iter()
             .map(|n| (n.mower_id, &n.carry))
             .collect();
-        let carries: Vec<Option<&SessionCarry>> = t
-            .iter()
-            .map(|r| changed.get(&r.mower_id).copied())
-            .collect();
-        let query = sqlx::query(WRITE_BATCH.as_str())
+        sqlx::query(WRITE_BATCH.as_str())
             .bind(h.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.observed_at).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.activity.as_str()).collect::<Vec<_>>())
@@ -630,8 +629,12 @@ impl TelemetryBatch for PostgresBatch {
             .bind(t.iter().map(|r| r.error_count).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.charge_count).collect::<Vec<_>>())
             .bind(t.iter().map(|r| r.blade_since_reset_ms).collect::<Vec<_>>())
-            .bind(t.iter().map(|r| r.blade_due_raised).collect::<Vec<_>>());
-        newest::bind(query, &carries)
+            .bind(t.iter().map(|r| r.blade_due_raised).collect::<Vec<_>>())
+            .bind(
+                t.iter()
+                    .map(|r| changed.get(&r.mower_id).map(|c| newest::encode(c)))
+                    .collect::<Vec<_>>(),
+            )
             .bind(d.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.day).collect::<Vec<NaiveDate>>())
             .bind(d.iter().map(|r| r.mowing_ms).collect::<Vec<_>>())

@@ -59,10 +59,9 @@ const HEALTH_COLUMNS: &str = "h.mower_id, h.account_id, h.counted_from, h.counte
 static READ_FOR_BATCH: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT m.account_id AS dir_account_id, s.time_zone, \
-    m.blade_threshold_ms, {HEALTH_COLUMNS}, {} \
+    m.blade_threshold_ms, {HEALTH_COLUMNS}, h.session_carry \
     FROM health_totals h JOIN mowers m ON m.id = h.mower_id JOIN sites s ON s.id = m.site_id \
-    WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h",
-        newest::select_list()
+    WHERE h.mower_id = ANY($1) ORDER BY h.mower_id FOR NO KEY UPDATE OF h"
     )
 });
 
@@ -181,7 +180,10 @@ impl TelemetryStore for PostgresStore {
                     }),
                     health,
                     neighbourhood: Default::default(),
-                    sessions: newest::carry_from(row, mower_id)?,
+                    sessions: newest::decode(
+                        row.try_get("session_carry").map_err(corrupt)?,
+                        mower_id,
+                    )?,
                 },
             );
         }

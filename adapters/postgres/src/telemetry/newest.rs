@@ -1,196 +1,316 @@
-//! Each mower's newest W8 session as its health row keeps it (decision 207, migration 12): the
-//! typed columns the batch's first statement reads and its write sets, and their decoding.
+//! Each mower's newest W8 session as its health row keeps it (decisions 207 and 210, migration
+//! 14): one text column, `session_carry`, that the batch's first statement reads and its write
+//! sets, and its encoding here.
+//!
+//! The layout is `|`-separated fields, an empty field for an absent value: the layout's version
+//! (`1`); of the newest session its start (Unix microseconds), local date (days since
+//! 1970-01-01), end (microseconds), end reason, mowing, blade and distance figures, breaks,
+//! states, first and last position, first and last battery; of the rest after its end its states,
+//! blade time, first and last position, first and last battery; last, the session's error code
+//! after a `+` (the only field whose text is free, so the only one that may hold a `|`). Numbers
+//! are written as Rust prints them and read back exactly (a float as its shortest round-trip
+//! decimal). The view `mower_sessions_now` reads the same fields in SQL (migration 14).
 
 use super::rows::corrupt;
-use chrono::{DateTime, NaiveDate, Utc};
-use sqlx::postgres::PgRow;
-use sqlx::Row;
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
+use std::fmt::Write;
 use swath_application::ports::StoreError;
 use swath_domain::sessions::{session_id, EndReason, Rest, Session, SessionCarry};
 use swath_domain::MowerId;
 
-/// The carry's columns on `health_totals` with their array types, in the order the write binds
-/// them.
-pub(super) const COLUMNS: [(&str, &str); 24] = [
-    ("session_started_at", "timestamptz"),
-    ("session_local_date", "date"),
-    ("session_ended_at", "timestamptz"),
-    ("session_end_reason", "text"),
-    ("session_error_code", "text"),
-    ("session_mowing_ms", "int8"),
-    ("session_blade_ms", "int8"),
-    ("session_distance_mm", "int8"),
-    ("session_breaks", "int8"),
-    ("session_states", "int8"),
-    ("session_first_lat", "float8"),
-    ("session_first_lon", "float8"),
-    ("session_last_lat", "float8"),
-    ("session_last_lon", "float8"),
-    ("session_first_battery_percent", "int2"),
-    ("session_last_battery_percent", "int2"),
-    ("rest_states", "int8"),
-    ("rest_blade_ms", "int8"),
-    ("rest_first_lat", "float8"),
-    ("rest_first_lon", "float8"),
-    ("rest_last_lat", "float8"),
-    ("rest_last_lon", "float8"),
-    ("rest_first_battery_percent", "int2"),
-    ("rest_last_battery_percent", "int2"),
-];
+/// The layout's version, its first field.
+const LAYOUT: &str = "1";
 
-/// `h.session_started_at, …`: the carry as the batch's first statement selects it.
-pub(super) fn select_list() -> String {
-    COLUMNS
-        .iter()
-        .map(|(name, _)| format!("h.{name}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
+/// Fields before the error code (the version included).
+const FIXED: usize = 24;
 
-/// The carry's part of the write: its `SET` items and its columns with their array types, in
-/// the order [`bind`] binds them. The first column, `session_given`, says per health row whether
-/// the batch changed the carry (else the row keeps its own); one column per [`COLUMNS`] follows.
-pub(super) fn write_parts() -> (String, Vec<(&'static str, &'static str)>) {
-    let set = COLUMNS
-        .iter()
-        .map(|(name, _)| {
-            format!("{name} = CASE WHEN u.session_given THEN u.{name} ELSE h.{name} END")
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let columns = std::iter::once(("session_given", "boolean"))
-        .chain(COLUMNS)
-        .collect();
-    (set, columns)
-}
+/// `NaiveDate::num_days_from_ce` of 1970-01-01.
+const EPOCH_DAYS_FROM_CE: i32 = 719_163;
 
-/// Binds the carry's arrays for the batch's health rows, in the write's order: `carries[i]` is
-/// the carry of the `i`-th health row's mower, when the batch changed it.
-pub(super) fn bind<'q>(
-    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
-    carries: &'q [Option<&'q SessionCarry>],
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    // One array per column: the value of each row's changed carry, NULL for the others.
-    fn of<'a, T>(
-        carries: &[Option<&'a SessionCarry>],
-        f: impl Fn(&'a SessionCarry) -> Option<T>,
-    ) -> Vec<Option<T>> {
-        carries.iter().map(|c| c.and_then(&f)).collect()
+/// The carry as the health row keeps it (module documentation).
+pub(super) fn encode(carry: &SessionCarry) -> String {
+    fn int(out: &mut String, value: Option<i64>) {
+        out.push('|');
+        if let Some(v) = value {
+            let _ = write!(out, "{v}");
+        }
     }
-    fn newest(c: &SessionCarry) -> Option<&Session> {
-        c.newest.as_ref()
+    fn float(out: &mut String, value: Option<f64>) {
+        out.push('|');
+        if let Some(v) = value {
+            let _ = write!(out, "{v}");
+        }
     }
-    let battery = |b: Option<u8>| b.map(i16::from);
-    query
-        .bind(carries.iter().map(Option::is_some).collect::<Vec<_>>())
-        .bind(of(carries, |c| newest(c).map(|s| s.started_at)))
-        .bind(of(carries, |c| newest(c).map(|s| s.local_date)))
-        .bind(of(carries, |c| newest(c).and_then(|s| s.ended_at)))
-        .bind(of(carries, |c| {
-            newest(c).and_then(|s| s.end_reason).map(EndReason::as_str)
-        }))
-        .bind(of(carries, |c| {
-            newest(c).and_then(|s| s.error_code.as_deref())
-        }))
-        .bind(of(carries, |c| newest(c).map(|s| s.mowing_ms)))
-        .bind(of(carries, |c| newest(c).map(|s| s.blade_ms)))
-        .bind(of(carries, |c| newest(c).map(|s| s.distance_mm)))
-        .bind(of(carries, |c| newest(c).map(|s| s.breaks)))
-        .bind(of(carries, |c| newest(c).map(|s| s.states)))
-        .bind(of(carries, |c| newest(c).and_then(|s| s.first_lat)))
-        .bind(of(carries, |c| newest(c).and_then(|s| s.first_lon)))
-        .bind(of(carries, |c| newest(c).and_then(|s| s.last_lat)))
-        .bind(of(carries, |c| newest(c).and_then(|s| s.last_lon)))
-        .bind(of(carries, |c| {
-            newest(c).and_then(|s| battery(s.first_battery_percent))
-        }))
-        .bind(of(carries, |c| {
-            newest(c).and_then(|s| battery(s.last_battery_percent))
-        }))
-        .bind(of(carries, |c| Some(c.rest.states)))
-        .bind(of(carries, |c| Some(c.rest.blade_ms)))
-        .bind(of(carries, |c| c.rest.first_lat))
-        .bind(of(carries, |c| c.rest.first_lon))
-        .bind(of(carries, |c| c.rest.last_lat))
-        .bind(of(carries, |c| c.rest.last_lon))
-        .bind(of(carries, |c| battery(c.rest.first_battery_percent)))
-        .bind(of(carries, |c| battery(c.rest.last_battery_percent)))
+    let mut out = String::with_capacity(192);
+    out.push_str(LAYOUT);
+    let s = carry.newest.as_ref();
+    let micros = |t: DateTime<Utc>| t.timestamp_micros();
+    int(&mut out, s.map(|s| micros(s.started_at)));
+    int(
+        &mut out,
+        s.map(|s| i64::from(s.local_date.num_days_from_ce() - EPOCH_DAYS_FROM_CE)),
+    );
+    int(&mut out, s.and_then(|s| s.ended_at).map(micros));
+    out.push('|');
+    if let Some(reason) = s.and_then(|s| s.end_reason) {
+        out.push_str(reason.as_str());
+    }
+    for figure in [
+        |s: &Session| s.mowing_ms,
+        |s: &Session| s.blade_ms,
+        |s: &Session| s.distance_mm,
+        |s: &Session| s.breaks,
+        |s: &Session| s.states,
+    ] {
+        int(&mut out, s.map(figure));
+    }
+    float(&mut out, s.and_then(|s| s.first_lat));
+    float(&mut out, s.and_then(|s| s.first_lon));
+    float(&mut out, s.and_then(|s| s.last_lat));
+    float(&mut out, s.and_then(|s| s.last_lon));
+    int(
+        &mut out,
+        s.and_then(|s| s.first_battery_percent).map(i64::from),
+    );
+    int(
+        &mut out,
+        s.and_then(|s| s.last_battery_percent).map(i64::from),
+    );
+    let r = &carry.rest;
+    int(&mut out, Some(r.states));
+    int(&mut out, Some(r.blade_ms));
+    float(&mut out, r.first_lat);
+    float(&mut out, r.first_lon);
+    float(&mut out, r.last_lat);
+    float(&mut out, r.last_lon);
+    int(&mut out, r.first_battery_percent.map(i64::from));
+    int(&mut out, r.last_battery_percent.map(i64::from));
+    out.push('|');
+    if let Some(code) = s.and_then(|s| s.error_code.as_deref()) {
+        out.push('+');
+        out.push_str(code);
+    }
+    out
 }
 
-/// The newest session of `mower_id` and its rest, from the batch read's carry columns.
-pub(super) fn carry_from(row: &PgRow, mower_id: MowerId) -> Result<SessionCarry, StoreError> {
-    macro_rules! get {
-        ($name:literal) => {
-            row.try_get($name).map_err(corrupt)?
+/// The newest session of `mower_id` and its rest from the health row's `session_carry` (none
+/// kept: no session and an empty rest).
+pub(super) fn decode(text: Option<&str>, mower_id: MowerId) -> Result<SessionCarry, StoreError> {
+    let Some(text) = text else {
+        return Ok(SessionCarry::default());
+    };
+    let bad = |what: &str| corrupt(format!("mower {mower_id}: session carry {what}: {text:?}"));
+    let mut fields = text.splitn(FIXED + 1, '|');
+    let mut next = || fields.next().ok_or_else(|| bad("cut short"));
+    if next()? != LAYOUT {
+        return Err(bad("of an unknown layout"));
+    }
+    fn parsed<T: std::str::FromStr>(field: &str) -> Option<Option<T>> {
+        if field.is_empty() {
+            Some(None)
+        } else {
+            field.parse().ok().map(Some)
+        }
+    }
+    macro_rules! field {
+        ($ty:ty, $what:literal) => {
+            parsed::<$ty>(next()?).ok_or_else(|| bad(concat!("with a bad ", $what)))?
         };
     }
-    let battery = |b: Option<i16>| b.map(|b| b as u8);
-    let started_at: Option<DateTime<Utc>> = get!("session_started_at");
+    let started_at = field!(i64, "start");
+    let local_date = field!(i32, "local date");
+    let ended_at = field!(i64, "end");
+    let reason = next()?;
+    let mowing_ms = field!(i64, "mowing time");
+    let blade_ms = field!(i64, "blade time");
+    let distance_mm = field!(i64, "distance");
+    let breaks = field!(i64, "break count");
+    let states = field!(i64, "state count");
+    let first_lat = field!(f64, "position");
+    let first_lon = field!(f64, "position");
+    let last_lat = field!(f64, "position");
+    let last_lon = field!(f64, "position");
+    let first_battery = field!(u8, "battery");
+    let last_battery = field!(u8, "battery");
+    let rest = Rest {
+        states: field!(i64, "rest").unwrap_or(0),
+        blade_ms: field!(i64, "rest").unwrap_or(0),
+        first_lat: field!(f64, "rest position"),
+        first_lon: field!(f64, "rest position"),
+        last_lat: field!(f64, "rest position"),
+        last_lon: field!(f64, "rest position"),
+        first_battery_percent: field!(u8, "rest battery"),
+        last_battery_percent: field!(u8, "rest battery"),
+    };
+    let error = next()?;
+    let error_code = match error {
+        "" => None,
+        code => Some(
+            code.strip_prefix('+')
+                .ok_or_else(|| bad("with a bad error code"))?
+                .to_owned(),
+        ),
+    };
+    let time = |micros: i64| {
+        DateTime::from_timestamp_micros(micros).ok_or_else(|| bad("with a time out of range"))
+    };
     let newest = match started_at {
         None => None,
         Some(started_at) => {
-            let reason: Option<String> = get!("session_end_reason");
+            let started_at = time(started_at)?;
             let end_reason = match reason {
-                None => None,
-                Some(name) => Some(EndReason::parse(&name).ok_or_else(|| {
-                    corrupt(format!("mower {mower_id}: unknown end reason {name:?}"))
-                })?),
+                "" => None,
+                name => {
+                    Some(EndReason::parse(name).ok_or_else(|| bad("with an unknown end reason"))?)
+                }
             };
-            let local_date: Option<NaiveDate> = get!("session_local_date");
-            let figure = |value: Option<i64>| {
-                value.ok_or_else(|| corrupt(format!("mower {mower_id}: newest session incomplete")))
-            };
+            let local_date = local_date
+                .and_then(|d| d.checked_add(EPOCH_DAYS_FROM_CE))
+                .and_then(NaiveDate::from_num_days_from_ce_opt)
+                .ok_or_else(|| bad("without a date"))?;
+            let figure = |value: Option<i64>| value.ok_or_else(|| bad("incomplete"));
             Some(Session {
                 id: session_id(mower_id, started_at),
                 mower_id,
                 started_at,
-                ended_at: get!("session_ended_at"),
+                ended_at: ended_at.map(time).transpose()?,
                 end_reason,
-                error_code: get!("session_error_code"),
-                mowing_ms: figure(get!("session_mowing_ms"))?,
-                blade_ms: figure(get!("session_blade_ms"))?,
-                distance_mm: figure(get!("session_distance_mm"))?,
-                breaks: figure(get!("session_breaks"))?,
-                states: figure(get!("session_states"))?,
-                first_lat: get!("session_first_lat"),
-                first_lon: get!("session_first_lon"),
-                last_lat: get!("session_last_lat"),
-                last_lon: get!("session_last_lon"),
-                first_battery_percent: battery(get!("session_first_battery_percent")),
-                last_battery_percent: battery(get!("session_last_battery_percent")),
-                local_date: local_date.ok_or_else(|| {
-                    corrupt(format!("mower {mower_id}: newest session without a date"))
-                })?,
+                error_code,
+                mowing_ms: figure(mowing_ms)?,
+                blade_ms: figure(blade_ms)?,
+                distance_mm: figure(distance_mm)?,
+                breaks: figure(breaks)?,
+                states: figure(states)?,
+                first_lat,
+                first_lon,
+                last_lat,
+                last_lon,
+                first_battery_percent: first_battery,
+                last_battery_percent: last_battery,
+                local_date,
             })
         }
     };
-    let states: Option<i64> = get!("rest_states");
-    let blade_ms: Option<i64> = get!("rest_blade_ms");
-    Ok(SessionCarry {
-        newest,
-        rest: Rest {
-            states: states.unwrap_or(0),
-            blade_ms: blade_ms.unwrap_or(0),
-            first_lat: get!("rest_first_lat"),
-            first_lon: get!("rest_first_lon"),
-            last_lat: get!("rest_last_lat"),
-            last_lon: get!("rest_last_lon"),
-            first_battery_percent: battery(get!("rest_first_battery_percent")),
-            last_battery_percent: battery(get!("rest_last_battery_percent")),
-        },
-    })
+    Ok(SessionCarry { newest, rest })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    fn mower() -> MowerId {
+        MowerId(uuid::Uuid::from_u128(7))
+    }
+
+    fn position() -> impl Strategy<Value = Option<f64>> {
+        prop::option::of(prop_oneof![
+            -180.0..180.0f64,
+            Just(0.0),
+            Just(-0.0),
+            Just(1e-7)
+        ])
+    }
+
+    prop_compose! {
+        fn a_session()(
+            start in -2_000_000_000_000_000i64..8_000_000_000_000_000,
+            length in prop::option::of(0i64..1_000_000_000),
+            reason in prop::option::of(prop_oneof![
+                Just(EndReason::Docked), Just(EndReason::Stopped), Just(EndReason::Error),
+                Just(EndReason::Silent)
+            ]),
+            error_code in prop::option::of(prop_oneof![
+                Just(String::new()), Just("E|12".to_owned()), Just("+x".to_owned()),
+                "\\PC{0,12}"
+            ]),
+            figures in prop::array::uniform5(0i64..i64::MAX),
+            positions in [position(), position(), position(), position()],
+            batteries in [prop::option::of(0u8..=100), prop::option::of(0u8..=100)],
+            days in -30_000i32..30_000,
+        ) -> Session {
+            let started_at = Utc.timestamp_micros(start).unwrap();
+            Session {
+                id: session_id(mower(), started_at),
+                mower_id: mower(),
+                started_at,
+                ended_at: length.map(|l| started_at + chrono::Duration::microseconds(l)),
+                end_reason: reason,
+                error_code,
+                mowing_ms: figures[0],
+                blade_ms: figures[1],
+                distance_mm: figures[2],
+                breaks: figures[3],
+                states: figures[4],
+                first_lat: positions[0],
+                first_lon: positions[1],
+                last_lat: positions[2],
+                last_lon: positions[3],
+                first_battery_percent: batteries[0],
+                last_battery_percent: batteries[1],
+                local_date: NaiveDate::from_ymd_opt(1970, 1, 1).unwrap()
+                    + chrono::Duration::days(days.into()),
+            }
+        }
+    }
+
+    prop_compose! {
+        fn a_carry()(
+            newest in prop::option::of(a_session()),
+            counts in (0i64..1_000_000, 0i64..i64::MAX),
+            positions in [position(), position(), position(), position()],
+            batteries in [prop::option::of(0u8..=100), prop::option::of(0u8..=100)],
+        ) -> SessionCarry {
+            SessionCarry {
+                newest,
+                rest: Rest {
+                    states: counts.0,
+                    blade_ms: counts.1,
+                    first_lat: positions[0],
+                    first_lon: positions[1],
+                    last_lat: positions[2],
+                    last_lon: positions[3],
+                    first_battery_percent: batteries[0],
+                    last_battery_percent: batteries[1],
+                },
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_carry_reads_back_as_it_was_written(carry in a_carry()) {
+            let text = encode(&carry);
+            let back = decode(Some(&text), mower()).unwrap();
+            // Floats compared by their bits: -0.0 stays -0.0.
+            prop_assert_eq!(format!("{back:?}"), format!("{carry:?}"));
+            prop_assert_eq!(back, carry);
+        }
+    }
 
     #[test]
-    fn the_write_parts_set_every_column_once_after_the_flag() {
-        let (set, columns) = write_parts();
-        assert_eq!(set.matches("CASE WHEN").count(), COLUMNS.len());
-        assert_eq!(columns.len(), COLUMNS.len() + 1);
-        assert_eq!(columns[0], ("session_given", "boolean"));
-        assert_eq!(columns[1..], COLUMNS);
+    fn no_carry_is_no_session_and_an_empty_rest() {
+        assert_eq!(decode(None, mower()).unwrap(), SessionCarry::default());
+        let empty = encode(&SessionCarry::default());
+        assert_eq!(empty, "1||||||||||||||||0|0|||||||");
+        assert_eq!(
+            decode(Some(&empty), mower()).unwrap(),
+            SessionCarry::default()
+        );
+    }
+
+    #[test]
+    fn a_damaged_carry_is_refused_with_what_is_wrong() {
+        let good = encode(&SessionCarry::default());
+        for (text, says) in [
+            ("2||||||||||||||||0|0|||||||".to_owned(), "unknown layout"),
+            ("1|||".to_owned(), "cut short"),
+            (good.replacen("|0|", "|x|", 1), "bad rest"),
+            (format!("{good}E1"), "bad error code"),
+        ] {
+            let error = decode(Some(&text), mower()).unwrap_err().to_string();
+            assert!(error.contains(says), "{text:?}: {error}");
+        }
     }
 }
