@@ -276,14 +276,14 @@ mod on_postgres {
             Option<f64>,
             Option<i16>,
         );
-        let carry: Carry = sqlx::query_as(
-            "SELECT session_started_at, session_states, rest_blade_ms, rest_last_lon, \
-                 rest_first_battery_percent FROM health_totals WHERE mower_id = $1",
-        )
-        .bind(mower)
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+        // A few of the typed carry columns, each type among them.
+        let typed_carry = "SELECT session_started_at, session_states, rest_blade_ms, \
+            rest_last_lon, rest_first_battery_percent FROM health_totals WHERE mower_id = $1";
+        let carry: Carry = sqlx::query_as(typed_carry)
+            .bind(mower)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(
             carry,
             (
@@ -329,14 +329,11 @@ mod on_postgres {
         );
         // Down (14): the typed columns as they were.
         Migrator::down(&db, Some(1)).await.unwrap();
-        let back: Carry = sqlx::query_as(
-            "SELECT session_started_at, session_states, rest_blade_ms, rest_last_lon, \
-                 rest_first_battery_percent FROM health_totals WHERE mower_id = $1",
-        )
-        .bind(mower)
-        .fetch_one(&mut conn)
-        .await
-        .unwrap();
+        let back: Carry = sqlx::query_as(typed_carry)
+            .bind(mower)
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
         assert_eq!(back, carry, "down gives the typed columns back");
 
         // Down (13, then 12): the rows and the newest's rest as they were.

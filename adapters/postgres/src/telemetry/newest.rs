@@ -29,13 +29,8 @@ const EPOCH_DAYS_FROM_CE: i32 = 719_163;
 
 /// The carry as the health row keeps it (module documentation).
 pub(super) fn encode(carry: &SessionCarry) -> String {
-    fn int(out: &mut String, value: Option<i64>) {
-        out.push('|');
-        if let Some(v) = value {
-            let _ = write!(out, "{v}");
-        }
-    }
-    fn float(out: &mut String, value: Option<f64>) {
+    // Integers and floats alike, as `Display` prints them (a float: its shortest round-trip form).
+    fn field<T: std::fmt::Display>(out: &mut String, value: Option<T>) {
         out.push('|');
         if let Some(v) = value {
             let _ = write!(out, "{v}");
@@ -45,12 +40,12 @@ pub(super) fn encode(carry: &SessionCarry) -> String {
     out.push_str(LAYOUT);
     let s = carry.newest.as_ref();
     let micros = |t: DateTime<Utc>| t.timestamp_micros();
-    int(&mut out, s.map(|s| micros(s.started_at)));
-    int(
+    field(&mut out, s.map(|s| micros(s.started_at)));
+    field(
         &mut out,
         s.map(|s| i64::from(s.local_date.num_days_from_ce() - EPOCH_DAYS_FROM_CE)),
     );
-    int(&mut out, s.and_then(|s| s.ended_at).map(micros));
+    field(&mut out, s.and_then(|s| s.ended_at).map(micros));
     out.push('|');
     if let Some(reason) = s.and_then(|s| s.end_reason) {
         out.push_str(reason.as_str());
@@ -62,29 +57,29 @@ pub(super) fn encode(carry: &SessionCarry) -> String {
         |s: &Session| s.breaks,
         |s: &Session| s.states,
     ] {
-        int(&mut out, s.map(figure));
+        field(&mut out, s.map(figure));
     }
-    float(&mut out, s.and_then(|s| s.first_lat));
-    float(&mut out, s.and_then(|s| s.first_lon));
-    float(&mut out, s.and_then(|s| s.last_lat));
-    float(&mut out, s.and_then(|s| s.last_lon));
-    int(
+    field(&mut out, s.and_then(|s| s.first_lat));
+    field(&mut out, s.and_then(|s| s.first_lon));
+    field(&mut out, s.and_then(|s| s.last_lat));
+    field(&mut out, s.and_then(|s| s.last_lon));
+    field(
         &mut out,
         s.and_then(|s| s.first_battery_percent).map(i64::from),
     );
-    int(
+    field(
         &mut out,
         s.and_then(|s| s.last_battery_percent).map(i64::from),
     );
     let r = &carry.rest;
-    int(&mut out, Some(r.states));
-    int(&mut out, Some(r.blade_ms));
-    float(&mut out, r.first_lat);
-    float(&mut out, r.first_lon);
-    float(&mut out, r.last_lat);
-    float(&mut out, r.last_lon);
-    int(&mut out, r.first_battery_percent.map(i64::from));
-    int(&mut out, r.last_battery_percent.map(i64::from));
+    field(&mut out, Some(r.states));
+    field(&mut out, Some(r.blade_ms));
+    field(&mut out, r.first_lat);
+    field(&mut out, r.first_lon);
+    field(&mut out, r.last_lat);
+    field(&mut out, r.last_lon);
+    field(&mut out, r.first_battery_percent.map(i64::from));
+    field(&mut out, r.last_battery_percent.map(i64::from));
     out.push('|');
     if let Some(code) = s.and_then(|s| s.error_code.as_deref()) {
         out.push('+');
@@ -213,6 +208,16 @@ mod tests {
         ])
     }
 
+    /// First and last latitude and longitude.
+    fn positions() -> impl Strategy<Value = [Option<f64>; 4]> {
+        [position(), position(), position(), position()]
+    }
+
+    /// First and last battery.
+    fn batteries() -> impl Strategy<Value = [Option<u8>; 2]> {
+        [prop::option::of(0u8..=100), prop::option::of(0u8..=100)]
+    }
+
     prop_compose! {
         fn a_session()(
             start in -2_000_000_000_000_000i64..8_000_000_000_000_000,
@@ -226,8 +231,8 @@ mod tests {
                 "\\PC{0,12}"
             ]),
             figures in prop::array::uniform5(0i64..i64::MAX),
-            positions in [position(), position(), position(), position()],
-            batteries in [prop::option::of(0u8..=100), prop::option::of(0u8..=100)],
+            positions in positions(),
+            batteries in batteries(),
             days in -30_000i32..30_000,
         ) -> Session {
             let started_at = Utc.timestamp_micros(start).unwrap();
@@ -259,8 +264,8 @@ mod tests {
         fn a_carry()(
             newest in prop::option::of(a_session()),
             counts in (0i64..1_000_000, 0i64..i64::MAX),
-            positions in [position(), position(), position(), position()],
-            batteries in [prop::option::of(0u8..=100), prop::option::of(0u8..=100)],
+            positions in positions(),
+            batteries in batteries(),
         ) -> SessionCarry {
             SessionCarry {
                 newest,
