@@ -22,6 +22,7 @@
 //!   the view `mower_sessions_now` that every read of sessions goes through.
 //! - `m20261206_000013_watch_session_columns`: that pending session in typed columns.
 //! - `m20261207_000014_session_carry`: the newest session on `health_totals` as one text.
+//! - `m20261207_000015_watch_session_carry`: the watcher's pending session as one text.
 
 pub use sea_orm_migration::prelude::*;
 use sea_orm_migration::sea_orm::{ConnectOptions, Database};
@@ -71,6 +72,7 @@ mod m20261206_000011_session_watch;
 mod m20261206_000012_newest_session;
 mod m20261206_000013_watch_session_columns;
 mod m20261207_000014_session_carry;
+mod m20261207_000015_watch_session_carry;
 
 /// An arbitrary constant that names Swath's migration lock among PostgreSQL advisory locks.
 const MIGRATION_LOCK: i64 = 0x5357_4154_4800_0001;
@@ -95,6 +97,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000012_newest_session::Migration),
             Box::new(m20261206_000013_watch_session_columns::Migration),
             Box::new(m20261207_000014_session_carry::Migration),
+            Box::new(m20261207_000015_watch_session_carry::Migration),
         ]
     }
 }

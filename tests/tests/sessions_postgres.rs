@@ -304,7 +304,7 @@ mod on_postgres {
         assert_eq!(quiet_carry, None, "a mower without sessions has none");
 
         // Migration 14 (decision 210): the carry as one text, the view answering the same.
-        Migrator::up(&db, None).await.unwrap();
+        Migrator::up(&db, Some(1)).await.unwrap();
         let after: Vec<String> = sqlx::query_scalar(&read.replace("{table}", "mower_sessions_now"))
             .fetch_all(&mut conn)
             .await

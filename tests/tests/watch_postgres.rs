@@ -259,9 +259,9 @@ mod on_postgres {
 
     /// Migration 13 (decision 208) moves a pending session's JSON into the typed columns
     /// exactly, leaves a carry whose previous state is not the watch point (and its due instant)
-    /// behind, and its down writes back a document migration 11's code reads: the fields it
-    /// requires, the session's id derived as `session_id` derives it. Up again gives the same
-    /// columns.
+    /// behind, and migration 15 (decision 211) packs those columns into one text, exactly; down
+    /// through both writes back a document migration 11's code reads: the fields it requires,
+    /// the session's id derived as `session_id` derives it. Up again gives the same session.
     pub(super) async fn migration_13_moves_a_pending_json_session(factory: PostgresFactory) {
         use sqlx::Connection;
         use swath_migrations::sea_orm::Database;
@@ -329,14 +329,34 @@ mod on_postgres {
             );
         };
 
-        // Up through 13 (12 and 13), so that one step down is 13's.
-        Migrator::up(&db, Some(2)).await.unwrap();
+        // Up through 15 (12 to 15): the code reads the watch row as 15 leaves it.
+        Migrator::up(&db, Some(4)).await.unwrap();
         let store = swath_postgres::PostgresStore::connect(&url, 2)
             .await
             .unwrap();
         expect_typed(&store.export_watch(&mowers).await.unwrap().watches);
+        let carries: Vec<Option<String>> =
+            sqlx::query_scalar("SELECT session_carry FROM mower_watches ORDER BY mower_id")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        let start = trace_at(0).timestamp_micros();
+        let end = trace_at(420).timestamp_micros();
+        assert_eq!(
+            carries,
+            vec![
+                Some(format!(
+                    "1|{start}|{end}|error|300000|420000|123456|1|60000|true|52.500123456789|\
+                     13.400987654321|+E42"
+                )),
+                Some(format!("1|{start}|||300000|420000|0|1|60000|true|||")),
+                None,
+            ]
+        );
 
-        Migrator::down(&db, Some(1)).await.unwrap();
+        // Down through 15, 14 and 13: 15's down puts the typed columns back as 13's down reads
+        // them.
+        Migrator::down(&db, Some(3)).await.unwrap();
         let documents: Vec<(Uuid, Option<Value>)> =
             sqlx::query_as("SELECT mower_id, session FROM mower_watches ORDER BY mower_id")
                 .fetch_all(&mut conn)

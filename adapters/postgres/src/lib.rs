@@ -17,6 +17,7 @@
 //!   of work, the offline sweep, virtual zones, the busy status, geofences, zones, the events feed
 //!   and alerts; one file per concern (`unit_of_work`, `admin`, `feeds`, `rows`).
 //! - `arrays`: the rows of the widest writes, built from their array parameters side by side.
+//! - `carry_text`: the one-text carries of W8's folds on the health and watch rows.
 //! - `reads`: the few connections of the latest-state read, put back without sqlx's ping
 //!   (decision 124).
 //! - `projections`: `ProjectionStore` (one constant statement per level of a live view) and
@@ -36,6 +37,7 @@ macro_rules! from_row {
 }
 
 mod arrays;
+mod carry_text;
 mod directory;
 mod entities;
 mod projections;

@@ -3,9 +3,10 @@
 //!
 //! The watcher folds W8 with the domain's own [`SessionFold`] over the states it watches (newer
 //! than `watched_until`, in arrival order), and keeps what the fold needs of its carry between
-//! states in the watch row ([`SessionWatch`], typed columns on PostgreSQL: decision 208) while a
-//! session is pending: open, or ended and still able to merge. Once no later stretch can merge, the event is raised and the row forgets the session
-//! (a fold without a current session ignores the previous state, so nothing is lost).
+//! states in the watch row ([`SessionWatch`], one text column on PostgreSQL: decisions 208 and
+//! 211) while a session is pending: open, or ended and still able to merge. Once no later stretch
+//! can merge, the event is raised and the row forgets the session (a fold without a current
+//! session ignores the previous state, so nothing is lost).
 //!
 //! A session can no longer merge when a watched state comes at least the merge gap after its end
 //! (every later state is strictly newer, so a stretch it starts would start beyond the gap); with

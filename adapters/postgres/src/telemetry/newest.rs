@@ -2,18 +2,18 @@
 //! 14): one text column, `session_carry`, that the batch's first statement reads and its write
 //! sets, and its encoding here.
 //!
-//! The layout is `|`-separated fields, an empty field for an absent value: the layout's version
-//! (`1`); of the newest session its start (Unix microseconds), local date (days since
-//! 1970-01-01), end (microseconds), end reason, mowing, blade and distance figures, breaks,
-//! states, first and last position, first and last battery; of the rest after its end its states,
-//! blade time, first and last position, first and last battery; last, the session's error code
-//! after a `+` (the only field whose text is free, so the only one that may hold a `|`). Numbers
-//! are written as Rust prints them and read back exactly (a float as its shortest round-trip
-//! decimal). The view `mower_sessions_now` reads the same fields in SQL (migration 14).
+//! The layout is a one-text carry (`carry_text`): the layout's version (`1`); of the newest
+//! session its start (Unix microseconds), local date (days since 1970-01-01), end
+//! (microseconds), end reason, mowing, blade and distance figures, breaks, states, first and last
+//! position, first and last battery; of the rest after its end its states, blade time, first and
+//! last position, first and last battery; last, the session's error code after a `+` (the only
+//! field whose text is free, so the only one that may hold a `|`). Numbers are written as Rust
+//! prints them and read back exactly (a float as its shortest round-trip decimal). The view
+//! `mower_sessions_now` reads the same fields in SQL (migration 14).
 
 use super::rows::corrupt;
+use crate::carry_text::{CarryReader, CarryWriter};
 use chrono::{DateTime, Datelike, NaiveDate, Utc};
-use std::fmt::Write;
 use swath_application::ports::StoreError;
 use swath_domain::sessions::{session_id, EndReason, Rest, Session, SessionCarry};
 use swath_domain::MowerId;
@@ -29,27 +29,13 @@ const EPOCH_DAYS_FROM_CE: i32 = 719_163;
 
 /// The carry as the health row keeps it (module documentation).
 pub(super) fn encode(carry: &SessionCarry) -> String {
-    // Integers and floats alike, as `Display` prints them (a float: its shortest round-trip form).
-    fn field<T: std::fmt::Display>(out: &mut String, value: Option<T>) {
-        out.push('|');
-        if let Some(v) = value {
-            let _ = write!(out, "{v}");
-        }
-    }
-    let mut out = String::with_capacity(192);
-    out.push_str(LAYOUT);
+    let mut out = CarryWriter::new(LAYOUT);
     let s = carry.newest.as_ref();
     let micros = |t: DateTime<Utc>| t.timestamp_micros();
-    field(&mut out, s.map(|s| micros(s.started_at)));
-    field(
-        &mut out,
-        s.map(|s| i64::from(s.local_date.num_days_from_ce() - EPOCH_DAYS_FROM_CE)),
-    );
-    field(&mut out, s.and_then(|s| s.ended_at).map(micros));
-    out.push('|');
-    if let Some(reason) = s.and_then(|s| s.end_reason) {
-        out.push_str(reason.as_str());
-    }
+    out.field(s.map(|s| micros(s.started_at)));
+    out.field(s.map(|s| i64::from(s.local_date.num_days_from_ce() - EPOCH_DAYS_FROM_CE)));
+    out.field(s.and_then(|s| s.ended_at).map(micros));
+    out.field(s.and_then(|s| s.end_reason).map(EndReason::as_str));
     for figure in [
         |s: &Session| s.mowing_ms,
         |s: &Session| s.blade_ms,
@@ -57,35 +43,24 @@ pub(super) fn encode(carry: &SessionCarry) -> String {
         |s: &Session| s.breaks,
         |s: &Session| s.states,
     ] {
-        field(&mut out, s.map(figure));
+        out.field(s.map(figure));
     }
-    field(&mut out, s.and_then(|s| s.first_lat));
-    field(&mut out, s.and_then(|s| s.first_lon));
-    field(&mut out, s.and_then(|s| s.last_lat));
-    field(&mut out, s.and_then(|s| s.last_lon));
-    field(
-        &mut out,
-        s.and_then(|s| s.first_battery_percent).map(i64::from),
-    );
-    field(
-        &mut out,
-        s.and_then(|s| s.last_battery_percent).map(i64::from),
-    );
+    out.field(s.and_then(|s| s.first_lat));
+    out.field(s.and_then(|s| s.first_lon));
+    out.field(s.and_then(|s| s.last_lat));
+    out.field(s.and_then(|s| s.last_lon));
+    out.field(s.and_then(|s| s.first_battery_percent));
+    out.field(s.and_then(|s| s.last_battery_percent));
     let r = &carry.rest;
-    field(&mut out, Some(r.states));
-    field(&mut out, Some(r.blade_ms));
-    field(&mut out, r.first_lat);
-    field(&mut out, r.first_lon);
-    field(&mut out, r.last_lat);
-    field(&mut out, r.last_lon);
-    field(&mut out, r.first_battery_percent.map(i64::from));
-    field(&mut out, r.last_battery_percent.map(i64::from));
-    out.push('|');
-    if let Some(code) = s.and_then(|s| s.error_code.as_deref()) {
-        out.push('+');
-        out.push_str(code);
-    }
-    out
+    out.field(Some(r.states));
+    out.field(Some(r.blade_ms));
+    out.field(r.first_lat);
+    out.field(r.first_lon);
+    out.field(r.last_lat);
+    out.field(r.last_lon);
+    out.field(r.first_battery_percent);
+    out.field(r.last_battery_percent);
+    out.finish(s.and_then(|s| s.error_code.as_deref()))
 }
 
 /// The newest session of `mower_id` and its rest from the health row's `session_carry` (none
@@ -95,27 +70,16 @@ pub(super) fn decode(text: Option<&str>, mower_id: MowerId) -> Result<SessionCar
         return Ok(SessionCarry::default());
     };
     let bad = |what: &str| corrupt(format!("mower {mower_id}: session carry {what}: {text:?}"));
-    let mut fields = text.splitn(FIXED + 1, '|');
-    let mut next = || fields.next().ok_or_else(|| bad("cut short"));
-    if next()? != LAYOUT {
-        return Err(bad("of an unknown layout"));
-    }
-    fn parsed<T: std::str::FromStr>(field: &str) -> Option<Option<T>> {
-        if field.is_empty() {
-            Some(None)
-        } else {
-            field.parse().ok().map(Some)
-        }
-    }
+    let mut c = CarryReader::new(text, LAYOUT, FIXED).map_err(|e| bad(&e))?;
     macro_rules! field {
         ($ty:ty, $what:literal) => {
-            parsed::<$ty>(next()?).ok_or_else(|| bad(concat!("with a bad ", $what)))?
+            c.parsed::<$ty>($what).map_err(|e| bad(&e))?
         };
     }
     let started_at = field!(i64, "start");
     let local_date = field!(i32, "local date");
     let ended_at = field!(i64, "end");
-    let reason = next()?;
+    let reason = c.next().map_err(|e| bad(&e))?;
     let mowing_ms = field!(i64, "mowing time");
     let blade_ms = field!(i64, "blade time");
     let distance_mm = field!(i64, "distance");
@@ -137,15 +101,7 @@ pub(super) fn decode(text: Option<&str>, mower_id: MowerId) -> Result<SessionCar
         first_battery_percent: field!(u8, "rest battery"),
         last_battery_percent: field!(u8, "rest battery"),
     };
-    let error = next()?;
-    let error_code = match error {
-        "" => None,
-        code => Some(
-            code.strip_prefix('+')
-                .ok_or_else(|| bad("with a bad error code"))?
-                .to_owned(),
-        ),
-    };
+    let error_code = c.free().map_err(|e| bad(&e))?;
     let time = |micros: i64| {
         DateTime::from_timestamp_micros(micros).ok_or_else(|| bad("with a time out of range"))
     };

@@ -22,8 +22,8 @@
 //!   batch's events, with their constant statements.
 //! - `admin`: geofences, zones and the blade reset.
 //! - `feeds`: the events feed, open alerts and the export of watch rows.
-//! - `watch_row`: the watch row's columns, read and written (W8's pending session in typed
-//!   columns, decision 208).
+//! - `watch_row`: the watch row's columns, read and written (W8's pending session as one text,
+//!   decisions 208 and 211).
 //! - `rows`: decoding the other rows into domain values.
 //!
 //! The implementations of the four ports below only hand each method to its module.

@@ -1,8 +1,14 @@
 //! The watch row (`mower_watches`): its columns, decoded into a [`Watch`] and written back by
-//! one constant statement per batch. The pending session of W8 (decision 208) is typed columns,
-//! all NULL while none is pending; a batch none of whose rows had or has one leaves them alone.
+//! one constant statement per batch. The pending session of W8 (decisions 208 and 211) is one
+//! text, `session_carry` (a one-text carry, `carry_text`), NULL while none is pending; a batch
+//! none of whose rows had or has one leaves it and `session_due_at` alone.
+//!
+//! The carry's layout: the version (`1`); the session's start and end (Unix microseconds), end
+//! reason, mowing ms, blade ms, distance mm and breaks; the rest's blade ms; the previous state's
+//! blade (`true`/`false`), latitude and longitude; last, `+` and the session's error code.
 
 use super::rows::{activity, corrupt, mower_id, unavailable};
+use crate::carry_text::{CarryReader, CarryWriter};
 use crate::{arrays, Counters};
 use chrono::{DateTime, Utc};
 use sqlx::postgres::PgRow;
@@ -20,10 +26,7 @@ macro_rules! watch_columns {
     () => {
         "w.mower_id, w.account_id, w.watched_until, w.last_seen_at, w.last_activity, \
         w.error_code, w.outside_geofence, w.battery_low, w.offline, w.geofence_version, \
-        w.session_due_at, w.session_started_at, w.session_ended_at, w.session_end_reason, \
-        w.session_error_code, w.session_mowing_ms, w.session_blade_ms, w.session_distance_mm, \
-        w.session_breaks, w.session_rest_blade_ms, w.session_last_blade_on, w.session_last_lat, \
-        w.session_last_lon"
+        w.session_due_at, w.session_carry"
     };
 }
 pub(super) use watch_columns;
@@ -46,21 +49,13 @@ const UPDATED: [(&str, &str); 10] = [
 ];
 
 /// The pending session's columns, bound after [`UPDATED`]'s.
-const SESSION: [(&str, &str); 13] = [
-    ("session_due_at", "timestamptz"),
-    ("session_started_at", "timestamptz"),
-    ("session_ended_at", "timestamptz"),
-    ("session_end_reason", "text"),
-    ("session_error_code", "text"),
-    ("session_mowing_ms", "bigint"),
-    ("session_blade_ms", "bigint"),
-    ("session_distance_mm", "bigint"),
-    ("session_breaks", "bigint"),
-    ("session_rest_blade_ms", "bigint"),
-    ("session_last_blade_on", "boolean"),
-    ("session_last_lat", "float8"),
-    ("session_last_lon", "float8"),
-];
+const SESSION: [(&str, &str); 2] = [("session_due_at", "timestamptz"), ("session_carry", "text")];
+
+/// The carry's layout version, its first field.
+const LAYOUT: &str = "1";
+
+/// Fields before the error code (the version included).
+const FIXED: usize = 12;
 
 /// The update of the batch's watch rows from `columns` (the key first), its rows built from the
 /// arrays side by side (`arrays::zipped`: the session's columns make this the watcher's widest
@@ -101,41 +96,72 @@ pub(super) fn watch_from(row: &PgRow) -> Result<Option<Watch>, WatchError> {
 
 /// Whether `row` holds a pending session.
 pub(super) fn has_session(row: &PgRow) -> Result<bool, WatchError> {
-    let started_at: Option<DateTime<Utc>> = row.try_get("session_started_at").map_err(corrupt)?;
-    Ok(started_at.is_some())
+    let carry: Option<&str> = row.try_get("session_carry").map_err(corrupt)?;
+    Ok(carry.is_some())
 }
 
-/// The pending session of a watch row: `None` when `session_started_at` is NULL.
+/// The pending session of a watch row: `None` when `session_carry` is NULL.
 fn session_from(row: &PgRow) -> Result<Option<SessionWatch>, WatchError> {
-    let started_at: Option<DateTime<Utc>> = row.try_get("session_started_at").map_err(corrupt)?;
-    let Some(started_at) = started_at else {
-        return Ok(None);
-    };
-    fn set<T>(row: &PgRow, column: &str) -> Result<T, WatchError>
-    where
-        for<'r> T: sqlx::Decode<'r, Postgres> + sqlx::Type<Postgres>,
-    {
-        row.try_get::<Option<T>, _>(column)
-            .map_err(corrupt)?
-            .ok_or_else(|| corrupt(format!("a pending session without {column}")))
+    let carry: Option<&str> = row.try_get("session_carry").map_err(corrupt)?;
+    carry.map(decode).transpose()
+}
+
+/// The pending session as the watch row keeps it (module documentation).
+fn encode(s: &SessionWatch) -> String {
+    let mut out = CarryWriter::new(LAYOUT);
+    out.field(Some(s.started_at.timestamp_micros()));
+    out.field(s.ended_at.map(|t| t.timestamp_micros()));
+    out.field(s.end_reason.map(EndReason::as_str));
+    out.field(Some(s.mowing_ms));
+    out.field(Some(s.blade_ms));
+    out.field(Some(s.distance_mm));
+    out.field(Some(s.breaks));
+    out.field(Some(s.rest_blade_ms));
+    out.field(Some(s.last_blade_on));
+    out.field(s.last_lat);
+    out.field(s.last_lon);
+    out.finish(s.error_code.as_deref())
+}
+
+fn decode(text: &str) -> Result<SessionWatch, WatchError> {
+    let bad = |what: String| corrupt(format!("pending session carry {what}: {text:?}"));
+    let mut c = CarryReader::new(text, LAYOUT, FIXED).map_err(bad)?;
+    macro_rules! field {
+        ($ty:ty, $what:literal) => {
+            c.parsed::<$ty>($what).map_err(bad)?
+        };
     }
-    let end_reason: Option<&str> = row.try_get("session_end_reason").map_err(corrupt)?;
-    Ok(Some(SessionWatch {
+    macro_rules! set {
+        ($ty:ty, $what:literal) => {
+            field!($ty, $what).ok_or_else(|| bad(concat!("without a ", $what).to_owned()))?
+        };
+    }
+    let time = |micros: i64| {
+        DateTime::from_timestamp_micros(micros)
+            .ok_or_else(|| bad("with a time out of range".to_owned()))
+    };
+    let started_at = time(set!(i64, "start"))?;
+    let ended_at = field!(i64, "end").map(time).transpose()?;
+    let end_reason = match c.next().map_err(bad)? {
+        "" => None,
+        name => Some(
+            EndReason::parse(name).ok_or_else(|| bad("with an unknown end reason".to_owned()))?,
+        ),
+    };
+    Ok(SessionWatch {
         started_at,
-        ended_at: row.try_get("session_ended_at").map_err(corrupt)?,
-        end_reason: end_reason
-            .map(|r| EndReason::parse(r).ok_or_else(|| corrupt(format!("end reason {r:?}"))))
-            .transpose()?,
-        error_code: row.try_get("session_error_code").map_err(corrupt)?,
-        mowing_ms: set(row, "session_mowing_ms")?,
-        blade_ms: set(row, "session_blade_ms")?,
-        distance_mm: set(row, "session_distance_mm")?,
-        breaks: set(row, "session_breaks")?,
-        rest_blade_ms: set(row, "session_rest_blade_ms")?,
-        last_blade_on: set(row, "session_last_blade_on")?,
-        last_lat: row.try_get("session_last_lat").map_err(corrupt)?,
-        last_lon: row.try_get("session_last_lon").map_err(corrupt)?,
-    }))
+        ended_at,
+        end_reason,
+        mowing_ms: set!(i64, "mowing time"),
+        blade_ms: set!(i64, "blade time"),
+        distance_mm: set!(i64, "distance"),
+        breaks: set!(i64, "break count"),
+        rest_blade_ms: set!(i64, "rest blade time"),
+        last_blade_on: set!(bool, "blade"),
+        last_lat: field!(f64, "position"),
+        last_lon: field!(f64, "position"),
+        error_code: c.free().map_err(bad)?,
+    })
 }
 
 /// Writes the batch's changed watch rows (one statement). `sessions_read`: some row the batch
@@ -174,29 +200,108 @@ pub(super) async fn update_watches(
         .bind(w.iter().map(|r| r.offline).collect::<Vec<_>>())
         .bind(w.iter().map(|r| r.geofence_version).collect::<Vec<_>>());
     if with_sessions {
-        let s = || w.iter().map(|r| r.session.as_ref());
         query = query
             .bind(w.iter().map(|r| r.session_due_at).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.started_at)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.and_then(|s| s.ended_at)).collect::<Vec<_>>())
             .bind(
-                s().map(|s| s.and_then(|s| s.end_reason).map(EndReason::as_str))
+                w.iter()
+                    .map(|r| r.session.as_ref().map(encode))
                     .collect::<Vec<_>>(),
-            )
-            .bind(
-                s().map(|s| s.and_then(|s| s.error_code.as_deref()))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(s().map(|s| s.map(|s| s.mowing_ms)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.blade_ms)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.distance_mm)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.breaks)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.rest_blade_ms)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.map(|s| s.last_blade_on)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.and_then(|s| s.last_lat)).collect::<Vec<_>>())
-            .bind(s().map(|s| s.and_then(|s| s.last_lon)).collect::<Vec<_>>());
+            );
     }
     query.execute(&mut **tx).await.map_err(unavailable)?;
     counters.statement();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    fn position() -> impl Strategy<Value = Option<f64>> {
+        prop::option::of(prop_oneof![-180.0..180.0f64, Just(-0.0), Just(1e-7)])
+    }
+
+    prop_compose! {
+        fn a_pending_session()(
+            start in -2_000_000_000_000_000i64..8_000_000_000_000_000,
+            length in prop::option::of(0i64..1_000_000_000),
+            reason in prop::option::of(prop_oneof![
+                Just(EndReason::Docked), Just(EndReason::Stopped), Just(EndReason::Error),
+                Just(EndReason::Silent)
+            ]),
+            error_code in prop::option::of(prop_oneof![
+                Just(String::new()), Just("E|12".to_owned()), Just("+x".to_owned()),
+                "\\PC{0,12}"
+            ]),
+            figures in prop::array::uniform5(0i64..i64::MAX),
+            last_blade_on in any::<bool>(),
+            last_lat in position(),
+            last_lon in position(),
+        ) -> SessionWatch {
+            let started_at = Utc.timestamp_micros(start).unwrap();
+            SessionWatch {
+                started_at,
+                ended_at: length.map(|l| started_at + chrono::Duration::microseconds(l)),
+                end_reason: reason,
+                error_code,
+                mowing_ms: figures[0],
+                blade_ms: figures[1],
+                distance_mm: figures[2],
+                breaks: figures[3],
+                rest_blade_ms: figures[4],
+                last_blade_on,
+                last_lat,
+                last_lon,
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn a_pending_session_reads_back_as_it_was_written(session in a_pending_session()) {
+            let back = decode(&encode(&session)).unwrap();
+            // Floats compared by their bits: -0.0 stays -0.0.
+            prop_assert_eq!(format!("{back:?}"), format!("{session:?}"));
+            prop_assert_eq!(back, session);
+        }
+    }
+
+    #[test]
+    fn a_pending_session_is_written_in_its_layout() {
+        let session = SessionWatch {
+            started_at: Utc.timestamp_micros(1_700_000_000_000_001).unwrap(),
+            ended_at: None,
+            end_reason: None,
+            error_code: Some("E|1".to_owned()),
+            mowing_ms: 1,
+            blade_ms: 2,
+            distance_mm: 3,
+            breaks: 4,
+            rest_blade_ms: 5,
+            last_blade_on: true,
+            last_lat: Some(52.5),
+            last_lon: None,
+        };
+        assert_eq!(
+            encode(&session),
+            "1|1700000000000001|||1|2|3|4|5|true|52.5||+E|1"
+        );
+    }
+
+    #[test]
+    fn a_damaged_pending_session_is_refused_with_what_is_wrong() {
+        for (text, says) in [
+            ("2|1|||0|0|0|0|0|false|||", "unknown layout"),
+            ("1|1|||0|0", "cut short"),
+            ("1||||0|0|0|0|0|false|||", "without a start"),
+            ("1|1|||0|0|0|0|0|maybe|||", "bad blade"),
+            ("1|1||gone|0|0|0|0|0|false|||", "unknown end reason"),
+            ("1|1|||0|0|0|0|0|false|||E1", "bad error code"),
+        ] {
+            let error = decode(text).unwrap_err().to_string();
+            assert!(error.contains(says), "{text:?}: {error}");
+        }
+    }
 }
