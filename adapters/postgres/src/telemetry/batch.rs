@@ -164,13 +164,23 @@ const HEALTH: [(&str, &str); 16] = [
 ///
 /// The latest row's guard on `observed_at` cannot change the result (the rules only send strictly
 /// newer rows); it makes a regression impossible even if they did.
-pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
+///
+/// Most batches write no session row (in order, a session's row is written only when it starts or
+/// closes: decision 207), so [`WRITE_BATCH`] leaves the two sessions sub-statements out and
+/// [`WRITE_BATCH_WITH_SESSIONS`] has them: a batch sends the sessions' arrays only when it has
+/// session rows to write or remove (decision 212). Either is one statement.
+pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| write_batch(false));
+
+/// [`WRITE_BATCH`] with W8's session rows written and removed.
+pub(super) static WRITE_BATCH_WITH_SESSIONS: LazyLock<String> = LazyLock::new(|| write_batch(true));
+
+fn write_batch(sessions: bool) -> String {
     // A carry the batch did not change stays as the row has it.
     let health_set = arrays::set_from_u(&HEALTH[1..HEALTH.len() - 1]);
     let health_rows = arrays::zipped(18, &HEALTH);
     // The day totals' and the sessions' arrays follow the health row's.
     let n = 18 + HEALTH.len();
-    format!(
+    let text = format!(
         "WITH history AS (INSERT INTO state_history \
     (mower_id, observed_at, activity, battery_percent, error_code, blade_on) \
     SELECT * FROM UNNEST($1::uuid[], $2::timestamptz[], $3::text[], $4::smallint[], $5::text[], \
@@ -201,8 +211,21 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     distance_mm = day_totals.distance_mm + EXCLUDED.distance_mm, \
     error_count = day_totals.error_count + EXCLUDED.error_count, \
     charge_count = day_totals.charge_count + EXCLUDED.charge_count, \
-    state_count = day_totals.state_count + EXCLUDED.state_count), \
-    sessions_removed AS (DELETE FROM mower_sessions s USING UNNEST(${r0}::uuid[], \
+    state_count = day_totals.state_count + EXCLUDED.state_count)",
+        d0 = n,
+        d1 = n + 1,
+        d2 = n + 2,
+        d3 = n + 3,
+        d4 = n + 4,
+        d5 = n + 5,
+        d6 = n + 6,
+        d7 = n + 7,
+    );
+    if !sessions {
+        return text + " SELECT 1";
+    }
+    format!(
+        "{text}, sessions_removed AS (DELETE FROM mower_sessions s USING UNNEST(${r0}::uuid[], \
     ${r1}::timestamptz[]) AS r(mower_id, started_at) \
     WHERE s.mower_id = r.mower_id AND s.started_at = r.started_at), \
     sessions AS (INSERT INTO mower_sessions (mower_id, started_at, id, account_id, ended_at, \
@@ -222,14 +245,6 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
     first_battery_percent = EXCLUDED.first_battery_percent, \
     last_battery_percent = EXCLUDED.last_battery_percent, local_date = EXCLUDED.local_date) \
     SELECT 1",
-        d0 = n,
-        d1 = n + 1,
-        d2 = n + 2,
-        d3 = n + 3,
-        d4 = n + 4,
-        d5 = n + 5,
-        d6 = n + 6,
-        d7 = n + 7,
         r0 = n + 8,
         r1 = n + 9,
         s0 = n + 10,
@@ -252,7 +267,7 @@ pub(super) static WRITE_BATCH: LazyLock<String> = LazyLock::new(|| {
         s17 = n + 27,
         s18 = n + 28,
     )
-});
+}
 
 /// The session windows' bounds (W8, decision 200): for each `(mower, t_min, t_max)` of `$1..$3`,
 /// `lo` (the start of the newest stored session before `t_min`, else `t_min`), `n_start` and
@@ -585,7 +600,13 @@ impl TelemetryBatch for PostgresBatch {
             .iter()
             .map(|n| (n.mower_id, &n.carry))
             .collect();
-        sqlx::query(WRITE_BATCH.as_str())
+        let with_sessions = !su.is_empty() || !removed.is_empty();
+        let text = if with_sessions {
+            WRITE_BATCH_WITH_SESSIONS.as_str()
+        } else {
+            WRITE_BATCH.as_str()
+        };
+        let mut query = sqlx::query(text)
             .bind(h.iter().map(|r| r.mower_id.0).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.observed_at).collect::<Vec<_>>())
             .bind(h.iter().map(|r| r.activity.as_str()).collect::<Vec<_>>())
@@ -642,47 +663,48 @@ impl TelemetryBatch for PostgresBatch {
             .bind(d.iter().map(|r| r.distance_mm).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.error_count).collect::<Vec<_>>())
             .bind(d.iter().map(|r| r.charge_count).collect::<Vec<_>>())
-            .bind(d.iter().map(|r| r.state_count).collect::<Vec<_>>())
-            .bind(removed.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
-            .bind(removed.iter().map(|(_, at)| *at).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.mower_id.0).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.started_at).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.id).collect::<Vec<_>>())
-            .bind(su.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.ended_at).collect::<Vec<_>>())
-            .bind(
-                ss.iter()
-                    .map(|s| s.end_reason.map(|r| r.as_str()))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                ss.iter()
-                    .map(|s| s.error_code.as_deref())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(ss.iter().map(|s| s.mowing_ms).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.blade_ms).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.distance_mm).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.breaks).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.states).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.first_lat).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.first_lon).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.last_lat).collect::<Vec<_>>())
-            .bind(ss.iter().map(|s| s.last_lon).collect::<Vec<_>>())
-            .bind(
-                ss.iter()
-                    .map(|s| s.first_battery_percent.map(i16::from))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                ss.iter()
-                    .map(|s| s.last_battery_percent.map(i16::from))
-                    .collect::<Vec<_>>(),
-            )
-            .bind(ss.iter().map(|s| s.local_date).collect::<Vec<NaiveDate>>())
-            .execute(&mut *tx)
-            .await
-            .map_err(store_error)?;
+            .bind(d.iter().map(|r| r.state_count).collect::<Vec<_>>());
+        if with_sessions {
+            query = query
+                .bind(removed.iter().map(|(m, _)| m.0).collect::<Vec<_>>())
+                .bind(removed.iter().map(|(_, at)| *at).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.mower_id.0).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.started_at).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.id).collect::<Vec<_>>())
+                .bind(su.iter().map(|r| r.account_id.0).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.ended_at).collect::<Vec<_>>())
+                .bind(
+                    ss.iter()
+                        .map(|s| s.end_reason.map(|r| r.as_str()))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    ss.iter()
+                        .map(|s| s.error_code.as_deref())
+                        .collect::<Vec<_>>(),
+                )
+                .bind(ss.iter().map(|s| s.mowing_ms).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.blade_ms).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.distance_mm).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.breaks).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.states).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.first_lat).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.first_lon).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.last_lat).collect::<Vec<_>>())
+                .bind(ss.iter().map(|s| s.last_lon).collect::<Vec<_>>())
+                .bind(
+                    ss.iter()
+                        .map(|s| s.first_battery_percent.map(i16::from))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(
+                    ss.iter()
+                        .map(|s| s.last_battery_percent.map(i16::from))
+                        .collect::<Vec<_>>(),
+                )
+                .bind(ss.iter().map(|s| s.local_date).collect::<Vec<NaiveDate>>());
+        }
+        query.execute(&mut *tx).await.map_err(store_error)?;
         counters.statement();
         // W6's events and alerts, in this transaction (only when the rules raised any).
         crate::watch::store_ingest_events(&mut tx, &notifications, counters).await?;
