@@ -1,5 +1,6 @@
 //! The sessions store on PostgreSQL (W8): the `SessionStore` reads of the stored sessions, which
-//! the telemetry batch's one write statement keeps (`telemetry/batch.rs`, `WRITE_BATCH`). Every
+//! the telemetry batch's one write statement keeps (`telemetry/batch.rs`,
+//! `WRITE_BATCH_WITH_SESSIONS`, used by a batch that writes or removes session rows). Every
 //! read goes through the view `mower_sessions_now`, which lays each mower's newest session as
 //! its health row keeps it over that session's own row (decision 207, migration 12).
 

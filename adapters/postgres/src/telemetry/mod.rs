@@ -6,7 +6,9 @@
 //! [`READ_NEAR_PROBES`](batch::READ_NEAR_PROBES), or one range per mower when a mower has several,
 //! [`READ_NEAR_NEIGHBOURS`](batch::READ_NEAR_NEIGHBOURS)), and one more for those whose
 //! neighbours lie beyond it ([`READ_NEIGHBOURS`](batch::READ_NEIGHBOURS)); then one statement
-//! writing every table (one sub-statement per table, see [`WRITE_BATCH`](batch::WRITE_BATCH)).
+//! writing every table (one sub-statement per table, see [`WRITE_BATCH`](batch::WRITE_BATCH); the
+//! sessions' two only in [`WRITE_BATCH_WITH_SESSIONS`](batch::WRITE_BATCH_WITH_SESSIONS), for a
+//! batch that writes or removes session rows, decision 212).
 //! Each is a constant text with array parameters (`UNNEST`), so that the count of statements does
 //! not depend on the batch; sqlx prepares each once per connection, except the windowed read,
 //! which is planned with its window's values (decisions 168 and 171).
