@@ -86,3 +86,42 @@ impl<'a> CarryReader<'a> {
         }
     }
 }
+
+/// What both carries' property tests draw: the fields a session's carry holds in either row.
+#[cfg(test)]
+pub(crate) mod strategies {
+    use chrono::{DateTime, Duration, TimeZone, Utc};
+    use proptest::prelude::*;
+    use swath_domain::sessions::EndReason;
+
+    /// A latitude or longitude, or none: zero of either sign and a tiny value among them, which
+    /// a text form could lose.
+    pub(crate) fn position() -> impl Strategy<Value = Option<f64>> {
+        prop::option::of(prop_oneof![
+            -180.0..180.0f64,
+            Just(0.0),
+            Just(-0.0),
+            Just(1e-7)
+        ])
+    }
+
+    prop_compose! {
+        /// A session's start, its end (none while open), end reason and error code, the codes
+        /// among them holding the carry's separators.
+        pub(crate) fn session_ends()(
+            start in -2_000_000_000_000_000i64..8_000_000_000_000_000,
+            length in prop::option::of(0i64..1_000_000_000),
+            reason in prop::option::of(prop_oneof![
+                Just(EndReason::Docked), Just(EndReason::Stopped), Just(EndReason::Error),
+                Just(EndReason::Silent)
+            ]),
+            error_code in prop::option::of(prop_oneof![
+                Just(String::new()), Just("E|12".to_owned()), Just("+x".to_owned()),
+                "\\PC{0,12}"
+            ]),
+        ) -> (DateTime<Utc>, Option<DateTime<Utc>>, Option<EndReason>, Option<String>) {
+            let started_at = Utc.timestamp_micros(start).unwrap();
+            (started_at, length.map(|l| started_at + Duration::microseconds(l)), reason, error_code)
+        }
+    }
+}

@@ -148,20 +148,11 @@ pub(super) fn decode(text: Option<&str>, mower_id: MowerId) -> Result<SessionCar
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
+    use crate::carry_text::strategies::{position, session_ends};
     use proptest::prelude::*;
 
     fn mower() -> MowerId {
         MowerId(uuid::Uuid::from_u128(7))
-    }
-
-    fn position() -> impl Strategy<Value = Option<f64>> {
-        prop::option::of(prop_oneof![
-            -180.0..180.0f64,
-            Just(0.0),
-            Just(-0.0),
-            Just(1e-7)
-        ])
     }
 
     /// First and last latitude and longitude.
@@ -176,28 +167,18 @@ mod tests {
 
     prop_compose! {
         fn a_session()(
-            start in -2_000_000_000_000_000i64..8_000_000_000_000_000,
-            length in prop::option::of(0i64..1_000_000_000),
-            reason in prop::option::of(prop_oneof![
-                Just(EndReason::Docked), Just(EndReason::Stopped), Just(EndReason::Error),
-                Just(EndReason::Silent)
-            ]),
-            error_code in prop::option::of(prop_oneof![
-                Just(String::new()), Just("E|12".to_owned()), Just("+x".to_owned()),
-                "\\PC{0,12}"
-            ]),
+            (started_at, ended_at, end_reason, error_code) in session_ends(),
             figures in prop::array::uniform5(0i64..i64::MAX),
             positions in positions(),
             batteries in batteries(),
             days in -30_000i32..30_000,
         ) -> Session {
-            let started_at = Utc.timestamp_micros(start).unwrap();
             Session {
                 id: session_id(mower(), started_at),
                 mower_id: mower(),
                 started_at,
-                ended_at: length.map(|l| started_at + chrono::Duration::microseconds(l)),
-                end_reason: reason,
+                ended_at,
+                end_reason,
                 error_code,
                 mowing_ms: figures[0],
                 blade_ms: figures[1],
